@@ -1,0 +1,3 @@
+from olearn.cli import main
+
+main()

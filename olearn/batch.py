@@ -1,0 +1,37 @@
+"""ExampleBatch: a block of parsed, hashed examples in CSR layout."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class ExampleBatch:
+    """Examples of one newline-aligned block of one source.
+
+    Example ``e`` has features ``offsets[e]:offsets[e+1]`` of ``index``/``value``/``namespace``.
+    ``numbers[e]`` is (label, importance, initial); the label is NaN when the example has none.
+    ``tags[e]`` is a (start, end) span of ``text`` (start -1: no tag); ``lines[e]`` is the
+    0-based line of the example within the block. ``audit`` holds byte spans of names (only
+    when parsed for ``--audit``). ``warnings`` rows are (line, code, start, end), the first
+    ``len(warnings)`` of ``n_warnings``.
+    """
+
+    text: np.ndarray
+    source: str
+    first_line: int
+    numbers: np.ndarray
+    tags: np.ndarray
+    lines: np.ndarray
+    offsets: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    namespace: np.ndarray
+    audit: np.ndarray
+    warnings: np.ndarray
+    n_warnings: int
+    bytes_read: int
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1

@@ -1,0 +1,122 @@
+"""The ``olearn`` command: options → Config → run. No learning logic lives here."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from olearn.config import FORMATS, HASHES, Config
+from olearn.errors import OlearnError
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("paths", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-d", "--data", "data", multiple=True, metavar="PATH",
+              help="Example file (VW text or svmlight, plain or gzip); '-' or none reads stdin. "
+                   "Repeatable; positional paths are read too, in order.")
+@click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True,
+              help="Input format; auto uses a .svm/.svmlight/.libsvm name, else the first line.")
+@click.option("-b", "--bit_precision", type=int, default=18, show_default=True,
+              help="Number of bits in the feature table (1..30).")
+@click.option("-l", "--learning_rate", type=float, default=None,
+              help="Learning rate [default: 0.5, or 10 unless adaptive and normalized].")
+@click.option("--power_t", type=float, default=0.5, show_default=True, help="t power value.")
+@click.option("--initial_t", type=float, default=None,
+              help="Initial t value [default: 0, or 1 without --adaptive/--normalized].")
+@click.option("--sgd", is_flag=True, help="Plain SGD: no adaptive, normalized or invariant update.")
+@click.option("--adaptive", is_flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
+@click.option("--normalized", is_flag=True, help="Per-feature normalized updates.")
+@click.option("--invariant", is_flag=True, help="Importance-invariant updates.")
+@click.option("--loss_function", default="squared", show_default=True,
+              help="Loss function: squared.")
+@click.option("--min_prediction", type=float, default=None,
+              help="Smallest prediction to output (fixes the clipping range).")
+@click.option("--max_prediction", type=float, default=None,
+              help="Largest prediction to output (fixes the clipping range).")
+@click.option("--noconstant", is_flag=True, help="Don't add a constant feature.")
+@click.option("--hash", "hash_", type=click.Choice(HASHES), default="strings", show_default=True,
+              help="How to hash features: strings (all-digit names as numbers) or all.")
+@click.option("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
+@click.option("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
+@click.option("--quiet", is_flag=True, help="Don't output diagnostics or progress updates.")
+@click.option("-a", "--audit", is_flag=True,
+              help="Print each example's features (ns^name:index:value:weight@G) to stdout.")
+@click.option("-P", "--progress", metavar="N|X.Y", default=None,
+              help="Progress rows every N weighted examples (integer) or at weights growing by "
+                   "a factor X.Y (float) [default: 2.0].")
+@click.option("--strict_parse", is_flag=True, help="Make parse warnings fatal.")
+@click.option("--warm-cache", "warm_cache", is_flag=True, hidden=True,
+              help="Compile every kernel into numba's cache and exit.")
+def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
+            normalized, invariant, loss_function, min_prediction, max_prediction, noconstant,
+            hash_, hash_seed, predictions, quiet, audit, progress, strict_parse, warm_cache):
+    """olearn: fast online learning with Vowpal Wabbit's input, options and output.
+
+    \b
+    Examples:
+      olearn -d train.vw                      one pass, progress table on stderr
+      zcat train.vw.gz | olearn -p preds.txt  read stdin, write predictions
+      olearn -d train.svm.gz --format svmlight
+      olearn -d train.vw --audit              features of each example, as VW prints them
+    """
+    from olearn.run import run, warm_cache as warm
+    if warm_cache:
+        warm()
+        return
+    config = Config(data=list(data) + list(paths), format=format_, bit_precision=bit_precision,
+                    learning_rate=learning_rate, power_t=power_t, initial_t=initial_t, sgd=sgd,
+                    adaptive=adaptive, normalized=normalized, invariant=invariant,
+                    loss_function=loss_function, min_prediction=min_prediction,
+                    max_prediction=max_prediction, noconstant=noconstant, hash=hash_,
+                    hash_seed=hash_seed, predictions=predictions, quiet=quiet, audit=audit,
+                    progress=progress, strict_parse=strict_parse)
+    run(config)
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stderr.write(f"olearn: error: {message}\n")
+    return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one line per failure, never a traceback; fast exit when done."""
+    code = 0
+    try:
+        command.main(args=argv, prog_name="olearn", standalone_mode=False)
+    except OlearnError as exc:
+        code = _fail(str(exc), 1)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        sys.stderr.write(exc.format_message() + "\n")
+    except click.UsageError as exc:
+        code = _fail(exc.format_message() + " (see olearn --help)", 2)
+    except click.Abort:
+        code = _fail("interrupted", 130)
+    except KeyboardInterrupt:
+        code = _fail("interrupted", 130)
+    except BrokenPipeError:
+        code = 0
+        try:
+            sys.stdout = None  # type: ignore[assignment]
+        except Exception:
+            pass
+    except Exception as exc:  # a bug: still one line, with the traceback on request
+        if os.environ.get("OLEARN_DEBUG"):
+            raise
+        code = _fail(f"internal error: {type(exc).__name__}: {exc} "
+                     "(set OLEARN_DEBUG=1 for a traceback)", 70)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    # Everything is flushed and every output closed: skip the interpreter's slow teardown.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

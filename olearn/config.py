@@ -1,0 +1,91 @@
+"""Every option of a run, validated once; shared by the CLI, the Python API and model files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from olearn.errors import OlearnError
+from olearn.losses import NAMES as LOSS_NAMES
+
+FORMATS = ("auto", "vw", "svmlight")
+HASHES = ("strings", "all")
+
+
+@dataclass
+class Config:
+    """Options as VW names them; ``None`` means "VW's default for this configuration"."""
+
+    data: list[str] = field(default_factory=list)
+    format: str = "auto"
+    bit_precision: int = 18
+    learning_rate: float | None = None
+    power_t: float = 0.5
+    initial_t: float | None = None
+    sgd: bool = False
+    adaptive: bool = False
+    normalized: bool = False
+    invariant: bool = False
+    loss_function: str = "squared"
+    min_prediction: float | None = None
+    max_prediction: float | None = None
+    noconstant: bool = False
+    hash: str = "strings"
+    hash_seed: int = 0
+    predictions: str | None = None
+    quiet: bool = False
+    audit: bool = False
+    progress: str | None = None
+    strict_parse: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.bit_precision <= 30:
+            raise OlearnError(f"-b/--bit_precision must be between 1 and 30, got {self.bit_precision}")
+        if self.format not in FORMATS:
+            raise OlearnError(f"--format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if self.hash not in HASHES:
+            raise OlearnError(f"--hash must be one of {', '.join(HASHES)}, got {self.hash!r}")
+        if self.loss_function not in LOSS_NAMES:
+            raise OlearnError(f"unknown --loss_function {self.loss_function!r} "
+                              f"(known: {', '.join(LOSS_NAMES)})")
+        if self.power_t < 0:
+            raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
+        self.progress_add, self.progress_arg = self._parse_progress(self.progress)
+
+    @staticmethod
+    def _parse_progress(text: str | None) -> tuple[bool, float]:
+        """``-P N`` (integer) prints every N weighted examples; ``-P x.y`` multiplies."""
+        if text is None:
+            return False, 2.0
+        try:
+            value = float(text)
+        except ValueError:
+            raise OlearnError(f"-P/--progress expects a number, got {text!r}") from None
+        if "." not in text and "e" not in text.lower():
+            if value <= 0:
+                raise OlearnError(f"-P/--progress must be positive, got {text}")
+            return True, value
+        return False, value + 1 if value <= 1 else value
+
+    @property
+    def update_rule(self) -> tuple[bool, bool, bool]:
+        """(adaptive, normalized, invariant): all three unless some are named (VW's rule)."""
+        if not (self.sgd or self.adaptive or self.normalized or self.invariant):
+            return True, True, True
+        return self.adaptive, self.normalized, self.invariant
+
+    @property
+    def eta(self) -> float:
+        if self.learning_rate is not None:
+            return self.learning_rate
+        adaptive, normalized, _ = self.update_rule
+        return 0.5 if adaptive and normalized else 10.0
+
+    @property
+    def t0(self) -> float:
+        if self.initial_t is not None:
+            return self.initial_t
+        adaptive, normalized, _ = self.update_rule
+        return 0.0 if adaptive or normalized else 1.0
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.bit_precision) - 1

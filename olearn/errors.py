@@ -1,0 +1,21 @@
+"""The one exception type every user-facing failure is raised as."""
+from __future__ import annotations
+
+
+class OlearnError(Exception):
+    """A failure the user caused or can fix: printed as one line, exit code non-zero.
+
+    ``file`` and ``line`` (1-based) locate the problem in an input when known.
+    """
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
+        return where + self.message

@@ -1,0 +1,96 @@
+"""VW's feature hashing: MurmurHash3 (x86, 32-bit) and the 'strings'/'all' hashers, in numba.
+
+All integers are int64 holding unsigned 32-bit values; products wrap in 64 bits and are masked,
+which keeps the low 32 bits exact without numba's unsigned/signed promotion pitfalls.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+M32 = 0xFFFFFFFF
+CONSTANT_HASH = 11650396  # VW's constant feature, masked by 2^b - 1
+FNV_PRIME = 16777619
+CONSTANT_NAMESPACE = 128
+DEFAULT_NAMESPACE = 32  # ' '
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+
+@njit(cache=True, nogil=True)
+def murmur3_32(buf: np.ndarray, start: int, end: int, seed: int) -> int:
+    """MurmurHash3 x86_32 of ``buf[start:end]`` (uint8) with ``seed``, as an int in [0, 2^32)."""
+    c1 = 0xCC9E2D51
+    c2 = 0x1B873593
+    h = seed & 0xFFFFFFFF
+    n = end - start
+    nblocks = n // 4
+    for i in range(nblocks):
+        p = start + 4 * i
+        k = (np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8) | (np.int64(buf[p + 2]) << 16)
+             | (np.int64(buf[p + 3]) << 24))
+        k = (k * c1) & 0xFFFFFFFF
+        k = _rotl32(k, 15)
+        k = (k * c2) & 0xFFFFFFFF
+        h ^= k
+        h = _rotl32(h, 13)
+        h = (h * 5 + 0xE6546B64) & 0xFFFFFFFF
+    tail = start + 4 * nblocks
+    rem = n & 3
+    k = np.int64(0)
+    if rem == 3:
+        k ^= np.int64(buf[tail + 2]) << 16
+    if rem >= 2:
+        k ^= np.int64(buf[tail + 1]) << 8
+    if rem >= 1:
+        k ^= np.int64(buf[tail])
+        k = (k * c1) & 0xFFFFFFFF
+        k = _rotl32(k, 15)
+        k = (k * c2) & 0xFFFFFFFF
+        h ^= k
+    h ^= n & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    h ^= h >> 16
+    return h
+
+
+@njit(cache=True, nogil=True)
+def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) -> int:
+    """VW's hasher for a name in ``buf[start:end]``.
+
+    'strings' (default): trim bytes <= 0x20 at both ends; an all-digit name hashes to
+    (its integer value + seed) mod 2^32, anything else to murmur of the trimmed bytes.
+    'all' (``hash_all``): murmur of the bytes as they are.
+    """
+    if hash_all:
+        return murmur3_32(buf, start, end, seed)
+    while start < end and buf[start] <= 0x20:
+        start += 1
+    while end > start and buf[end - 1] <= 0x20:
+        end -= 1
+    value = np.int64(0)
+    for p in range(start, end):
+        c = buf[p]
+        if c < 48 or c > 57:
+            return murmur3_32(buf, start, end, seed)
+        value = value * 10 + (np.int64(c) - 48)  # wraps like VW's size_t; only the low bits are used
+    return (value + seed) & 0xFFFFFFFF
+
+
+def hash_bytes(name: bytes, seed: int = 0, hash_all: bool = False) -> int:
+    """Python convenience over :func:`hash_name` (for headers, tests and tools, not hot loops)."""
+    arr = np.frombuffer(name, dtype=np.uint8) if name else np.zeros(0, dtype=np.uint8)
+    return int(hash_name(arr, 0, len(name), seed, hash_all))
+
+
+def namespace_hash(name: bytes, seed: int = 0, hash_all: bool = False) -> int:
+    """Seed of the features of namespace ``name``; the default namespace is ``b" "``."""
+    if name == b" ":
+        return 0 if seed == 0 else int(murmur3_32(np.zeros(0, dtype=np.uint8), 0, 0, seed))
+    return hash_bytes(name, seed, hash_all)

@@ -1,0 +1,1 @@
+"""Input: byte sources, the VW text and svmlight parsers, and the batches they produce."""

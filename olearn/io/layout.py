@@ -1,0 +1,49 @@
+"""Shared pieces of the numba parsers: output growth, feature and warning records."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Warning codes recorded by the parsers; report.py turns them into messages.
+W_NOT_FLOAT = 1       # a label token that is not a number (read as 0)
+W_TOO_MANY = 2        # more than 3 label tokens (example left unlabeled)
+W_MALFORMED = 3       # a malformed feature or namespace (rest of the line dropped)
+W_NAN_VALUE = 4       # a NaN feature value (feature dropped)
+W_NAN_SCALE = 5       # a NaN namespace scale (scale 1)
+W_BAD_IMPORTANCE = 6  # negative or NaN importance (example not learned)
+W_SVM_TOKEN = 7       # an svmlight token that is not name:value (token skipped)
+
+AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
+
+
+@njit(cache=True, nogil=True, inline="always")
+def is_blank(c: int) -> bool:
+    return c == 32 or c == 9
+
+
+@njit(cache=True, nogil=True)
+def add_warning(warns: np.ndarray, nw: int, line: int, code: int, start: int, end: int) -> int:
+    """Record a warning (the first ``len(warns)`` are kept, all are counted)."""
+    if nw < warns.shape[0]:
+        warns[nw, 0] = line
+        warns[nw, 1] = code
+        warns[nw, 2] = start
+        warns[nw, 3] = end
+    return nw + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def push_feature(f_idx, f_val, f_ns, f_audit, nf, index, value, ns, name_s, name_e, sval_s, sval_e,
+                 ns_s, ns_e):
+    """Append one feature; capacity was reserved per line by the block loop."""
+    f_idx[nf] = index
+    f_val[nf] = value
+    f_ns[nf] = ns
+    if f_audit.shape[0] > 0:
+        f_audit[nf, 0] = name_s
+        f_audit[nf, 1] = name_e
+        f_audit[nf, 2] = sval_s
+        f_audit[nf, 3] = sval_e
+        f_audit[nf, 4] = ns_s
+        f_audit[nf, 5] = ns_e
+    return nf + 1

@@ -1,0 +1,195 @@
+"""VW's number reader, in numba.
+
+VW reads numbers with a fast float32 path (not correctly rounded) and falls back to ``strtof``
+when the text does not end at whitespace. Emulating the fast path makes parsed values equal
+VW's bit for bit in the common case; the fallback here parses in float64 and rounds once.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def _powers() -> tuple[np.ndarray, np.ndarray]:
+    up = np.empty(39, dtype=np.float32)
+    down = np.empty(38, dtype=np.float32)
+    up[0] = down[0] = np.float32(1)
+    for i in range(1, 39):
+        up[i] = np.float32(up[i - 1] * np.float32(10))
+    for i in range(1, 38):
+        down[i] = np.float32(down[i - 1] / np.float32(10))
+    return up, down
+
+
+POW10_UP, POW10_DOWN = _powers()
+
+
+@njit(cache=True, nogil=True, inline="always")
+def is_space(c: int) -> bool:
+    return c == 32 or c == 9
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _digit(c: int) -> bool:
+    return 48 <= c <= 57
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lower(c: int) -> int:
+    return c | 32 if 65 <= c <= 90 else c
+
+
+@njit(cache=True, nogil=True)
+def _match_word(buf, p, end, word):
+    n = len(word)
+    if p + n > end:
+        return False
+    for i in range(n):
+        if _lower(buf[p + i]) != word[i]:
+            return False
+    return True
+
+
+_INF = np.array([105, 110, 102], dtype=np.uint8)  # "inf"
+_INFINITY = np.array([105, 110, 102, 105, 110, 105, 116, 121], dtype=np.uint8)  # "infinity"
+_NAN = np.array([110, 97, 110], dtype=np.uint8)  # "nan"
+
+
+@njit(cache=True, nogil=True)
+def strtof(buf: np.ndarray, start: int, end: int):
+    """C ``strtof`` on ``buf[start:end]``: (value as float32, bytes consumed; 0 if no number)."""
+    p = start
+    while p < end and (is_space(buf[p]) or buf[p] == 10 or buf[p] == 13):
+        p += 1
+    sign = 1.0
+    if p < end and (buf[p] == 43 or buf[p] == 45):
+        if buf[p] == 45:
+            sign = -1.0
+        p += 1
+    if _match_word(buf, p, end, _INFINITY):
+        return np.float32(sign * np.inf), p + 8 - start
+    if _match_word(buf, p, end, _INF):
+        return np.float32(sign * np.inf), p + 3 - start
+    if _match_word(buf, p, end, _NAN):
+        return np.float32(np.nan), p + 3 - start
+    if p + 1 < end and buf[p] == 48 and _lower(buf[p + 1]) == 120:  # hexadecimal integer part
+        q = p + 2
+        acc = 0.0
+        while q < end:
+            c = _lower(buf[q])
+            if _digit(c):
+                acc = acc * 16.0 + (c - 48)
+            elif 97 <= c <= 102:
+                acc = acc * 16.0 + (c - 87)
+            else:
+                break
+            q += 1
+        if q > p + 2:
+            return np.float32(sign * acc), q - start
+        return np.float32(0.0), p + 1 - start  # just the "0"
+    mant = np.int64(0)
+    ndigits = 0
+    exp10 = 0
+    seen = False
+    while p < end and _digit(buf[p]):
+        seen = True
+        if ndigits < 19:
+            mant = mant * 10 + (buf[p] - 48)
+            if mant:
+                ndigits += 1
+        else:
+            exp10 += 1
+        p += 1
+    if p < end and buf[p] == 46:
+        p += 1
+        while p < end and _digit(buf[p]):
+            seen = True
+            if ndigits < 19:
+                mant = mant * 10 + (buf[p] - 48)
+                if mant:
+                    ndigits += 1
+                exp10 -= 1
+            p += 1
+    if not seen:
+        return np.float32(0.0), 0
+    if p < end and _lower(buf[p]) == 101:
+        q = p + 1
+        esign = 1
+        if q < end and (buf[q] == 43 or buf[q] == 45):
+            if buf[q] == 45:
+                esign = -1
+            q += 1
+        if q < end and _digit(buf[q]):
+            e = 0
+            while q < end and _digit(buf[q]):
+                if e < 100000:
+                    e = e * 10 + (buf[q] - 48)
+                q += 1
+            exp10 += esign * e
+            p = q
+    if mant == 0:
+        return np.float32(sign * 0.0), p - start
+    if exp10 > 400:
+        return np.float32(sign * np.inf), p - start
+    if exp10 < -400:
+        return np.float32(sign * 0.0), p - start
+    if exp10 >= 0:
+        value = mant * 10.0 ** exp10
+    else:
+        value = mant / 10.0 ** (-exp10) if exp10 > -300 else (mant / 1e300) / 10.0 ** (-exp10 - 300)
+    return np.float32(sign * value), p - start
+
+
+@njit(cache=True, nogil=True)
+def parse_float(buf: np.ndarray, start: int, end: int):
+    """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
+
+    Leading blanks are skipped. The fast path applies when the number ends at a blank, a
+    newline or ``end``; anything else goes to :func:`strtof`.
+    """
+    p = start
+    while p < end and is_space(buf[p]):
+        p += 1
+    ten = np.float32(10)
+    sign = np.float32(1)
+    if p < end and buf[p] == 45:
+        sign = np.float32(-1)
+        p += 1
+    acc = np.float32(0)
+    while p < end and _digit(buf[p]):
+        acc = (acc * ten + np.float32(buf[p])) - np.float32(48)
+        p += 1
+    ndec = 0
+    if p < end and buf[p] == 46:
+        p += 1
+        while p < end and _digit(buf[p]):
+            if ndec < 35:
+                acc = acc * ten + np.float32(buf[p] - 48)
+                ndec += 1
+            p += 1
+    exp = 0
+    if p < end and (buf[p] == 101 or buf[p] == 69):
+        p += 1
+        esign = 1
+        if p < end and buf[p] == 45:
+            esign = -1
+            p += 1
+        while p < end and _digit(buf[p]):
+            exp = exp * 10 + (buf[p] - 48)
+            if exp > 100000:
+                exp = 100000
+            p += 1
+        exp *= esign
+    if p < end and not (is_space(buf[p]) or buf[p] == 10 or buf[p] == 13):
+        return strtof(buf, start, end)
+    e = exp - ndec
+    e = ((e + 128) & 255) - 128  # VW keeps the exponent difference in an int8
+    if e < -37:
+        scale = np.float32(0)
+    elif e > 38:
+        scale = np.float32(np.inf)
+    elif e >= 0:
+        scale = POW10_UP[e]
+    else:
+        scale = POW10_DOWN[-e]
+    return sign * (acc * scale), p - start

@@ -1,0 +1,99 @@
+"""Block parser: newline-aligned bytes → ExampleBatch, one numba kernel (nogil) per block."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.batch import ExampleBatch
+from olearn.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
+from olearn.io.layout import AUDIT_COLS
+from olearn.io.svmlight import parse_svm_line
+from olearn.io.vw_text import parse_vw_line
+
+FORMAT_VW = 0
+FORMAT_SVMLIGHT = 1
+MAX_WARNINGS_PER_BLOCK = 10000
+
+
+@njit(cache=True, nogil=True)
+def _grow(a, cap):
+    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns_hash):
+    """Parse ``buf`` (uint8, whole lines) holding ``n_lines`` lines.
+
+    ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
+    Returns the arrays of an :class:`ExampleBatch`.
+    """
+    n = buf.shape[0]
+    ex_num = np.empty((n_lines + 1, 3), dtype=np.float32)
+    ex_tag = np.full((n_lines + 1, 2), -1, dtype=np.int64)
+    ex_line = np.empty(n_lines + 1, dtype=np.int64)
+    ex_off = np.empty(n_lines + 2, dtype=np.int64)
+    cap = n // 4 + 2 * n_lines + 16
+    f_idx = np.empty(cap, dtype=np.uint32)
+    f_val = np.empty(cap, dtype=np.float32)
+    f_ns = np.empty(cap, dtype=np.uint8)
+    f_audit = np.empty((cap if audit else 0, AUDIT_COLS), dtype=np.int64)
+    warns = np.empty((MAX_WARNINGS_PER_BLOCK, 4), dtype=np.int64)
+    constant = CONSTANT_HASH & mask
+    nf = 0
+    nw = 0
+    ex = 0
+    line = 0
+    p = 0
+    while p < n:
+        q = p
+        while q < n and buf[q] != 10:
+            q += 1
+        s = p
+        e = q
+        if e > s and buf[e - 1] == 13:
+            e -= 1
+        if e - s >= 3 and buf[s] == 0xEF and buf[s + 1] == 0xBB and buf[s + 2] == 0xBF:
+            s += 3
+        if e > s:
+            need = nf + (e - s + 1) // 2 + 2
+            if need > f_idx.shape[0]:
+                cap = max(2 * f_idx.shape[0], need)
+                f_idx = _grow(f_idx, cap)
+                f_val = _grow(f_val, cap)
+                f_ns = _grow(f_ns, cap)
+                if audit:
+                    f_audit = _grow(f_audit, cap)
+            ex_off[ex] = nf
+            ex_line[ex] = line
+            if fmt == FORMAT_VW:
+                nf, nw = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, ns_hash, ex_num,
+                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
+            else:
+                nf, nw = parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num,
+                                        ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
+            if add_constant:
+                f_idx[nf] = constant
+                f_val[nf] = 1.0
+                f_ns[nf] = CONSTANT_NAMESPACE
+                if audit:
+                    f_audit[nf, :] = -1
+                nf += 1
+            ex += 1
+        line += 1
+        p = q + 1
+    ex_off[ex] = nf
+    return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf], f_val[:nf],
+            f_ns[:nf], f_audit[: nf if audit else 0], warns[: min(nw, warns.shape[0])], nw)
+
+
+def parse(text: np.ndarray, n_lines: int, fmt: int, mask: int, seed: int, hash_all: bool,
+          add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
+          bytes_read: int = 0) -> ExampleBatch:
+    """Parse one block of whole lines into an :class:`ExampleBatch`."""
+    (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
+     n_warnings) = parse_block(text, n_lines, fmt, mask, seed, hash_all, add_constant, audit,
+                               ns_hash)
+    return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
+                        namespace, audit_spans, warnings, int(n_warnings), bytes_read)

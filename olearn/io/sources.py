@@ -1,0 +1,170 @@
+"""Byte sources: a path, a gzip file or standard input, cut into newline-aligned blocks.
+
+Blocks are read ahead on a background thread (zlib and file reads release the GIL), so reading
+and decompressing overlap parsing and learning. Memory is bounded by the block size and the
+depth of the read-ahead queue, whatever the input's length.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO, Iterable, Iterator
+
+from olearn.errors import OlearnError
+
+BLOCK_SIZE = 4 << 20
+READ_SIZE = 1 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass
+class Block:
+    """Whole lines of one source: ``data`` starts at 0-based line ``first_line``."""
+
+    data: bytes
+    source: str
+    first_line: int
+    n_lines: int
+    bytes_read: int  # raw (compressed) bytes read from all sources so far
+
+
+def display_name(path: str) -> str:
+    return "stdin" if path == "-" else path
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except IsADirectoryError:
+        raise OlearnError("is a directory, not a data file", path) from None
+    except FileNotFoundError:
+        raise OlearnError("no such file", path) from None
+    except PermissionError:
+        raise OlearnError("permission denied", path) from None
+    except OSError as exc:
+        raise OlearnError(f"cannot open: {exc.strerror}", path) from None
+
+
+def _chunks(stream: BinaryIO, name: str, counter: list[int]) -> Iterator[bytes]:
+    """Decompressed chunks of ``stream``; gzip (possibly multi-member) is detected by magic."""
+    try:
+        head = stream.read(READ_SIZE)
+        if not head.startswith(GZIP_MAGIC):
+            while head:
+                counter[0] += len(head)
+                yield head
+                head = stream.read(READ_SIZE)
+            return
+        inflater = zlib.decompressobj(wbits=31)
+        fed = False  # whether the current member has received any data
+        raw = head
+        while raw:
+            counter[0] += len(raw)
+            while raw:
+                fed = True
+                out = inflater.decompress(raw)
+                if out:
+                    yield out
+                if inflater.eof:
+                    raw = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits=31)
+                    fed = False
+                else:
+                    raw = b""
+            raw = stream.read(READ_SIZE)
+        if fed and not inflater.eof:
+            raise OlearnError("truncated gzip file (unexpected end of data)", name)
+    except zlib.error as exc:
+        raise OlearnError(f"corrupt gzip data ({exc})", name) from None
+    except OSError as exc:
+        raise OlearnError(f"read error: {exc.strerror or exc}", name) from None
+
+
+def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
+    """Newline-aligned blocks of one source."""
+    name = display_name(path)
+    stream = _open(path)
+    pending = bytearray()
+    line = 0
+    try:
+        for chunk in _chunks(stream, name, counter):
+            pending += chunk
+            if len(pending) < block_size:
+                continue
+            cut = pending.rfind(b"\n")
+            if cut < 0:
+                continue
+            data = bytes(pending[: cut + 1])
+            del pending[: cut + 1]
+            n = data.count(b"\n")
+            yield Block(data, name, line, n, counter[0])
+            line += n
+        if pending:
+            data = bytes(pending)
+            yield Block(data, name, line, data.count(b"\n") + 1, counter[0])
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
+    """Blocks of every source in order."""
+    counter = [0]
+    for path in paths:
+        yield from blocks_of(path, counter, block_size)
+
+
+class ReadAhead:
+    """Runs a block iterator on a background thread, ``depth`` blocks ahead."""
+
+    _DONE = object()
+
+    def __init__(self, blocks: Iterator[Block], depth: int = 4):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(blocks,), daemon=True)
+        self._thread.start()
+
+    def _run(self, blocks: Iterator[Block]) -> None:
+        try:
+            for block in blocks:
+                if self._stop.is_set():
+                    return
+                self._queue.put(block)
+            self._queue.put(self._DONE)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            self._queue.put(exc)
+
+    def __iter__(self) -> Iterator[Block]:
+        while True:
+            item = self._queue.get()
+            if item is self._DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                self._thread.join(0.01)
+
+
+def file_size(path: str) -> int | None:
+    """Size in bytes of a regular file, for the progress bar; None for stdin or pipes."""
+    if path == "-":
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if os.path.isfile(path) else None

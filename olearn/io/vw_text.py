@@ -1,0 +1,151 @@
+"""VW text format, one line at a time, in numba (grammar: vw-reference.md §1)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.hashing import hash_name
+from olearn.io.layout import (W_BAD_IMPORTANCE, W_MALFORMED, W_NAN_SCALE, W_NAN_VALUE,
+                              W_NOT_FLOAT, W_TOO_MANY, add_warning, is_blank, push_feature)
+from olearn.io.numbers import parse_float
+
+BAR = 124
+COLON = 58
+QUOTE = 39
+
+
+@njit(cache=True, nogil=True)
+def _label_number(buf, s, e, warns, nw, line):
+    value, used = parse_float(buf, s, e)
+    if used == 0:
+        nw = add_warning(warns, nw, line, W_NOT_FLOAT, s, e)
+        value = np.float32(0)
+    return np.float32(value), nw
+
+
+@njit(cache=True, nogil=True)
+def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
+    """Label section ``buf[s:bar]``: label, importance, initial value and tag (§1.2)."""
+    for p in range(s, bar):
+        if buf[p] == 9:  # everything up to the first TAB is ignored
+            s = p + 1
+            break
+    starts = np.empty(4, dtype=np.int64)
+    ends = np.empty(4, dtype=np.int64)
+    ntok = 0
+    last_s = last_e = 0
+    p = s
+    while p < bar:
+        while p < bar and buf[p] == 32:
+            p += 1
+        if p >= bar:
+            break
+        q = p
+        while q < bar and buf[q] != 32:
+            q += 1
+        if ntok < 4:
+            starts[ntok] = p
+            ends[ntok] = q
+        last_s = p
+        last_e = q
+        ntok += 1
+        p = q
+    if ntok > 0 and (buf[last_s] == QUOTE or last_e == bar):
+        ex_tag[ex, 0] = last_s + 1 if buf[last_s] == QUOTE else last_s
+        ex_tag[ex, 1] = last_e
+        ntok -= 1
+    ex_num[ex, 0] = np.nan
+    ex_num[ex, 1] = 1.0
+    ex_num[ex, 2] = 0.0
+    if ntok > 3:
+        return add_warning(warns, nw, line, W_TOO_MANY, s, bar)
+    for k in range(ntok):
+        value, nw = _label_number(buf, starts[k], ends[k], warns, nw, line)
+        ex_num[ex, k] = value
+    if ntok >= 2 and not ex_num[ex, 1] >= 0:
+        nw = add_warning(warns, nw, line, W_BAD_IMPORTANCE, starts[1], ends[1])
+    return nw
+
+
+@njit(cache=True, nogil=True)
+def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex_num, ex_tag,
+                  f_idx, f_val, f_ns, f_audit, nf, warns, nw):
+    """Parse one non-empty line ``buf[s:e]`` into example ``ex``; returns (nf, nw)."""
+    bar = s
+    while bar < e and buf[bar] != BAR:
+        bar += 1
+    nw = parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line)
+    p = bar
+    while p < e:
+        p += 1  # the '|'
+        ns_s = ns_e = -1
+        scale = np.float32(1)
+        if p < e and not is_blank(buf[p]) and buf[p] != BAR:
+            if buf[p] == COLON:
+                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
+            ns_s = p
+            while p < e and not is_blank(buf[p]) and buf[p] != COLON and buf[p] != BAR:
+                p += 1
+            ns_e = p
+            ns = buf[ns_s]
+            ns_hash = hash_name(buf, ns_s, ns_e, seed, hash_all)
+            if p < e and buf[p] == COLON:
+                value, used = parse_float(buf, p + 1, e)
+                if used == 0:
+                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p + 1)
+                p += 1 + used
+                if np.isnan(value):
+                    nw = add_warning(warns, nw, line, W_NAN_SCALE, ns_s, p)
+                    value = np.float32(1)
+                scale = np.float32(value)
+                if p < e and not is_blank(buf[p]) and buf[p] != BAR:
+                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
+        else:
+            ns = np.uint8(32)
+            ns_hash = default_ns_hash
+        anon = 0
+        while True:
+            while p < e and is_blank(buf[p]):
+                p += 1
+            if p >= e or buf[p] == BAR:
+                break
+            fs = p
+            while p < e and not is_blank(buf[p]) and buf[p] != COLON and buf[p] != BAR:
+                p += 1
+            fe = p
+            value = scale
+            ss = se = -1
+            malformed = False
+            if p < e and buf[p] == COLON:
+                p += 1
+                if p < e:
+                    number, used = parse_float(buf, p, e)
+                    if used == 0:  # a string value: the next blank-free run
+                        while p < e and is_blank(buf[p]):
+                            p += 1
+                        ss = p
+                        while p < e and not is_blank(buf[p]):
+                            p += 1
+                        se = p
+                        value = np.float32(1)
+                    else:
+                        p += used
+                        if np.isnan(number):
+                            nw = add_warning(warns, nw, line, W_NAN_VALUE, fs, p)
+                            value = np.float32(0)
+                        else:
+                            value = np.float32(scale * np.float32(number))
+                        malformed = p < e and not is_blank(buf[p]) and buf[p] != BAR
+            if fe == fs:
+                h = (ns_hash + anon) & 0xFFFFFFFF
+                anon += 1
+            else:
+                h = hash_name(buf, fs, fe, ns_hash, hash_all)
+            if ss >= 0:
+                h = hash_name(buf, ss, se, h, hash_all)
+            if value != 0:
+                nf = push_feature(f_idx, f_val, f_ns, f_audit, nf, h & mask, value, ns, fs, fe,
+                                  ss, se, ns_s, ns_e)
+            if malformed:
+                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
+    return nf, nw

@@ -1,0 +1,133 @@
+"""The online learner: state arrays plus the loop that streams batches through the kernels."""
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+import numpy as np
+
+from olearn.audit import audit_line
+from olearn.batch import ExampleBatch
+from olearn.config import Config
+from olearn.errors import OlearnError
+from olearn.hashing import namespace_hash
+from olearn.io import formats, sources
+from olearn.io.parse import FORMAT_SVMLIGHT, parse
+from olearn.io.svmlight import SVM_NAMESPACE
+from olearn.losses import NAMES as LOSS_CODES
+from olearn.optim import gd
+from olearn.predictions import format_predictions
+
+PARSE_THREADS = 2
+IN_FLIGHT = 3  # parsed batches ahead of the learner
+ROWS_PER_BATCH = 64
+
+
+class Learner:
+    """Weights and optimizer state for one configuration, and the streaming loop over data."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        adaptive, normalized, invariant = config.update_rule
+        self.weights = np.zeros((1 << config.bit_precision, 4), dtype=np.float32)
+        t0 = config.t0
+        if adaptive and t0 > 0:
+            self.weights[:, 1] = t0
+        self.state = np.zeros(gd.STATE_SIZE)
+        self.state[gd.S_T] = t0
+        if normalized and adaptive and t0 > 0:
+            self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
+        if config.min_prediction is not None:
+            self.state[gd.S_MIN] = config.min_prediction
+        if config.max_prediction is not None:
+            self.state[gd.S_MAX] = config.max_prediction
+        self.stats = self.new_stats()
+        params = np.zeros(gd.PARAMS_SIZE)
+        params[gd.P_ETA] = config.eta
+        params[gd.P_POWER_T] = config.power_t
+        params[gd.P_PROGRESS] = config.progress_arg
+        params[gd.P_PROGRESS_ADD] = config.progress_add
+        params[gd.P_ADAPTIVE] = adaptive
+        params[gd.P_NORMALIZED] = normalized
+        params[gd.P_INVARIANT] = invariant
+        params[gd.P_LOSS] = LOSS_CODES[config.loss_function]
+        params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
+                                    or config.max_prediction is not None)
+        self.params = params
+
+    @staticmethod
+    def new_stats() -> np.ndarray:
+        stats = np.zeros(gd.STATS_SIZE)
+        stats[gd.R_DUMP_AT] = 1.0
+        stats[gd.R_LABEL1] = stats[gd.R_LABEL2] = np.nan
+        return stats
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    def _parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
+        cfg = self.config
+        hash_all = cfg.hash == "all"
+        if fmt == FORMAT_SVMLIGHT:
+            ns_hash = namespace_hash(SVM_NAMESPACE, cfg.hash_seed, hash_all)
+        else:
+            ns_hash = namespace_hash(b" ", cfg.hash_seed, hash_all)
+        return parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
+                     cfg.hash_seed, hash_all, not cfg.noconstant, cfg.audit, ns_hash,
+                     block.source, block.first_line, block.bytes_read)
+
+    def batches(self, paths: Iterable[str]) -> Iterable[ExampleBatch]:
+        """Parsed batches of all sources in order: read ahead on one thread, parsed on two."""
+        reader = sources.ReadAhead(sources.all_blocks(paths))
+        pool = ThreadPoolExecutor(PARSE_THREADS)
+        pending: deque = deque()
+        fmt_of: dict[str, int] = {}
+        try:
+            for block in reader:
+                if block.first_line == 0 or block.source not in fmt_of:
+                    fmt_of[block.source] = formats.detect(self.config.format, block.source,
+                                                          block.data)
+                pending.append(pool.submit(self._parse_block, block, fmt_of[block.source]))
+                if len(pending) >= IN_FLIGHT:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True)
+            reader.close()
+
+    # -- learning --------------------------------------------------------------------------
+
+    def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
+        """Predict, report and learn every example of ``batch``; returns the table rows."""
+        n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
+        rows = np.empty((n_rows, gd.ROW_COLS))
+        count = gd.learn_batch(self.weights, self.state, self.stats, self.params, batch.numbers,
+                               batch.offsets, batch.index, batch.value, preds, rows)
+        return rows[:count]
+
+    def learn_audited(self, batch: ExampleBatch, preds: np.ndarray,
+                      emit: Callable[[str], None]) -> np.ndarray:
+        """As :meth:`learn`, one example at a time, emitting each example's audit lines."""
+        adaptive = self.config.update_rule[0]
+        rows = []
+        for e in range(len(batch)):
+            features = audit_line(batch, e, self.weights, adaptive)
+            lo, hi = batch.offsets[e], batch.offsets[e + 1]
+            row = np.empty((1, gd.ROW_COLS))
+            if gd.learn_batch(self.weights, self.state, self.stats, self.params,
+                              batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
+                              batch.index[lo:hi], batch.value[lo:hi], preds[e:e + 1], row):
+                rows.append(row)
+            line = format_predictions(preds[e:e + 1], batch.tags[e:e + 1], batch.text)
+            emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
+        return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
+
+
+def check_strict(batch: ExampleBatch, messages: list[str]) -> None:
+    """--strict_parse: the first parse warning stops the run."""
+    if messages:
+        line = int(batch.warnings[0, 0]) + batch.first_line + 1
+        raise OlearnError(messages[0].split(": ", 2)[-1] + " (--strict_parse)", batch.source, line)

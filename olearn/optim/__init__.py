@@ -1,0 +1,1 @@
+"""Optimizers: the per-example update rules, as numba kernels over batches."""

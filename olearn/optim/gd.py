@@ -1,0 +1,197 @@
+"""VW's gradient descent family (vw-reference.md §3) over a batch, in one numba kernel.
+
+State per coordinate j is the row ``W[j] = (w, G, N, s)``: weight, sum of squared gradients,
+largest |x| seen, and the scratch rate of the current update — one 16-byte row per feature.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.losses import gradient_update, invariant_update, loss_value, square_grad
+
+# Learner state (float64 array).
+S_NORM = 0        # S: sum of importance-weighted normalized norms
+S_TOTAL = 1       # T: sum of importance of normalized updates
+S_T = 2           # t: initial_t plus the weight of all examples seen
+S_MIN = 3         # label range [m, M] used to clip predictions
+S_MAX = 4
+STATE_SIZE = 5
+
+# Progress statistics (float64 array), see report.py.
+R_SUM_LOSS = 0
+R_W_LABELED = 1
+R_W_UNLABELED = 2
+R_W_LABEL_SUM = 3
+R_EXAMPLES = 4
+R_FEATURES = 5
+R_DUMP_AT = 6
+R_LAST_LOSS = 7
+R_LAST_W_LABELED = 8
+R_LABEL1 = 9
+R_LABEL2 = 10
+R_MANY_LABELS = 11
+STATS_SIZE = 12
+
+# Parameters (float64 array).
+P_ETA = 0
+P_POWER_T = 1
+P_PROGRESS = 2
+P_ADAPTIVE = 3
+P_NORMALIZED = 4
+P_INVARIANT = 5
+P_LOSS = 6
+P_FIXED_RANGE = 7
+P_TEST_ONLY = 8
+P_PROGRESS_ADD = 9
+PARAMS_SIZE = 10
+
+ROW_COLS = 7  # examples, weight sum, label, prediction, features, average loss, since last
+X_MIN = 1.084202e-19
+X2_MIN = X_MIN * X_MIN
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _predict(W, index, value, lo, hi, initial):
+    raw = np.float32(initial)
+    for k in range(lo, hi):
+        raw += W[index[k], 0] * value[k]
+    return raw
+
+
+@njit(cache=True, nogil=True)
+def _update(W, state, params, index, value, lo, hi, p, y, imp):
+    """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination."""
+    adaptive = params[P_ADAPTIVE] != 0
+    normalized = params[P_NORMALIZED] != 0
+    invariant = params[P_INVARIANT] != 0
+    loss = int(params[P_LOSS])
+    power_t = params[P_POWER_T]
+    sqrt_rate = power_t == 0.5
+    neg_norm_power = power_t - 1.0 if adaptive else -1.0
+    g2 = imp * square_grad(loss, p, y) if adaptive else 0.0
+    stateful = adaptive or normalized
+    norm_x = 0.0
+    ppu = 0.0
+    for k in range(lo, hi):
+        j = index[k]
+        x = np.float64(value[k])
+        x2 = x * x
+        if x2 < X2_MIN:
+            x = X_MIN if x > 0 else -X_MIN
+            x2 = X2_MIN
+        rate = 1.0
+        if adaptive:
+            W[j, 1] += g2 * x2
+            rate = 1.0 / np.sqrt(W[j, 1]) if sqrt_rate else W[j, 1] ** -power_t
+        if normalized:
+            ax = abs(x)
+            n_j = np.float64(W[j, 2])
+            if ax > n_j:
+                if n_j > 0:
+                    if sqrt_rate:
+                        r = n_j / ax
+                        W[j, 0] *= r if adaptive else r * r
+                    else:
+                        W[j, 0] *= ((ax / n_j) ** 2) ** neg_norm_power
+                W[j, 2] = ax
+                n_j = ax
+            norm_x += x2 / (n_j * n_j)
+            if sqrt_rate:
+                rate *= 1.0 / n_j if adaptive else 1.0 / (n_j * n_j)
+            else:
+                rate *= (n_j * n_j) ** neg_norm_power
+        if stateful:
+            W[j, 3] = rate
+        ppu += x2 * rate
+    multiplier = 1.0
+    if normalized:
+        state[S_NORM] += imp * norm_x
+        state[S_TOTAL] += imp
+        avg = state[S_NORM] / state[S_TOTAL]
+        if sqrt_rate:
+            multiplier = np.sqrt(1.0 / avg) if adaptive else 1.0 / avg
+        else:
+            multiplier = avg ** neg_norm_power
+        ppu *= multiplier
+    scale = params[P_ETA] * imp
+    if not adaptive:
+        scale *= (state[S_T] + imp) ** -power_t
+    if invariant:
+        u = invariant_update(loss, p, y, scale, ppu)
+    else:
+        u = gradient_update(loss, p, y, scale)
+    u *= multiplier
+    if np.isnan(u):
+        u = 0.0
+    for k in range(lo, hi):
+        j = index[k]
+        if stateful:
+            W[j, 0] += u * value[k] * W[j, 3]
+        else:
+            W[j, 0] += u * value[k]
+
+
+@njit(cache=True, nogil=True)
+def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, rows):
+    """Predict, report and (where the example allows) learn each example of a batch in order.
+
+    Writes predictions to ``preds`` and progress-table rows to ``rows``; returns the row count.
+    """
+    loss_code = int(params[P_LOSS])
+    test_only = params[P_TEST_ONLY] != 0
+    fixed_range = params[P_FIXED_RANGE] != 0
+    nrows = 0
+    for e in range(numbers.shape[0]):
+        lo = offsets[e]
+        hi = offsets[e + 1]
+        y = np.float64(numbers[e, 0])
+        imp = np.float64(numbers[e, 1])
+        labeled = not np.isnan(y)
+        learn = labeled and imp > 0 and not test_only
+        if learn and not fixed_range:
+            state[S_MIN] = min(state[S_MIN], y)
+            state[S_MAX] = max(state[S_MAX], y)
+        raw = np.float64(_predict(W, index, value, lo, hi, numbers[e, 2]))
+        if np.isnan(raw):
+            raw = 0.0
+        p = min(max(raw, state[S_MIN]), state[S_MAX])
+        preds[e] = p
+        if labeled:
+            loss = loss_value(loss_code, p, y)
+            stats[R_SUM_LOSS] += loss * imp
+            stats[R_W_LABELED] += imp
+            stats[R_W_LABEL_SUM] += y * imp
+            if np.isnan(stats[R_LABEL1]):
+                stats[R_LABEL1] = y
+            elif y != stats[R_LABEL1]:
+                if np.isnan(stats[R_LABEL2]):
+                    stats[R_LABEL2] = y
+                elif y != stats[R_LABEL2]:
+                    stats[R_MANY_LABELS] = 1.0
+            if learn and loss > 0:
+                _update(W, state, params, index, value, lo, hi, p, y, imp)
+        else:
+            stats[R_W_UNLABELED] += imp
+        state[S_T] += imp
+        stats[R_EXAMPLES] += 1
+        stats[R_FEATURES] += hi - lo
+        wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
+        if wsum >= stats[R_DUMP_AT] and nrows < rows.shape[0]:
+            rows[nrows, 0] = stats[R_EXAMPLES]
+            rows[nrows, 1] = wsum
+            rows[nrows, 2] = y
+            rows[nrows, 3] = p
+            rows[nrows, 4] = hi - lo
+            wl = stats[R_W_LABELED]
+            rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
+            new_w = wl - stats[R_LAST_W_LABELED]
+            rows[nrows, 6] = (stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w if new_w > 0 else np.nan
+            stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
+            stats[R_LAST_W_LABELED] = wl
+            if params[P_PROGRESS_ADD] != 0:
+                stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
+            else:
+                stats[R_DUMP_AT] = wsum * params[P_PROGRESS]
+            nrows += 1
+    return nrows

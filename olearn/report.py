@@ -1,0 +1,141 @@
+"""VW's console output: header, progressive-validation table, summary, warnings, progress bar."""
+from __future__ import annotations
+
+import math
+import sys
+from typing import TextIO
+
+import numpy as np
+
+from olearn.batch import ExampleBatch
+from olearn.io import layout
+from olearn.optim import gd
+
+TABLE_HEADER = ("average  since         example        example        current        current  current\n"
+                "loss     last          counter         weight          label        predict features\n")
+
+_WARNING_TEXT = {
+    layout.W_NOT_FLOAT: "'{token}' is not a good float, replacing with 0",
+    layout.W_TOO_MANY: "{count} is too many tokens for a simple label: '{token}'; example left unlabeled",
+    layout.W_MALFORMED: "malformed example! '|', space, or EOL expected after: \"{token}\"; rest of line skipped",
+    layout.W_NAN_VALUE: "invalid feature value \"{token}\" read as NaN; feature skipped",
+    layout.W_NAN_SCALE: "invalid namespace scale \"{token}\" read as NaN; replacing with 1",
+    layout.W_BAD_IMPORTANCE: "example has an invalid importance weight ({token}); example not learned",
+    layout.W_SVM_TOKEN: "'{token}' is not an svmlight feature (name:value); token skipped",
+}
+
+
+def _cut(text: str, width: int, left: bool) -> str:
+    text = text[:width]
+    return text.ljust(width) if left else text.rjust(width)
+
+
+def _fixed(x: float, decimals: int) -> str:
+    return "n.a." if math.isnan(x) else f"{x:.{decimals}f}"
+
+
+def format_row(row: np.ndarray, holdout: bool = False) -> str:
+    """One table row, in VW's exact column layout."""
+    n, wsum, label, pred, nfeat, avg, since = row
+    label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
+    return (f"{_cut(_fixed(avg, 6), 8, True)} {_cut(_fixed(since, 6), 8, True)} "
+            f"{_cut(str(int(n)), 12, False)} {_cut(f'{wsum:.1f}', 14, False)} "
+            f"{_cut(label_text, 14, False)} {_cut(f'{pred:.4f}', 14, False)} "
+            f"{_cut(str(int(nfeat)), 8, False)}" + (" h" if holdout else ""))
+
+
+def warning_lines(batch: ExampleBatch) -> list[str]:
+    """Messages for the parse warnings of a batch, each naming the file and line."""
+    text = batch.text
+    out = []
+    for line, code, start, end in batch.warnings:
+        token = bytes(text[start:end]).decode("utf-8", "replace")
+        count = len(token.split())
+        out.append(f"[warning] {batch.source}:{batch.first_line + line + 1}: "
+                   + _WARNING_TEXT[int(code)].format(token=token, count=count))
+    dropped = batch.n_warnings - len(batch.warnings)
+    if dropped > 0:
+        out.append(f"[warning] {batch.source}: {dropped} more warnings in this block not shown")
+    return out
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+def summary(stats: np.ndarray) -> str:
+    """The 'finished run' block."""
+    wl = stats[gd.R_W_LABELED]
+    wsum = wl + stats[gd.R_W_UNLABELED]
+    lines = ["", "finished run",
+             f"number of examples = {int(stats[gd.R_EXAMPLES])}",
+             f"weighted example sum = {wsum:.6f}",
+             f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
+             "average loss = " + (f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a.")]
+    best = best_constant(stats)
+    if best is not None:
+        constant, constant_loss = best
+        lines.append(f"best constant = {constant:.6f}")
+        if constant_loss is not None:
+            lines.append(f"best constant's loss = {constant_loss:.6f}")
+    lines.append(f"total feature number = {int(stats[gd.R_FEATURES])}")
+    return "\n".join(lines) + "\n"
+
+
+def best_constant(stats: np.ndarray) -> tuple[float, float | None] | None:
+    """VW's best constant (squared loss: the weighted mean label) and, with at most two
+    distinct labels, its loss."""
+    label1 = stats[gd.R_LABEL1]
+    if math.isnan(label1):
+        return None
+    label2 = 0.0 if math.isnan(stats[gd.R_LABEL2]) else stats[gd.R_LABEL2]
+    if label1 == label2:
+        return None
+    wl = stats[gd.R_W_LABELED]
+    count1 = (stats[gd.R_W_LABEL_SUM] - label2 * wl) / (label1 - label2)
+    count2 = wl - count1
+    if count1 + count2 <= 0:
+        return None
+    constant = (label1 * count1 + label2 * count2) / (count1 + count2)
+    if stats[gd.R_MANY_LABELS]:
+        return constant, None
+    loss = 0.0
+    if count1 > 0:
+        loss += (constant - label1) ** 2 * count1
+    if count2 > 0:
+        loss += (constant - label2) ** 2 * count2
+    return constant, loss / (count1 + count2)
+
+
+class Console:
+    """Writes the header, rows and summary to stderr, above a tqdm bar when stderr is a TTY."""
+
+    def __init__(self, quiet: bool, total_bytes: int | None, stream: TextIO | None = None):
+        self.quiet = quiet
+        self.stream = stream or sys.stderr
+        self._bar = None
+        if not quiet and self.stream.isatty():
+            from tqdm import tqdm
+            self._bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
+                             file=self.stream, leave=False, dynamic_ncols=True)
+        self._examples = 0
+
+    def print(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.write(text.rstrip("\n"), file=self.stream)
+        else:
+            self.stream.write(text if text.endswith("\n") else text + "\n")
+
+    def progress(self, bytes_read: int, examples: int) -> None:
+        if self._bar is not None:
+            self._bar.update(bytes_read - self._bar.n)
+            self._examples = examples
+            rate = examples / max(self._bar.format_dict["elapsed"], 1e-9)
+            self._bar.set_postfix_str(f"{examples} ex, {rate:,.0f} ex/s", refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -1,0 +1,93 @@
+"""One command-line run: header, the streaming loop, outputs and summary."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from olearn.config import Config
+from olearn.io import sources
+from olearn.learner import Learner, check_strict
+from olearn.optim import gd
+from olearn.predictions import AtomicOutput, format_predictions
+from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+
+
+def header(config: Config, paths: list[str]) -> str:
+    adaptive, normalized, invariant = config.update_rule
+    rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
+                                  ("invariant", invariant)) if on] or ["sgd"]
+    lines = []
+    if config.predictions:
+        lines.append(f"predictions = {config.predictions}")
+    lines += ["using no cache",
+              "Reading datafile = " + ", ".join(sources.display_name(p) for p in paths),
+              f"num sources = {len(paths)}",
+              f"Num weight bits = {config.bit_precision}",
+              f"learning rate = {config.eta:g}",
+              f"initial_t = {config.t0:g}",
+              f"power_t = {config.power_t:g}",
+              f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}",
+              "Input label = SIMPLE",
+              "Output pred = SCALAR"]
+    return "\n".join(lines) + "\n"
+
+
+def run(config: Config) -> Learner:
+    """Train online over every source; print VW's table and summary; write -p."""
+    paths = config.data or ["-"]
+    learner = Learner(config)
+    sizes = [sources.file_size(p) for p in paths]
+    console = Console(config.quiet, None if None in sizes else sum(sizes))
+    console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
+    pred_out = AtomicOutput(config.predictions) if config.predictions else None
+    try:
+        for batch in learner.batches(paths):
+            if batch.n_warnings:
+                messages = warning_lines(batch)
+                if config.strict_parse:
+                    check_strict(batch, messages)
+                for message in messages:
+                    console.print(message)
+            preds = np.empty(len(batch), dtype=np.float32)
+            if config.audit:
+                rows = learner.learn_audited(batch, preds, sys.stdout.write)
+            else:
+                rows = learner.learn(batch, preds)
+            if pred_out is not None:
+                pred_out.write(format_predictions(preds, batch.tags, batch.text))
+            for row in rows:
+                console.print(format_row(row))
+            console.progress(batch.bytes_read, int(learner.stats[gd.R_EXAMPLES]))
+        console.close()
+        if pred_out is not None:
+            pred_out.commit()
+    except BaseException:
+        console.close()
+        if pred_out is not None:
+            pred_out.discard()
+        raise
+    console.print(summary(learner.stats))
+    return learner
+
+
+def warm_cache() -> None:
+    """Compile every kernel once (numba caches them on disk), on a tiny built-in input."""
+    lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        vw = os.path.join(tmp, "warm.vw")
+        svm = os.path.join(tmp, "warm.svm")
+        with open(vw, "wb") as f:
+            f.write(lines)
+        with open(svm, "wb") as f:
+            f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
+        out = os.path.join(tmp, "p")
+        stdout = sys.stdout
+        with open(os.devnull, "w") as sys.stdout:
+            try:
+                for options in ({}, {"audit": True}, {"sgd": True}):
+                    run(Config(data=[vw, svm], quiet=True, predictions=out, **options))
+            finally:
+                sys.stdout = stdout
