@@ -141,6 +141,24 @@ def strtof(buf: np.ndarray, start: int, end: int):
 
 
 @njit(cache=True, nogil=True)
+def _float32_digits(buf, p, end):
+    """VW's digit loop in float32, each step rounded: integer part, then up to 35 decimals."""
+    ten = np.float32(10)
+    acc = np.float32(0)
+    while p < end and _digit(buf[p]):
+        acc = (acc * ten + np.float32(buf[p])) - np.float32(48)
+        p += 1
+    if p < end and buf[p] == 46:
+        p += 1
+        ndec = 0
+        while p < end and _digit(buf[p]) and ndec < 35:
+            acc = acc * ten + np.float32(buf[p] - 48)
+            ndec += 1
+            p += 1
+    return acc
+
+
+@njit(cache=True, nogil=True)
 def parse_float(buf: np.ndarray, start: int, end: int):
     """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
 
@@ -150,23 +168,30 @@ def parse_float(buf: np.ndarray, start: int, end: int):
     p = start
     while p < end and is_space(buf[p]):
         p += 1
-    ten = np.float32(10)
     sign = np.float32(1)
     if p < end and buf[p] == 45:
         sign = np.float32(-1)
         p += 1
-    acc = np.float32(0)
+    digits_start = p
+    iacc = np.int64(0)
+    ndigits = 0
     while p < end and _digit(buf[p]):
-        acc = (acc * ten + np.float32(buf[p])) - np.float32(48)
+        iacc = iacc * 10 + (buf[p] - 48)
+        ndigits += 1
         p += 1
     ndec = 0
     if p < end and buf[p] == 46:
         p += 1
         while p < end and _digit(buf[p]):
             if ndec < 35:
-                acc = acc * ten + np.float32(buf[p] - 48)
+                iacc = iacc * 10 + (buf[p] - 48)
+                ndigits += 1
                 ndec += 1
             p += 1
+    if ndigits <= 7:  # below 2^24 every float32 step of VW's loop is exact
+        acc = np.float32(iacc)
+    else:
+        acc = _float32_digits(buf, digits_start, p)
     exp = 0
     if p < end and (buf[p] == 101 or buf[p] == 69):
         p += 1
