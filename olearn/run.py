@@ -38,6 +38,7 @@ def header(config: Config, paths: list[str]) -> str:
 def run(config: Config) -> Learner:
     """Train online over every source; print VW's table and summary; write -p."""
     paths = config.data or ["-"]
+    sources.check_readable(paths)
     learner = Learner(config)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes else sum(sizes))

@@ -36,6 +36,13 @@ def display_name(path: str) -> str:
     return "stdin" if path == "-" else path
 
 
+def check_readable(paths: Iterable[str]) -> None:
+    """Fail early, before any output, when a source cannot be opened."""
+    for path in paths:
+        if path != "-":
+            _open(path).close()
+
+
 def _open(path: str) -> BinaryIO:
     if path == "-":
         return sys.stdin.buffer

@@ -1,0 +1,179 @@
+"""The command line end to end: inputs, outputs and every kind of bad input (one line, no traceback)."""
+import gzip
+
+import pytest
+
+from conftest import olearn_cmd, run_cmd
+
+
+def olearn(*args, input=None, cwd=None):
+    return run_cmd(olearn_cmd(*args), input=input, cwd=cwd)
+
+
+def _one_error_line(code, err):
+    assert code != 0
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("olearn: error: ")
+    return lines[0]
+
+
+def _average_loss(err):
+    return next(line for line in err.splitlines() if line.startswith("average loss"))
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.vw"
+    path.write_bytes(b"1 'a |f x:1 y:2\n-1 |f x:-1 z\n2 |f y\n|f x\n0.5 2 |f z:3\n")
+    return path
+
+
+def test_missing_file_is_one_line_naming_it(tmp_path):
+    line = _one_error_line(*olearn("-d", tmp_path / "nope.vw")[::2])
+    assert "nope.vw" in line and "no such file" in line
+
+
+def test_directory_as_data_is_one_line(tmp_path):
+    code, _, err = olearn("-d", tmp_path)
+    _one_error_line(code, err)
+
+
+def test_truncated_gzip_is_one_line(tmp_path, small):
+    data = gzip.compress(small.read_bytes() * 200)
+    path = tmp_path / "cut.vw.gz"
+    path.write_bytes(data[: len(data) // 2])
+    line = _one_error_line(*olearn("-d", path, "--quiet")[::2])
+    assert "truncated gzip" in line and "cut.vw.gz" in line
+
+
+def test_corrupt_gzip_is_one_line(tmp_path):
+    path = tmp_path / "bad.vw.gz"
+    path.write_bytes(b"\x1f\x8b\x08\x00garbage-garbage-garbage")
+    line = _one_error_line(*olearn("-d", path, "--quiet")[::2])
+    assert "gzip" in line
+
+
+@pytest.mark.parametrize("bits", ["0", "31", "-3"])
+def test_bits_out_of_range_is_one_line(small, bits):
+    line = _one_error_line(*olearn("-d", small, "-b", bits)[::2])
+    assert "bit_precision" in line
+
+
+def test_unknown_option_is_one_line(small):
+    code, _, err = olearn("-d", small, "--no_such_option")
+    line = _one_error_line(code, err)
+    assert "--no_such_option" in line
+    assert code == 2
+
+
+def test_bad_option_value_is_one_line(small):
+    _one_error_line(*olearn("-d", small, "-l", "fast")[::2])
+
+
+def test_empty_input_gives_a_normal_summary(tmp_path):
+    path = tmp_path / "empty.vw"
+    path.write_bytes(b"")
+    code, _, err = olearn("-d", path)
+    assert code == 0
+    assert "number of examples = 0" in err
+    assert "average loss = n.a." in err
+
+
+def test_empty_stdin_gives_a_normal_summary():
+    code, _, err = olearn(input=b"")
+    assert code == 0 and "number of examples = 0" in err
+
+
+def test_malformed_token_warns_with_file_and_line_and_is_skipped(tmp_path):
+    path = tmp_path / "bad.vw"
+    path.write_bytes(b"1 |a x:1\n1 |a x:2abc y\n")
+    code, _, err = olearn("-d", path)
+    assert code == 0
+    warnings = [line for line in err.splitlines() if line.startswith("[warning]")]
+    assert len(warnings) == 1 and f"{path}:2:" in warnings[0]
+    assert "total feature number = 4" in err  # x=2 kept, y dropped, plus two constants
+
+
+def test_strict_parse_makes_warnings_fatal(tmp_path):
+    path = tmp_path / "bad.vw"
+    path.write_bytes(b"1 |a x:1\nabc |a x\n")
+    line = _one_error_line(*olearn("-d", path, "--strict_parse", "--quiet")[::2])
+    assert f"{path}:2:" in line and "not a good float" in line
+
+
+def test_quiet_silences_warnings(tmp_path):
+    path = tmp_path / "bad.vw"
+    path.write_bytes(b"abc |a x\n")
+    code, _, err = olearn("-d", path, "--quiet")
+    assert code == 0 and err == ""
+
+
+def test_non_utf8_names_are_hashed_as_bytes(tmp_path):
+    path = tmp_path / "latin1.vw"
+    path.write_bytes(b"1 |a caf\xe9 \xff\xfe:2\n")
+    code, out, err = olearn("-d", path, "--audit", "--quiet")
+    assert code == 0 and "Traceback" not in err
+    assert out.count(":") >= 6
+
+
+def test_predictions_file_has_one_line_per_example_with_tags(tmp_path, small):
+    preds = tmp_path / "p.txt"
+    code, _, _ = olearn("-d", small, "-p", preds, "--quiet")
+    assert code == 0
+    lines = preds.read_text().splitlines()
+    assert len(lines) == 5
+    assert lines[0] == "0 a"
+    assert all(" " not in line for line in lines[1:])
+
+
+def test_predictions_to_dev_stdout(small):
+    code, out, _ = olearn("-d", small, "-p", "/dev/stdout", "--quiet")
+    assert code == 0 and len(out.splitlines()) == 5
+
+
+def test_failed_run_leaves_no_predictions_file(tmp_path):
+    path = tmp_path / "cut.vw.gz"
+    data = gzip.compress(b"".join(b"1 |a x:%d\n" % i for i in range(50000)))
+    path.write_bytes(data[: len(data) // 2])
+    preds = tmp_path / "p.txt"
+    code, _, _ = olearn("-d", path, "-p", preds, "--quiet")
+    assert code != 0
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_positional_files_are_read_in_order(tmp_path, small):
+    preds = tmp_path / "p.txt"
+    code, _, err = olearn(small, small, "-p", preds)
+    assert code == 0 and "number of examples = 10" in err
+    assert len(preds.read_text().splitlines()) == 10
+
+
+def test_stdin_dash_and_gzip_give_the_same_loss(tmp_path, small):
+    gz = tmp_path / "small.vw.gz"
+    gz.write_bytes(gzip.compress(small.read_bytes()))
+    plain = _average_loss(olearn("-d", small)[2])
+    assert _average_loss(olearn("-d", gz)[2]) == plain
+    assert _average_loss(olearn("-", input=small.read_bytes())[2]) == plain
+    assert _average_loss(olearn(input=gzip.compress(small.read_bytes()))[2]) == plain
+
+
+def test_svmlight_twin_gives_the_same_loss(tmp_path):
+    vw = tmp_path / "d.vw"
+    svm = tmp_path / "d.svm"
+    vw.write_bytes(b"1 |f 1:0.5 7:2\n-1 |f 3:1\n1 |f 1:1 3:-1\n")
+    svm.write_bytes(b"1 1:0.5 7:2 # c\n-1 qid:4 3:1\n1 1:1 3:-1\n")
+    want = _average_loss(olearn("-d", vw)[2])
+    assert _average_loss(olearn("-d", svm)[2]) == want
+    assert _average_loss(olearn("--format", "svmlight", input=svm.read_bytes())[2]) == want
+
+
+def test_help_lists_the_core_options():
+    code, out, _ = olearn("--help")
+    assert code == 0
+    for option in ("--data", "--bit_precision", "--learning_rate", "--power_t", "--initial_t",
+                   "--sgd", "--adaptive", "--normalized", "--invariant", "--predictions",
+                   "--quiet", "--audit", "--progress", "--noconstant", "--hash", "--hash_seed",
+                   "--format", "--strict_parse", "--min_prediction", "--max_prediction"):
+        assert option in out
