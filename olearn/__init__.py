@@ -1,3 +1,27 @@
 """olearn: a fast Vowpal-Wabbit-style online learner on numpy and numba."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
 
 __version__ = "0.1.0"
+
+
+def _use_kernel_cache_for_these_sources() -> None:
+    """Point numba's on-disk kernel cache at a folder named by a hash of olearn's sources.
+
+    numba invalidates a cached kernel only when the file defining it changes, not when a kernel
+    it calls (defined in another file) does; one folder per source hash never serves a stale
+    kernel. Left alone when NUMBA_CACHE_DIR is set.
+    """
+    if "NUMBA_CACHE_DIR" in os.environ:
+        return
+    digest = hashlib.sha1()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    os.environ["NUMBA_CACHE_DIR"] = str(base / "olearn" / f"kernels-{digest.hexdigest()[:16]}")
+
+
+_use_kernel_cache_for_these_sources()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import at
+
 M32 = 0xFFFFFFFF
 CONSTANT_HASH = 11650396  # VW's constant feature, masked by 2^b - 1
 FNV_PRIME = 16777619
@@ -30,8 +32,8 @@ def murmur3_32(buf: np.ndarray, start: int, end: int, seed: int) -> int:
     nblocks = n // 4
     for i in range(nblocks):
         p = start + 4 * i
-        k = (np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8) | (np.int64(buf[p + 2]) << 16)
-             | (np.int64(buf[p + 3]) << 24))
+        k = (np.int64(at(buf, p)) | (np.int64(at(buf, p + 1)) << 8) | (np.int64(at(buf, p + 2)) << 16)
+             | (np.int64(at(buf, p + 3)) << 24))
         k = (k * c1) & 0xFFFFFFFF
         k = _rotl32(k, 15)
         k = (k * c2) & 0xFFFFFFFF
@@ -42,11 +44,11 @@ def murmur3_32(buf: np.ndarray, start: int, end: int, seed: int) -> int:
     rem = n & 3
     k = np.int64(0)
     if rem == 3:
-        k ^= np.int64(buf[tail + 2]) << 16
+        k ^= np.int64(at(buf, tail + 2)) << 16
     if rem >= 2:
-        k ^= np.int64(buf[tail + 1]) << 8
+        k ^= np.int64(at(buf, tail + 1)) << 8
     if rem >= 1:
-        k ^= np.int64(buf[tail])
+        k ^= np.int64(at(buf, tail))
         k = (k * c1) & 0xFFFFFFFF
         k = _rotl32(k, 15)
         k = (k * c2) & 0xFFFFFFFF
@@ -70,13 +72,13 @@ def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) 
     """
     if hash_all:
         return murmur3_32(buf, start, end, seed)
-    while start < end and buf[start] <= 0x20:
+    while start < end and at(buf, start) <= 0x20:
         start += 1
-    while end > start and buf[end - 1] <= 0x20:
+    while end > start and at(buf, end - 1) <= 0x20:
         end -= 1
     value = np.int64(0)
     for p in range(start, end):
-        c = buf[p]
+        c = at(buf, p)
         if c < 48 or c > 57:
             return murmur3_32(buf, start, end, seed)
         value = value * 10 + (np.int64(c) - 48)  # wraps like VW's size_t; only the low bits are used

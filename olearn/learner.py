@@ -56,10 +56,10 @@ class Learner:
                                     or config.max_prediction is not None)
         self.params = params
 
-    @staticmethod
-    def new_stats() -> np.ndarray:
+    def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)
-        stats[gd.R_DUMP_AT] = 1.0
+        # VW's first row comes at weight 1, or at N with an integer -P N
+        stats[gd.R_DUMP_AT] = self.config.progress_arg if self.config.progress_add else 1.0
         stats[gd.R_LABEL1] = stats[gd.R_LABEL2] = np.nan
         return stats
 

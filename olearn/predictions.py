@@ -61,13 +61,13 @@ def format_predictions(preds, tags, text):
     size = 0
     for e in range(preds.shape[0]):
         size += 32
-        if tags[e, 0] >= 0:
+        if tags[e, 1] > tags[e, 0]:
             size += 1 + tags[e, 1] - tags[e, 0]
     out = np.empty(size, dtype=np.uint8)
     o = 0
     for e in range(preds.shape[0]):
         o = format_number(out, o, np.float64(preds[e]))
-        if tags[e, 0] >= 0:
+        if tags[e, 1] > tags[e, 0]:  # an empty tag prints nothing, as VW
             out[o] = 32
             o += 1
             for k in range(tags[e, 0], tags[e, 1]):

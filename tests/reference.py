@@ -64,6 +64,11 @@ def parse_vw_line(line: bytes, bits: int = 18, seed: int = 0, constant: bool = T
                 h = vw_hash(string_value, h)
             if np.float32(value) != 0:
                 features.append((h & mask, value, ns))
+    # a repeated namespace joins its first appearance (sorted() is stable)
+    first_seen = {}
+    for segment_ns in [f[2] for f in features]:
+        first_seen.setdefault(segment_ns, len(first_seen))
+    features = sorted(features, key=lambda f: first_seen[f[2]])
     if constant:
         features.append((CONSTANT & mask, 1.0, 128))
     return label, importance, initial, tag, features

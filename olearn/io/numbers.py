@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import at
+
 
 def _powers() -> tuple[np.ndarray, np.ndarray]:
     up = np.empty(39, dtype=np.float32)
@@ -45,7 +47,7 @@ def _match_word(buf, p, end, word):
     if p + n > end:
         return False
     for i in range(n):
-        if _lower(buf[p + i]) != word[i]:
+        if _lower(at(buf, p + i)) != word[i]:
             return False
     return True
 
@@ -56,14 +58,62 @@ _NAN = np.array([110, 97, 110], dtype=np.uint8)  # "nan"
 
 
 @njit(cache=True, nogil=True)
+def _hex_digit(c: int) -> int:
+    c = _lower(c)
+    if _digit(c):
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _hex_float(buf, p, end):
+    """The part after ``0x``: hex digits, an optional hex fraction and ``p``-exponent."""
+    start = p
+    value = 0.0
+    seen = False
+    while p < end and _hex_digit(at(buf, p)) >= 0:
+        value = value * 16.0 + _hex_digit(at(buf, p))
+        seen = True
+        p += 1
+    if p < end and at(buf, p) == 46:
+        q = p + 1
+        unit = 1.0 / 16.0
+        while q < end and _hex_digit(at(buf, q)) >= 0:
+            value += _hex_digit(at(buf, q)) * unit
+            unit /= 16.0
+            seen = True
+            q += 1
+        if seen:
+            p = q
+    if not seen:
+        return 0.0, 0
+    if p < end and _lower(at(buf, p)) == 112:  # 'p': a binary exponent
+        q = p + 1
+        esign = 1
+        if q < end and (at(buf, q) == 43 or at(buf, q) == 45):
+            esign = -1 if at(buf, q) == 45 else 1
+            q += 1
+        if q < end and _digit(at(buf, q)):
+            e = 0
+            while q < end and _digit(at(buf, q)):
+                e = min(e * 10 + (at(buf, q) - 48), 100000)
+                q += 1
+            value *= 2.0 ** (esign * e) if e < 2000 else (np.inf if esign > 0 else 0.0)
+            p = q
+    return value, p - start
+
+
+@njit(cache=True, nogil=True)
 def strtof(buf: np.ndarray, start: int, end: int):
     """C ``strtof`` on ``buf[start:end]``: (value as float32, bytes consumed; 0 if no number)."""
     p = start
-    while p < end and (is_space(buf[p]) or buf[p] == 10 or buf[p] == 13):
+    while p < end and (is_space(at(buf, p)) or at(buf, p) == 10 or at(buf, p) == 13):
         p += 1
     sign = 1.0
-    if p < end and (buf[p] == 43 or buf[p] == 45):
-        if buf[p] == 45:
+    if p < end and (at(buf, p) == 43 or at(buf, p) == 45):
+        if at(buf, p) == 45:
             sign = -1.0
         p += 1
     if _match_word(buf, p, end, _INFINITY):
@@ -72,58 +122,48 @@ def strtof(buf: np.ndarray, start: int, end: int):
         return np.float32(sign * np.inf), p + 3 - start
     if _match_word(buf, p, end, _NAN):
         return np.float32(np.nan), p + 3 - start
-    if p + 1 < end and buf[p] == 48 and _lower(buf[p + 1]) == 120:  # hexadecimal integer part
-        q = p + 2
-        acc = 0.0
-        while q < end:
-            c = _lower(buf[q])
-            if _digit(c):
-                acc = acc * 16.0 + (c - 48)
-            elif 97 <= c <= 102:
-                acc = acc * 16.0 + (c - 87)
-            else:
-                break
-            q += 1
-        if q > p + 2:
-            return np.float32(sign * acc), q - start
-        return np.float32(0.0), p + 1 - start  # just the "0"
+    if p + 1 < end and at(buf, p) == 48 and _lower(at(buf, p + 1)) == 120:
+        value, used = _hex_float(buf, p + 2, end)
+        if used == 0:
+            return np.float32(0.0), p + 1 - start  # just the "0"
+        return np.float32(sign * value), p + 2 + used - start
     mant = np.int64(0)
     ndigits = 0
     exp10 = 0
     seen = False
-    while p < end and _digit(buf[p]):
+    while p < end and _digit(at(buf, p)):
         seen = True
         if ndigits < 19:
-            mant = mant * 10 + (buf[p] - 48)
+            mant = mant * 10 + (at(buf, p) - 48)
             if mant:
                 ndigits += 1
         else:
             exp10 += 1
         p += 1
-    if p < end and buf[p] == 46:
+    if p < end and at(buf, p) == 46:
         p += 1
-        while p < end and _digit(buf[p]):
+        while p < end and _digit(at(buf, p)):
             seen = True
             if ndigits < 19:
-                mant = mant * 10 + (buf[p] - 48)
+                mant = mant * 10 + (at(buf, p) - 48)
                 if mant:
                     ndigits += 1
                 exp10 -= 1
             p += 1
     if not seen:
         return np.float32(0.0), 0
-    if p < end and _lower(buf[p]) == 101:
+    if p < end and _lower(at(buf, p)) == 101:
         q = p + 1
         esign = 1
-        if q < end and (buf[q] == 43 or buf[q] == 45):
-            if buf[q] == 45:
+        if q < end and (at(buf, q) == 43 or at(buf, q) == 45):
+            if at(buf, q) == 45:
                 esign = -1
             q += 1
-        if q < end and _digit(buf[q]):
+        if q < end and _digit(at(buf, q)):
             e = 0
-            while q < end and _digit(buf[q]):
+            while q < end and _digit(at(buf, q)):
                 if e < 100000:
-                    e = e * 10 + (buf[q] - 48)
+                    e = e * 10 + (at(buf, q) - 48)
                 q += 1
             exp10 += esign * e
             p = q
@@ -145,14 +185,14 @@ def _float32_digits(buf, p, end):
     """VW's digit loop in float32, each step rounded: integer part, then up to 35 decimals."""
     ten = np.float32(10)
     acc = np.float32(0)
-    while p < end and _digit(buf[p]):
-        acc = (acc * ten + np.float32(buf[p])) - np.float32(48)
+    while p < end and _digit(at(buf, p)):
+        acc = (acc * ten + np.float32(at(buf, p))) - np.float32(48)
         p += 1
-    if p < end and buf[p] == 46:
+    if p < end and at(buf, p) == 46:
         p += 1
         ndec = 0
-        while p < end and _digit(buf[p]) and ndec < 35:
-            acc = acc * ten + np.float32(buf[p] - 48)
+        while p < end and _digit(at(buf, p)) and ndec < 35:
+            acc = acc * ten + np.float32(at(buf, p) - 48)
             ndec += 1
             p += 1
     return acc
@@ -166,25 +206,25 @@ def parse_float(buf: np.ndarray, start: int, end: int):
     newline or ``end``; anything else goes to :func:`strtof`.
     """
     p = start
-    while p < end and is_space(buf[p]):
+    while p < end and is_space(at(buf, p)):
         p += 1
     sign = np.float32(1)
-    if p < end and buf[p] == 45:
+    if p < end and at(buf, p) == 45:
         sign = np.float32(-1)
         p += 1
     digits_start = p
     iacc = np.int64(0)
     ndigits = 0
-    while p < end and _digit(buf[p]):
-        iacc = iacc * 10 + (buf[p] - 48)
+    while p < end and _digit(at(buf, p)):
+        iacc = iacc * 10 + (at(buf, p) - 48)
         ndigits += 1
         p += 1
     ndec = 0
-    if p < end and buf[p] == 46:
+    if p < end and at(buf, p) == 46:
         p += 1
-        while p < end and _digit(buf[p]):
+        while p < end and _digit(at(buf, p)):
             if ndec < 35:
-                iacc = iacc * 10 + (buf[p] - 48)
+                iacc = iacc * 10 + (at(buf, p) - 48)
                 ndigits += 1
                 ndec += 1
             p += 1
@@ -193,19 +233,19 @@ def parse_float(buf: np.ndarray, start: int, end: int):
     else:
         acc = _float32_digits(buf, digits_start, p)
     exp = 0
-    if p < end and (buf[p] == 101 or buf[p] == 69):
+    if p < end and (at(buf, p) == 101 or at(buf, p) == 69):
         p += 1
         esign = 1
-        if p < end and buf[p] == 45:
+        if p < end and at(buf, p) == 45:
             esign = -1
             p += 1
-        while p < end and _digit(buf[p]):
-            exp = exp * 10 + (buf[p] - 48)
+        while p < end and _digit(at(buf, p)):
+            exp = exp * 10 + (at(buf, p) - 48)
             if exp > 100000:
                 exp = 100000
             p += 1
         exp *= esign
-    if p < end and not (is_space(buf[p]) or buf[p] == 10 or buf[p] == 13):
+    if p < end and not (is_space(at(buf, p)) or at(buf, p) == 10 or at(buf, p) == 13):
         return strtof(buf, start, end)
     e = exp - ndec
     e = ((e + 128) & 255) - 128  # VW keeps the exponent difference in an int8

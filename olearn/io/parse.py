@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import at
+
 from olearn.batch import ExampleBatch
 from olearn.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
 from olearn.io.layout import AUDIT_COLS
@@ -40,6 +42,7 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
     f_ns = np.empty(cap, dtype=np.uint8)
     f_audit = np.empty((cap if audit else 0, AUDIT_COLS), dtype=np.int64)
     warns = np.empty((MAX_WARNINGS_PER_BLOCK, 4), dtype=np.int64)
+    ns_rank = np.zeros((256, 2), dtype=np.int64)
     constant = CONSTANT_HASH & mask
     nf = 0
     nw = 0
@@ -48,13 +51,13 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
     p = 0
     while p < n:
         q = p
-        while q < n and buf[q] != 10:
+        while q < n and at(buf, q) != 10:
             q += 1
         s = p
         e = q
-        if e > s and buf[e - 1] == 13:
+        if e > s and at(buf, e - 1) == 13:
             e -= 1
-        if e - s >= 3 and buf[s] == 0xEF and buf[s + 1] == 0xBB and buf[s + 2] == 0xBF:
+        if e - s >= 3 and at(buf, s) == 0xEF and at(buf, s + 1) == 0xBB and at(buf, s + 2) == 0xBF:
             s += 3
         if e > s:
             need = nf + (e - s + 1) // 2 + 2
@@ -69,7 +72,7 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
             ex_line[ex] = line
             if fmt == FORMAT_VW:
                 nf, nw = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, ns_hash, ex_num,
-                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
+                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank)
             else:
                 nf, nw = parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num,
                                         ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)

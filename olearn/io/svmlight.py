@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import at
+
 from olearn.hashing import hash_name
 from olearn.io.layout import (W_NOT_FLOAT, W_SVM_TOKEN, add_warning, is_blank, push_feature)
 from olearn.io.numbers import parse_float
@@ -20,7 +22,7 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
                    f_idx, f_val, f_ns, f_audit, nf, warns, nw):
     """Parse one non-empty svmlight line ``buf[s:e]`` into example ``ex``; returns (nf, nw)."""
     for p in range(s, e):
-        if buf[p] == 35:  # '#': a comment to the end of the line
+        if at(buf, p) == 35:  # '#': a comment to the end of the line
             e = p
             break
     ex_num[ex, 0] = np.nan
@@ -29,14 +31,14 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
     p = s
     first = True
     while True:
-        while p < e and is_blank(buf[p]):
+        while p < e and is_blank(at(buf, p)):
             p += 1
         if p >= e:
             break
         ts = p
         colon = -1
-        while p < e and not is_blank(buf[p]):
-            if buf[p] == 58 and colon < 0:
+        while p < e and not is_blank(at(buf, p)):
+            if at(buf, p) == 58 and colon < 0:
                 colon = p
             p += 1
         te = p
@@ -48,7 +50,7 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
                 value = np.float32(0)
             ex_num[ex, 0] = value
             continue
-        if colon - ts == 3 and buf[ts] == 113 and buf[ts + 1] == 105 and buf[ts + 2] == 100:
+        if colon - ts == 3 and at(buf, ts) == 113 and at(buf, ts + 1) == 105 and at(buf, ts + 2) == 100:
             continue  # qid:N
         if colon <= ts or colon + 1 >= te:
             nw = add_warning(warns, nw, line, W_SVM_TOKEN, ts, te)

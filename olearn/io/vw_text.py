@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import at
+
 from olearn.hashing import hash_name
 from olearn.io.layout import (W_BAD_IMPORTANCE, W_MALFORMED, W_NAN_SCALE, W_NAN_VALUE,
                               W_NOT_FLOAT, W_TOO_MANY, add_warning, is_blank, push_feature)
@@ -27,7 +29,7 @@ def _label_number(buf, s, e, warns, nw, line):
 def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
     """Label section ``buf[s:bar]``: label, importance, initial value and tag (§1.2)."""
     for p in range(s, bar):
-        if buf[p] == 9:  # everything up to the first TAB is ignored
+        if at(buf, p) == 9:  # everything up to the first TAB is ignored
             s = p + 1
             break
     starts = np.empty(4, dtype=np.int64)
@@ -36,12 +38,12 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
     last_s = last_e = 0
     p = s
     while p < bar:
-        while p < bar and buf[p] == 32:
+        while p < bar and at(buf, p) == 32:
             p += 1
         if p >= bar:
             break
         q = p
-        while q < bar and buf[q] != 32:
+        while q < bar and at(buf, q) != 32:
             q += 1
         if ntok < 4:
             starts[ntok] = p
@@ -50,8 +52,8 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
         last_e = q
         ntok += 1
         p = q
-    if ntok > 0 and (buf[last_s] == QUOTE or last_e == bar):
-        ex_tag[ex, 0] = last_s + 1 if buf[last_s] == QUOTE else last_s
+    if ntok > 0 and (at(buf, last_s) == QUOTE or last_e == bar):
+        ex_tag[ex, 0] = last_s + 1 if at(buf, last_s) == QUOTE else last_s
         ex_tag[ex, 1] = last_e
         ntok -= 1
     ex_num[ex, 0] = np.nan
@@ -69,10 +71,54 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
 
 @njit(cache=True, nogil=True)
 def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex_num, ex_tag,
-                  f_idx, f_val, f_ns, f_audit, nf, warns, nw):
-    """Parse one non-empty line ``buf[s:e]`` into example ``ex``; returns (nf, nw)."""
+                  f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank):
+    """Parse one non-empty line ``buf[s:e]`` into example ``ex``; returns (nf, nw).
+
+    ``ns_rank`` is per-block scratch of shape (256, 2): for each namespace index, the example
+    that last saw it (plus one) and its rank of first appearance in that example.
+    """
+    first = nf
+    nf, nw, regroup = _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash,
+                                         ex, ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, nf,
+                                         warns, nw, ns_rank)
+    if regroup:
+        _group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
+    return nf, nw
+
+
+@njit(cache=True, nogil=True)
+def _group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank):
+    """Stable regrouping of a line's features by namespace, in order of first appearance:
+    VW merges a repeated namespace (``|a x |b y |a z``) into its first segment. Rare, so a
+    simple pass per namespace."""
+    idx = f_idx[first:nf].copy()
+    val = f_val[first:nf].copy()
+    ns = f_ns[first:nf].copy()
+    audit = f_audit[first:nf].copy() if f_audit.shape[0] > 0 else f_audit[:0]
+    n_ranks = 0
+    for k in range(nf - first):
+        n_ranks = max(n_ranks, ns_rank[ns[k], 1] + 1)
+    out = first
+    for rank in range(n_ranks):
+        for k in range(nf - first):
+            if ns_rank[ns[k], 1] == rank:
+                f_idx[out] = idx[k]
+                f_val[out] = val[k]
+                f_ns[out] = ns[k]
+                if audit.shape[0] > 0:
+                    f_audit[out] = audit[k]
+                out += 1
+
+
+@njit(cache=True, nogil=True)
+def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, ex, ex_num, ex_tag,
+                       f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank):
+    n_ranks = 0
+    regroup = False
+    previous_ns = -1
+    stamp = ex + 1
     bar = s
-    while bar < e and buf[bar] != BAR:
+    while bar < e and at(buf, bar) != BAR:
         bar += 1
     nw = parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line)
     p = bar
@@ -80,51 +126,51 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
         p += 1  # the '|'
         ns_s = ns_e = -1
         scale = np.float32(1)
-        if p < e and not is_blank(buf[p]) and buf[p] != BAR:
-            if buf[p] == COLON:
-                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
+        if p < e and not is_blank(at(buf, p)) and at(buf, p) != BAR:
+            if at(buf, p) == COLON:
+                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p), regroup
             ns_s = p
-            while p < e and not is_blank(buf[p]) and buf[p] != COLON and buf[p] != BAR:
+            while p < e and not is_blank(at(buf, p)) and at(buf, p) != COLON and at(buf, p) != BAR:
                 p += 1
             ns_e = p
-            ns = buf[ns_s]
+            ns = at(buf, ns_s)
             ns_hash = hash_name(buf, ns_s, ns_e, seed, hash_all)
-            if p < e and buf[p] == COLON:
+            if p < e and at(buf, p) == COLON:
                 value, used = parse_float(buf, p + 1, e)
                 if used == 0:
-                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p + 1)
+                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p + 1), regroup
                 p += 1 + used
                 if np.isnan(value):
                     nw = add_warning(warns, nw, line, W_NAN_SCALE, ns_s, p)
                     value = np.float32(1)
                 scale = np.float32(value)
-                if p < e and not is_blank(buf[p]) and buf[p] != BAR:
-                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
+                if p < e and not is_blank(at(buf, p)) and at(buf, p) != BAR:
+                    return nf, add_warning(warns, nw, line, W_MALFORMED, s, p), regroup
         else:
             ns = np.uint8(32)
             ns_hash = default_ns_hash
         anon = 0
         while True:
-            while p < e and is_blank(buf[p]):
+            while p < e and is_blank(at(buf, p)):
                 p += 1
-            if p >= e or buf[p] == BAR:
+            if p >= e or at(buf, p) == BAR:
                 break
             fs = p
-            while p < e and not is_blank(buf[p]) and buf[p] != COLON and buf[p] != BAR:
+            while p < e and not is_blank(at(buf, p)) and at(buf, p) != COLON and at(buf, p) != BAR:
                 p += 1
             fe = p
             value = scale
             ss = se = -1
             malformed = False
-            if p < e and buf[p] == COLON:
+            if p < e and at(buf, p) == COLON:
                 p += 1
                 if p < e:
                     number, used = parse_float(buf, p, e)
                     if used == 0:  # a string value: the next blank-free run
-                        while p < e and is_blank(buf[p]):
+                        while p < e and is_blank(at(buf, p)):
                             p += 1
                         ss = p
-                        while p < e and not is_blank(buf[p]):
+                        while p < e and not is_blank(at(buf, p)):
                             p += 1
                         se = p
                         value = np.float32(1)
@@ -135,7 +181,7 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
                             value = np.float32(0)
                         else:
                             value = np.float32(scale * np.float32(number))
-                        malformed = p < e and not is_blank(buf[p]) and buf[p] != BAR
+                        malformed = p < e and not is_blank(at(buf, p)) and at(buf, p) != BAR
             if fe == fs:
                 h = (ns_hash + anon) & 0xFFFFFFFF
                 anon += 1
@@ -144,8 +190,16 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
             if ss >= 0:
                 h = hash_name(buf, ss, se, h, hash_all)
             if value != 0:
+                # namespaces are ordered by the first segment that adds a feature (VW's rule)
+                if ns_rank[ns, 0] != stamp:
+                    ns_rank[ns, 0] = stamp
+                    ns_rank[ns, 1] = n_ranks
+                    n_ranks += 1
+                elif ns != previous_ns:
+                    regroup = True
+                previous_ns = ns
                 nf = push_feature(f_idx, f_val, f_ns, f_audit, nf, h & mask, value, ns, fs, fe,
                                   ss, se, ns_s, ns_e)
             if malformed:
-                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p)
-    return nf, nw
+                return nf, add_warning(warns, nw, line, W_MALFORMED, s, p), regroup
+    return nf, nw, regroup

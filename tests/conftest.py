@@ -1,0 +1,79 @@
+"""Shared test helpers: run the olearn CLI and the reference VW as subprocesses."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+Result = tuple[int, str, str]  # (returncode, stdout, stderr)
+
+
+def olearn_cmd(*args: object) -> list[str]:
+    """Command line for the olearn CLI, run by the interpreter that runs the tests."""
+    return [sys.executable, "-m", "olearn", *map(str, args)]
+
+
+def vw_cmd(*args: object) -> list[str]:
+    """Command line for the reference VW (the vowpalwabbit wheel; it cannot read stdin)."""
+    return [sys.executable, "-m", "vowpalwabbit", *map(str, args)]
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def run_cmd(cmd: list[str], input: bytes | str | None = None, cwd: object = None,
+            timeout: float = 300) -> Result:
+    """Run ``cmd``; return (returncode, stdout, stderr), decoded as UTF-8 (surrogateescape)."""
+    if isinstance(input, str):
+        input = input.encode()
+    proc = subprocess.run(cmd, input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=cwd, timeout=timeout)
+    return proc.returncode, _decode(proc.stdout), _decode(proc.stderr)
+
+
+def run_concurrently(*cmds: list[str], cwd: object = None, timeout: float = 300) -> list[Result]:
+    """Run several commands at the same time (no stdin); results in the order given."""
+    procs = [subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, cwd=cwd) for cmd in cmds]
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            results.append((proc.returncode, _decode(out), _decode(err)))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return results
+
+
+def run_olearn(*args: object, input: bytes | str | None = None, cwd: object = None) -> Result:
+    """Run ``olearn ARGS``; return (returncode, stdout, stderr)."""
+    return run_cmd(olearn_cmd(*args), input=input, cwd=cwd)
+
+
+def run_vw(*args: object, cwd: object = None) -> Result:
+    """Run the reference ``vw ARGS``; return (returncode, stdout, stderr)."""
+    return run_cmd(vw_cmd(*args), cwd=cwd)
+
+
+@pytest.fixture(scope="session")
+def vw():
+    """The reference VW runner; skips the test when the vowpalwabbit package is absent."""
+    pytest.importorskip("vowpalwabbit")
+    return run_vw
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared benchmark datasets directory (../shared/data); skips when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+    return SHARED_DATA

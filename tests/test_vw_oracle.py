@@ -1,0 +1,604 @@
+"""olearn against the reference Vowpal Wabbit 9.11.9 (the ``vowpalwabbit`` wheel) as an oracle.
+
+Every generated input comes from ``random.Random`` with a fixed seed. The tests that need VW take
+the ``vw`` fixture (skipped when the package is absent); those that read ``../shared/data`` take
+``shared_data`` or are parametrized over what exists there.
+
+olearn keeps its intermediate update arithmetic in float64 where VW uses float32, so learned
+weights, predictions and losses drift from VW's by about 1e-6..1e-4 relative over a few hundred
+examples. Indices, names, feature values, tags, counts and layouts are compared exactly; learned
+numbers to the tolerances below.
+"""
+from __future__ import annotations
+
+import gzip
+import math
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED_DATA, olearn_cmd, run_concurrently, run_olearn, vw_cmd
+
+# Tolerances for numbers that depend on learning (see the module docstring).
+WEIGHT_REL, WEIGHT_ABS = 1e-3, 1e-5   # audit weights and adaptive sums G
+PRED_REL, PRED_ABS = 1e-4, 5e-6       # predictions printed with 6 decimals
+LOSS_REL = 0.01                       # average loss on the shared datasets
+
+
+def _close(a: float, b: float, rel: float, abs_: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def _both(olearn_args: list, vw_args: list) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
+    """Run olearn and VW at the same time; assert both succeeded; return (olearn, vw) results."""
+    ol, vw = run_concurrently(olearn_cmd(*olearn_args), vw_cmd(*vw_args))
+    assert ol[0] == 0, f"olearn failed ({ol[0]}): {ol[2][-2000:]}"
+    assert vw[0] == 0, f"vw failed ({vw[0]}): {vw[2][-2000:]}"
+    return ol, vw
+
+
+# --------------------------------------------------------------------------------------------
+# Generated VW-format input for the --audit comparisons
+
+NAMESPACES = ["", "a", "b", "abc", "ns", "7", "12", "007", "é", "日本", "Zz"]  # "" = default
+SCALES = ["2", "0.5", "-1", "1.5e1", "3"]
+NAMES = ["x", "y", "z", "foo", "bar_1", "3", "012", "0", "-5", "+7", "1.5", "é", "ü", "日本語",
+         "a^b", "x'y", "99999999999999999999", "4294967296", "4294967295", "A", "-", "'q", "e1"]
+VALUES = ["1", "2", "0.5", "-3", "1e2", "-2.5e-1", ".5", "+3", "0", "1.25", "7"]
+STRING_VALUES = ["abc", "xyz", "12", "0", "é", "zz:yy"]
+TAGS = ["t1", "tag2", "é", "0", "x_y"]
+
+
+def _feature(r: random.Random) -> str:
+    k = r.random()
+    if k < 0.12:
+        return ":" + r.choice(VALUES)                        # anonymous
+    name = r.choice(NAMES)
+    if k < 0.25:
+        return f"{name}:{r.choice(STRING_VALUES)}"           # string value
+    if k < 0.6:
+        return f"{name}:{r.choice(VALUES)}"
+    return name
+
+
+def _label(r: random.Random) -> str:
+    """'' or 'label [importance [initial]]', with a `'tag` or a tag glued to the '|'."""
+    n = 0 if r.random() < 0.15 else r.choice([1, 1, 1, 2, 3])
+    parts = [r.choice(["1", "-1", "0", "0.5", "2", "-2.25", "10"])][:n]
+    if n >= 2:
+        parts.append(r.choice(["1", "2", "0.5", "0", "3"]))
+    if n >= 3:
+        parts.append(r.choice(["0", "0.3", "-1", "1.5"]))
+    text = " ".join(parts)
+    k = r.random()
+    if k < 0.25:
+        return text + " '" + r.choice(TAGS) + " "
+    if k < 0.45 and parts:
+        return text + " " + r.choice(TAGS)                   # tag right before the '|'
+    return text + " " if parts else text
+
+
+def _vw_line(r: random.Random, distinct_namespaces: bool) -> str:
+    line = _label(r)
+    used = set()
+    for _ in range(r.randint(1, 4)):
+        ns = r.choice(NAMESPACES)
+        first_byte = ns.encode()[:1] or b" "   # VW's namespace index
+        if distinct_namespaces and first_byte in used:
+            continue
+        used.add(first_byte)
+        if ns and r.random() < 0.25:
+            ns += ":" + r.choice(SCALES)
+        features = " ".join(_feature(r) for _ in range(r.randint(0, 5)))
+        line += "|" + ns + " " + features + " "
+    return line.rstrip()
+
+
+def generate_vw(seed: int, n: int, distinct_namespaces: bool = False) -> str:
+    """``n`` random VW lines. With ``distinct_namespaces`` no namespace index repeats in a line
+    (so the feature order does not depend on how repeated namespaces are merged)."""
+    r = random.Random(seed)
+    return "".join(_vw_line(r, distinct_namespaces) + "\n" for _ in range(n))
+
+
+# Lines at the corners of the grammar (vw-reference.md §1) on which olearn agrees with VW.
+EDGE_LINES = [
+    "|a x:0x10 y:1e-50 z:3e40",
+    "|a x: y z",
+    "|a x:",
+    "|a x:zz:yy",
+    "|a x:2abc y",
+    "|a:zz x",
+    "|:2 x",
+    "|a\tx\ty:2",
+    "1\t2 |a x",
+    "\ufeff1 |a x",
+    "1 |a x\r",
+    "|a \x0112 \x0b5",
+    "|a x:nan y",
+    "|a:nan x",
+    "1 2 3 4 |a x",
+    "abc |a x",
+    "1 abc |a x",
+    "2x |a x",
+    "1 -2 |a x",
+    "   ",
+    "|",
+    "1",
+    "1|a x",
+    "1 ",
+    "|abc x |ab y",
+    "|a x:+3 y:-.5e1 z:1e+2",
+    "|a x:1. y:1e z:- w:.",
+    "|a x:1e39 y:1e-39 z:1e-38 w:1e-45",
+    "|a x:123456789012 y:0.1234567890123456789012345678901234567890123",
+    "|a x:--1",
+    "|a ::3",
+    "|a :abc",
+    "|a x:abc:1",
+    "|a x|b y",
+    "|a x:2|b y",
+    "|a:2|b y",
+    "|a:2 x:abc",
+    "|a:-0 x",
+    "||a x",
+    "| |a x",
+    "|a x:inf",
+    "|a x:infinity y:-inf",
+    "|a x:1,5",
+    "|a x:0X10 y:0xA",
+    "1 0.5 'a b |a x",
+    "'t1 't2 |a x",
+    "|a x:1e5 y:5e-1 z:1.5E2",
+    "0.5 2 0.25 |a x y z",
+    "1 |abc x |7 y |é z |b w",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing --audit output
+
+@dataclass(frozen=True)
+class AuditEntry:
+    name: str
+    index: int
+    value: float
+    weight: float
+    g: float | None   # the adaptive sum after '@', when printed
+
+    @property
+    def key(self) -> tuple[str, int, float]:
+        return self.name, self.index, self.value
+
+
+@dataclass
+class AuditExample:
+    prediction: float
+    tag: str | None   # None when the prediction line has no tag field
+    entries: list[AuditEntry]
+
+
+def _number(text: str) -> float:
+    return float(text)  # accepts 'nan', 'inf', '-inf' as C++ streams print them
+
+
+def parse_audit(stdout: str) -> list[AuditExample]:
+    """VW's --audit stdout: a prediction line ('pred[ tag]'), then TAB-led feature lines of
+    TAB-separated ``name:index:value:weight[@G]`` entries."""
+    examples: list[AuditExample] = []
+    for line in stdout.split("\n"):
+        if line.startswith("\t"):
+            assert examples, f"feature line before any prediction line: {line!r}"
+            for entry in line[1:].split("\t"):
+                name, index, value, weight = entry.rsplit(":", 3)
+                w, _, g = weight.partition("@")
+                examples[-1].entries.append(AuditEntry(name, int(index), _number(value),
+                                                       _number(w), _number(g) if g else None))
+        elif line:
+            pred, *tag = line.split(" ", 1)
+            examples.append(AuditExample(_number(pred), tag[0] if tag else None, []))
+    return examples
+
+
+def _example_lines(text: str) -> list[str]:
+    """The input lines that are examples (VW skips empty lines), for error messages."""
+    return [line for line in text.split("\n") if line.rstrip("\r") != ""]
+
+
+class AuditPair:
+    """olearn's and VW's --audit output on one input, parsed, with the input lines."""
+
+    def __init__(self, path: Path, options: list[str]):
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+        self.lines = _example_lines(text)
+        args = ["-d", path, "--audit", "--quiet", *options]
+        ol, vw = _both(args, args)
+        self.olearn = parse_audit(ol[1])
+        self.vw = parse_audit(vw[1])
+
+    def examples(self):
+        assert len(self.vw) == len(self.lines), "VW's example count is not the line count"
+        assert len(self.olearn) == len(self.vw), "different number of examples"
+        for i, (ol, vw) in enumerate(zip(self.olearn, self.vw)):
+            line = self.lines[i] if i < len(self.lines) else "?"
+            yield f"example {i + 1}: {line!r}", ol, vw
+
+
+AUDIT_OPTIONS = {
+    "b18": ["-b", "18"],
+    "b10": ["-b", "10"],
+    "b24": ["-b", "24"],
+    "hash_all": ["--hash", "all"],
+    "hash_seed7": ["--hash_seed", "7"],
+    "noconstant": ["--noconstant"],
+}
+AUDIT_OPTIONS_ORDER = {  # for the feature-order test only
+    "b18": ["-b", "18"],
+    "b24_all_seed7_noconstant": ["-b", "24", "--hash", "all", "--hash_seed", "7", "--noconstant"],
+}
+AUDIT_SEED, AUDIT_EXAMPLES = 20240601, 200
+
+
+@pytest.fixture(scope="module")
+def audit_pairs(tmp_path_factory):
+    """Cached (olearn, VW) --audit runs, keyed by (input kind, option set)."""
+    directory = tmp_path_factory.mktemp("audit")
+    cache: dict[tuple[str, str], AuditPair] = {}
+    inputs = {
+        "mixed": lambda: generate_vw(AUDIT_SEED, AUDIT_EXAMPLES),
+        "distinct": lambda: generate_vw(AUDIT_SEED + 1, AUDIT_EXAMPLES, distinct_namespaces=True),
+        "edge": lambda: "\n".join(EDGE_LINES) + "\n",
+    }
+
+    def get(kind: str, option_set: str) -> AuditPair:
+        if (kind, option_set) not in cache:
+            path = directory / f"{kind}.vw"
+            if not path.exists():
+                _write(path, inputs[kind]())
+            options = {**AUDIT_OPTIONS, **AUDIT_OPTIONS_ORDER}[option_set]
+            cache[kind, option_set] = AuditPair(path, options)
+        return cache[kind, option_set]
+
+    return get
+
+
+def _sorted_entries(entries: list[AuditEntry]) -> list[AuditEntry]:
+    return sorted(entries, key=lambda e: (e.key, e.weight))
+
+
+@pytest.mark.parametrize("option_set", list(AUDIT_OPTIONS))
+def test_audit_names_indices_values_match_vw(vw, audit_pairs, option_set):
+    pair = audit_pairs("mixed", option_set)
+    for where, ol, ref in pair.examples():
+        assert Counter(e.key for e in ol.entries) == Counter(e.key for e in ref.entries), where
+
+
+@pytest.mark.parametrize("option_set", list(AUDIT_OPTIONS))
+def test_audit_weights_match_vw(vw, audit_pairs, option_set):
+    pair = audit_pairs("mixed", option_set)
+    for where, ol, ref in pair.examples():
+        for a, b in zip(_sorted_entries(ol.entries), _sorted_entries(ref.entries)):
+            assert a.key == b.key, where
+            assert _close(a.weight, b.weight, WEIGHT_REL, WEIGHT_ABS), (where, a, b)
+            assert (a.g is None) == (b.g is None), (where, a, b)
+            if a.g is not None:
+                assert _close(a.g, b.g, WEIGHT_REL, WEIGHT_ABS), (where, a, b)
+
+
+@pytest.mark.parametrize("option_set", list(AUDIT_OPTIONS))
+def test_audit_prediction_lines_match_vw(vw, audit_pairs, option_set):
+    pair = audit_pairs("mixed", option_set)
+    for where, ol, ref in pair.examples():
+        assert ol.tag == ref.tag, where
+        assert _close(ol.prediction, ref.prediction, PRED_REL, PRED_ABS), (where, ol, ref)
+
+
+def _order_violations(ol: list[AuditEntry], ref: list[AuditEntry]) -> list[tuple]:
+    """Pairs of entries that olearn lists in the opposite order from VW, where the swap is not
+    explained by drift (VW's |w·x| nearly equal and olearn's strictly ordered the other way).
+    Exact ties must keep VW's order: VW stable-sorts features in its own feature order."""
+    def keyed(entries):
+        seen: Counter = Counter()
+        out = []
+        for e in entries:
+            out.append((e.key, seen[e.key]))
+            seen[e.key] += 1
+        return out
+
+    ref_keys, ol_keys = keyed(ref), keyed(ol)
+    ol_pos = {k: i for i, k in enumerate(ol_keys)}
+    ref_mag = {k: abs(e.weight * e.value) for k, e in zip(ref_keys, ref)}
+    ol_mag = {k: abs(e.weight * e.value) for k, e in zip(ol_keys, ol)}
+    bad = []
+    for i, a in enumerate(ref_keys):
+        for b in ref_keys[i + 1:]:
+            if ol_pos[a] > ol_pos[b]:
+                drift = (_close(ref_mag[a], ref_mag[b], WEIGHT_REL, WEIGHT_ABS)
+                         and ol_mag[b] > ol_mag[a])
+                if not drift:
+                    bad.append((a, b))
+    return bad
+
+
+@pytest.mark.parametrize("option_set", list(AUDIT_OPTIONS_ORDER))
+def test_audit_feature_order_matches_vw(vw, audit_pairs, option_set):
+    """Entries sorted by |w·x|, ties in VW's feature order (namespace indices not repeated)."""
+    pair = audit_pairs("distinct", option_set)
+    for where, ol, ref in pair.examples():
+        assert Counter(e.key for e in ol.entries) == Counter(e.key for e in ref.entries), where
+        assert not _order_violations(ol.entries, ref.entries), (where, ol.entries, ref.entries)
+
+
+def test_audit_parser_edge_cases_match_vw(vw, audit_pairs):
+    """Corner cases of the text grammar: same features, values, tags and order as VW."""
+    pair = audit_pairs("edge", "b18")
+    for where, ol, ref in pair.examples():
+        assert ol.tag == ref.tag, where
+        assert _close(ol.prediction, ref.prediction, PRED_REL, PRED_ABS), (where, ol, ref)
+        assert Counter(e.key for e in ol.entries) == Counter(e.key for e in ref.entries), where
+        assert not _order_violations(ol.entries, ref.entries), (where, ol.entries, ref.entries)
+
+
+def _audit_keys_of_line(tmp_path: Path, line: str) -> tuple[list, list]:
+    """(olearn, VW) audit entry keys, in printed order, for a one-line file."""
+    path = _write(tmp_path / "one.vw", line + "\n")
+    ol, vw = _both(["-d", path, "--audit", "--quiet"], ["-d", path, "--audit", "--quiet"])
+    return ([e.key for ex in parse_audit(ol[1]) for e in ex.entries],
+            [e.key for ex in parse_audit(vw[1]) for e in ex.entries])
+
+
+def test_audit_repeated_namespace_merged_in_first_appearance_order(vw, tmp_path):
+    ol, ref = _audit_keys_of_line(tmp_path, "|a x |b y |a z")
+    assert ol == ref
+
+
+def test_audit_hex_float_with_fraction_or_exponent(vw, tmp_path):
+    ol, ref = _audit_keys_of_line(tmp_path, "|a x:0x1.8 y:0x1p3")
+    assert ol == ref
+
+
+# --------------------------------------------------------------------------------------------
+# vw-reference.md §2.1 worked examples (b = 18, seed 0), single-namespace rows: olearn only
+
+DOC_TABLE = [  # (input line, [(audit name, index), ...]) — the constant row is separate
+    ("|a x", [("a^x", 55432)]),
+    ("|a 3", [("a^3", 92597)]),
+    ("|a 012", [("a^012", 92606)]),
+    ("|a -5", [("a^-5", 20435)]),
+    ("| a", [("a", 92594)]),
+    ("|1 x", [("1^x", 174622)]),
+    ("|a x:abc", [("a^x^abc", 249710)]),
+    ("|a :3 :4", [("a^", 92594), ("a^", 92595)]),
+]
+
+
+@pytest.fixture(scope="module")
+def doc_table_audit(tmp_path_factory):
+    """olearn --audit of all the table's inputs, one example each (unlabeled: weights stay 0)."""
+    path = _write(tmp_path_factory.mktemp("doc") / "table.vw",
+                  "".join(line + "\n" for line, _ in DOC_TABLE))
+    rc, out, err = run_olearn("-d", path, "--audit", "--quiet", "--noconstant")
+    assert rc == 0, err
+    examples = parse_audit(out)
+    assert len(examples) == len(DOC_TABLE)
+    return examples
+
+
+@pytest.mark.parametrize("row", range(len(DOC_TABLE)), ids=[line for line, _ in DOC_TABLE])
+def test_doc_hash_table_indices(doc_table_audit, row):
+    _, expected = DOC_TABLE[row]
+    assert sorted((e.name, e.index) for e in doc_table_audit[row].entries) == sorted(expected)
+
+
+@pytest.mark.parametrize("bits, index", [(18, 116060), (24, 11650396)])
+def test_doc_constant_index(tmp_path, bits, index):
+    path = _write(tmp_path / "c.vw", "|a x\n")
+    rc, out, err = run_olearn("-d", path, "--audit", "--quiet", "-b", bits)
+    assert rc == 0, err
+    constants = [(e.index, e.value) for e in parse_audit(out)[0].entries if e.name == "Constant"]
+    assert constants == [(index, 1.0)]
+
+
+# --------------------------------------------------------------------------------------------
+# Average loss on the shared datasets
+
+DATASETS = sorted(p.parent.name for p in SHARED_DATA.glob("*/train.vw.gz"))
+_NO_DATA = [pytest.param("absent", marks=pytest.mark.skip(reason=f"no datasets in {SHARED_DATA}"))]
+LEARNERS = {"default": [], "sgd_l0.05": ["--sgd", "-l", "0.05"]}
+
+
+def average_loss(stderr: str) -> float:
+    match = re.search(r"^average loss = (\S+)", stderr, re.M)
+    assert match, f"no 'average loss' line in:\n{stderr[-2000:]}"
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("learner", list(LEARNERS))
+@pytest.mark.parametrize("dataset", DATASETS or _NO_DATA)
+def test_average_loss_within_1pct_of_vw(vw, shared_data, dataset, learner):
+    path = shared_data / dataset / "train.vw.gz"
+    args = ["-d", path, *LEARNERS[learner]]
+    ol, ref = _both(args, args)
+    ours, theirs = average_loss(ol[2]), average_loss(ref[2])
+    assert math.isclose(ours, theirs, rel_tol=LOSS_REL), (ours, theirs)
+
+
+STDIN_DATASETS = [d for d in ("a9a", "cpusmall", "reuters") if d in DATASETS] or _NO_DATA
+
+
+@pytest.mark.parametrize("dataset", STDIN_DATASETS)
+def test_vw_gz_stdin_and_svm_report_same_average_loss(shared_data, dataset):
+    vw_gz = shared_data / dataset / "train.vw.gz"
+    svm_gz = shared_data / dataset / "train.svm.gz"
+    from_vw, from_svm = run_concurrently(olearn_cmd("-d", vw_gz), olearn_cmd("-d", svm_gz))
+    from_stdin = run_olearn(input=gzip.decompress(vw_gz.read_bytes()))
+    for rc, _, err in (from_vw, from_svm, from_stdin):
+        assert rc == 0, err[-2000:]
+    losses = [average_loss(r[2]) for r in (from_vw, from_stdin, from_svm)]
+    assert losses[0] == losses[1] == losses[2], losses
+
+
+# --------------------------------------------------------------------------------------------
+# Progress table, summary and -p on a small generated regression file
+
+def generate_small(seed: int = 5, n: int = 300) -> str:
+    """A linear regression problem in namespaces a and b, with importance weights, unlabeled
+    examples and tags in both forms (`1 'tag |a x` and `1 tag|a x`)."""
+    r = random.Random(seed)
+    truth = {f"f{i}": r.uniform(-1, 1) for i in range(12)}
+    lines = []
+    for i in range(n):
+        values = {f: round(r.uniform(-2, 2), 3) for f in r.sample(sorted(truth), r.randint(1, 6))}
+        y = sum(truth[f] * v for f, v in values.items()) + r.gauss(0, 0.1)
+        a = " ".join(f"{f}:{v}" for f, v in values.items() if r.random() < 0.6)
+        b = " ".join(f"{f}:{v}" for f, v in values.items() if r.random() < 0.5)
+        k = r.random()
+        if k < 0.1:
+            label = ""                                           # unlabeled
+        elif k < 0.2:
+            label = f"{y:.3f} {r.choice(['0.5', '2', '3'])}"     # with an importance weight
+        else:
+            label = f"{y:.3f}"
+        k = r.random()
+        if k < 0.2:
+            lines.append(f"{label} 'tag{i} |a {a} |b {b}".strip())
+        elif k < 0.35 and label:
+            lines.append(f"{label} t{i}|a {a} |b {b}".rstrip())
+        else:
+            lines.append(f"{label} |a {a} |b {b}".rstrip())
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory) -> Path:
+    text = generate_small()
+    assert re.search(r"^\S+ 'tag\d+ \|a", text, re.M)    # labeled, `'tag` form
+    assert re.search(r"^\S+ t\d+\|a", text, re.M)        # labeled, tag glued to the bar
+    assert re.search(r"^('tag\d+ )?\|a", text, re.M)     # unlabeled
+    return _write(tmp_path_factory.mktemp("small") / "small.vw", text)
+
+
+def _table_and_summary(stderr: str) -> list[str]:
+    """stderr from the table header on (the header lines above it differ on purpose)."""
+    lines = stderr.rstrip("\n").split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("average  since")]
+    assert starts, f"no progress table in:\n{stderr}"
+    return lines[starts[0]:]
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def assert_same_layout(ours: str, theirs: str, where: str) -> None:
+    """Same text, except that a number may differ by drift: every token must sit at the same
+    columns; non-numeric tokens must be identical, numbers equal to within 2 units in their last
+    printed digit (or 1e-6 relative)."""
+    a = [(m.span(), m.group()) for m in _TOKEN.finditer(ours)]
+    b = [(m.span(), m.group()) for m in _TOKEN.finditer(theirs)]
+    message = f"{where}:\n  olearn: {ours!r}\n  vw:     {theirs!r}"
+    assert [span for span, _ in a] == [span for span, _ in b], message
+    for (_, x), (_, y) in zip(a, b):
+        if x == y:
+            continue
+        number = re.compile(r"-?\d+(\.(\d+))?$")
+        mx, my = number.match(x), number.match(y)
+        assert mx and my and len(x) == len(y), message
+        decimals = len(mx.group(2) or "")
+        assert abs(float(x) - float(y)) <= max(2 * 10.0 ** -decimals, 1e-6 * abs(float(y))), message
+
+
+PROGRESS = {"default": [], "P3": ["-P", "3"], "P1.5": ["-P", "1.5"]}
+
+
+@pytest.fixture(scope="module")
+def progress_runs(small_file):
+    cache: dict[str, tuple[list[str], list[str]]] = {}
+
+    def get(progress: str):
+        if progress not in cache:
+            args = ["-d", small_file, *PROGRESS[progress]]
+            ol, ref = _both(args, args)
+            cache[progress] = (_table_and_summary(ol[2]), _table_and_summary(ref[2]))
+        return cache[progress]
+
+    return get
+
+
+def _split_summary(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(table rows including its two header lines, summary block from its blank line on)."""
+    end = lines.index("finished run") - 1 if "finished run" in lines else len(lines)
+    return lines[:end], lines[end:]
+
+
+@pytest.mark.parametrize("progress", [
+    "default", "P3", "P1.5"])
+def test_progress_table_rows_match_vw(vw, progress_runs, progress):
+    ours, theirs = (_split_summary(lines)[0] for lines in progress_runs(progress))
+    assert len(ours) == len(theirs), "\n".join(["olearn:", *ours, "vw:", *theirs])
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same_layout(a, b, f"table line {i + 1}")
+
+
+def test_summary_block_matches_vw(vw, progress_runs):
+    ours, theirs = (_split_summary(lines)[1] for lines in progress_runs("default"))
+    assert [line.split(" = ")[0] for line in ours] == [line.split(" = ")[0] for line in theirs]
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same_layout(a, b, f"summary line {i + 1}")
+
+
+def _unit_rows_runs(tmp_path: Path, progress: str) -> tuple[list[str], list[str]]:
+    path = _write(tmp_path / "unit.vw", "1 |a x\n" * 5)
+    args = ["-d", path, "-P", progress]
+    ol, ref = _both(args, args)
+    return _table_and_summary(ol[2]), _table_and_summary(ref[2])
+
+
+def test_integer_progress_first_row_at_n(vw, tmp_path):
+    ours, theirs = _unit_rows_runs(tmp_path, "3")
+    assert ours == theirs
+
+
+def _read_predictions(text: str) -> list[tuple[float, str | None]]:
+    out = []
+    for line in text.rstrip("\n").split("\n"):
+        number, *tag = line.split(" ", 1)
+        out.append((float(number), tag[0] if tag else None))
+    return out
+
+
+def test_predictions_file_matches_vw(vw, small_file, tmp_path):
+    ours_path, theirs_path = tmp_path / "olearn.p", tmp_path / "vw.p"
+    _both(["-d", small_file, "-p", ours_path, "--quiet"],
+          ["-d", small_file, "-p", theirs_path, "--quiet"])
+    ours, theirs = ours_path.read_text(), theirs_path.read_text()
+    lines = small_file.read_text().split("\n")
+    assert len(ours.split("\n")) == len(theirs.split("\n"))
+    rows = zip(_read_predictions(ours), _read_predictions(theirs),
+               ours.split("\n"), theirs.split("\n"))
+    for i, ((p, tag), (q, ref_tag), a, b) in enumerate(rows):
+        where = f"line {i + 1} {lines[i]!r}: olearn {a!r}, vw {b!r}"
+        assert tag == ref_tag, where
+        assert _close(p, q, 1e-5, 2e-6), where
+        number, ref_number = a.split(" ")[0], b.split(" ")[0]
+        if "." not in number or "." not in ref_number:  # integral: printed with no decimals
+            assert number == ref_number, where
+        else:                                           # otherwise exactly 6 decimals
+            assert len(number.split(".")[1]) == len(ref_number.split(".")[1]) == 6, where
+
+
+def test_predictions_empty_tag_prints_no_tag(vw, tmp_path):
+    path = _write(tmp_path / "t.vw", "1 '|a x\n1 ' |a x\n")
+    _both(["-d", path, "-p", tmp_path / "olearn.p", "--quiet"],
+          ["-d", path, "-p", tmp_path / "vw.p", "--quiet"])
+    assert (tmp_path / "olearn.p").read_text() == (tmp_path / "vw.p").read_text()
