@@ -8,6 +8,8 @@ import click
 
 from olearn.config import FORMATS, HASHES, Config
 from olearn.errors import OlearnError
+from olearn.losses import NAMES as LOSS_NAMES
+from olearn.optim.gd import LINKS
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -31,8 +33,14 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--adaptive", is_flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
 @click.option("--normalized", is_flag=True, help="Per-feature normalized updates.")
 @click.option("--invariant", is_flag=True, help="Importance-invariant updates.")
-@click.option("--loss_function", default="squared", show_default=True,
-              help="Loss function: squared.")
+@click.option("--loss_function", type=click.Choice(list(LOSS_NAMES)), default="squared",
+              show_default=True, help="Loss function.")
+@click.option("--quantile_tau", type=float, default=0.5, show_default=True,
+              help="τ of the quantile (pinball) loss.")
+@click.option("--link", type=click.Choice(list(LINKS)), default="identity", show_default=True,
+              help="Link applied to the output (-p, progress table); the loss uses the raw score.")
+@click.option("--binary", is_flag=True,
+              help="Output the sign (-1/1) and report 0/1 loss; learning is unchanged.")
 @click.option("--min_prediction", type=float, default=None,
               help="Smallest prediction to output (fixes the clipping range).")
 @click.option("--max_prediction", type=float, default=None,
@@ -52,7 +60,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--warm-cache", "warm_cache", is_flag=True, hidden=True,
               help="Compile every kernel into numba's cache and exit.")
 def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
-            normalized, invariant, loss_function, min_prediction, max_prediction, noconstant,
+            normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
             hash_, hash_seed, predictions, quiet, audit, progress, strict_parse, warm_cache):
     """olearn: fast online learning with Vowpal Wabbit's input, options and output.
 
@@ -70,7 +78,8 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
     config = Config(data=list(data) + list(paths), format=format_, bit_precision=bit_precision,
                     learning_rate=learning_rate, power_t=power_t, initial_t=initial_t, sgd=sgd,
                     adaptive=adaptive, normalized=normalized, invariant=invariant,
-                    loss_function=loss_function, min_prediction=min_prediction,
+                    loss_function=loss_function, quantile_tau=quantile_tau, link=link,
+                    binary=binary, min_prediction=min_prediction,
                     max_prediction=max_prediction, noconstant=noconstant, hash=hash_,
                     hash_seed=hash_seed, predictions=predictions, quiet=quiet, audit=audit,
                     progress=progress, strict_parse=strict_parse)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from olearn.errors import OlearnError
 from olearn.losses import NAMES as LOSS_NAMES
+from olearn.optim.gd import LINKS
 
 FORMATS = ("auto", "vw", "svmlight")
 HASHES = ("strings", "all")
@@ -25,6 +26,9 @@ class Config:
     normalized: bool = False
     invariant: bool = False
     loss_function: str = "squared"
+    quantile_tau: float = 0.5
+    link: str = "identity"
+    binary: bool = False
     min_prediction: float | None = None
     max_prediction: float | None = None
     noconstant: bool = False
@@ -46,6 +50,10 @@ class Config:
         if self.loss_function not in LOSS_NAMES:
             raise OlearnError(f"unknown --loss_function {self.loss_function!r} "
                               f"(known: {', '.join(LOSS_NAMES)})")
+        if not 0 < self.quantile_tau < 1:
+            raise OlearnError(f"--quantile_tau must be in (0, 1), got {self.quantile_tau}")
+        if self.link not in LINKS:
+            raise OlearnError(f"--link must be one of {', '.join(LINKS)}, got {self.link!r}")
         if self.power_t < 0:
             raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)

@@ -36,6 +36,8 @@ class Learner:
             self.weights[:, 1] = t0
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
+        if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
+            self.state[gd.S_MIN], self.state[gd.S_MAX] = -50.0, 50.0
         if normalized and adaptive and t0 > 0:
             self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
         if config.min_prediction is not None:
@@ -52,6 +54,9 @@ class Learner:
         params[gd.P_NORMALIZED] = normalized
         params[gd.P_INVARIANT] = invariant
         params[gd.P_LOSS] = LOSS_CODES[config.loss_function]
+        params[gd.P_TAU] = config.quantile_tau
+        params[gd.P_LINK] = gd.LINKS[config.link]
+        params[gd.P_BINARY] = config.binary
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params

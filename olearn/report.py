@@ -7,6 +7,7 @@ from typing import TextIO
 
 import numpy as np
 
+from olearn import losses
 from olearn.batch import ExampleBatch
 from olearn.io import layout
 from olearn.optim import gd
@@ -63,7 +64,7 @@ def _g(x: float) -> str:
     return f"{x:g}"
 
 
-def summary(stats: np.ndarray) -> str:
+def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5) -> str:
     """The 'finished run' block."""
     wl = stats[gd.R_W_LABELED]
     wsum = wl + stats[gd.R_W_UNLABELED]
@@ -72,7 +73,7 @@ def summary(stats: np.ndarray) -> str:
              f"weighted example sum = {wsum:.6f}",
              f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
              "average loss = " + (f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a.")]
-    best = best_constant(stats)
+    best = best_constant(stats, loss_code, tau)
     if best is not None:
         constant, constant_loss = best
         lines.append(f"best constant = {constant:.6f}")
@@ -82,9 +83,13 @@ def summary(stats: np.ndarray) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_constant(stats: np.ndarray) -> tuple[float, float | None] | None:
-    """VW's best constant (squared loss: the weighted mean label) and, with at most two
-    distinct labels, its loss."""
+def best_constant(stats: np.ndarray, loss_code: int, tau: float
+                  ) -> tuple[float, float | None] | None:
+    """VW's best constant and, with at most two distinct labels, its loss.
+
+    Like VW, the label counts are recovered from the weighted label sum, taking the second
+    label as 0 when only one was seen.
+    """
     label1 = stats[gd.R_LABEL1]
     if math.isnan(label1):
         return None
@@ -96,15 +101,14 @@ def best_constant(stats: np.ndarray) -> tuple[float, float | None] | None:
     count2 = wl - count1
     if count1 + count2 <= 0:
         return None
-    constant = (label1 * count1 + label2 * count2) / (count1 + count2)
-    if stats[gd.R_MANY_LABELS]:
-        return constant, None
-    loss = 0.0
-    if count1 > 0:
-        loss += (constant - label1) ** 2 * count1
-    if count2 > 0:
-        loss += (constant - label2) ** 2 * count2
-    return constant, loss / (count1 + count2)
+    if stats[gd.R_MANY_LABELS]:  # only squared loss has a formula for many labels
+        if loss_code != losses.SQUARED:
+            return None
+        return stats[gd.R_W_LABEL_SUM] / wl, None
+    constant = losses.best_constant(loss_code, tau, label1, count1, label2, count2)
+    total = sum(losses.constant_loss(loss_code, tau, constant, label) * count
+                for label, count in ((label1, count1), (label2, count2)) if count > 0)
+    return constant, total / (count1 + count2)
 
 
 class Console:

@@ -10,6 +10,7 @@ import numpy as np
 from olearn.config import Config
 from olearn.io import sources
 from olearn.learner import Learner, check_strict
+from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.predictions import AtomicOutput, format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
@@ -29,7 +30,10 @@ def header(config: Config, paths: list[str]) -> str:
               f"learning rate = {config.eta:g}",
               f"initial_t = {config.t0:g}",
               f"power_t = {config.power_t:g}",
-              f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}",
+              f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}"
+              + (f" (tau {config.quantile_tau:g})" if config.loss_function == "quantile" else "")
+              + (f", link = {config.link}" if config.link != "identity" else "")
+              + (", binary" if config.binary else ""),
               "Input label = SIMPLE",
               "Output pred = SCALAR"]
     return "\n".join(lines) + "\n"
@@ -70,7 +74,7 @@ def run(config: Config) -> Learner:
         if pred_out is not None:
             pred_out.discard()
         raise
-    console.print(summary(learner.stats))
+    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau))
     return learner
 
 

@@ -16,7 +16,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from olearn.errors import OlearnError
 
-BLOCK_SIZE = 4 << 20
+BLOCK_SIZE = 1 << 20
 READ_SIZE = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -75,7 +75,8 @@ def _chunks(stream: BinaryIO, name: str, counter: list[int]) -> Iterator[bytes]:
             counter[0] += len(raw)
             while raw:
                 fed = True
-                out = inflater.decompress(raw)
+                # bounded output per call: a highly compressed input must not balloon memory
+                out = inflater.decompress(raw, READ_SIZE)
                 if out:
                     yield out
                 if inflater.eof:
@@ -83,7 +84,7 @@ def _chunks(stream: BinaryIO, name: str, counter: list[int]) -> Iterator[bytes]:
                     inflater = zlib.decompressobj(wbits=31)
                     fed = False
                 else:
-                    raw = b""
+                    raw = inflater.unconsumed_tail
             raw = stream.read(READ_SIZE)
         if fed and not inflater.eof:
             raise OlearnError("truncated gzip file (unexpected end of data)", name)

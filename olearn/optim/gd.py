@@ -44,7 +44,12 @@ P_LOSS = 6
 P_FIXED_RANGE = 7
 P_TEST_ONLY = 8
 P_PROGRESS_ADD = 9
-PARAMS_SIZE = 10
+P_TAU = 10
+P_LINK = 11        # 0 identity, 1 logistic, 2 glf1
+P_BINARY = 12
+PARAMS_SIZE = 13
+
+LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
 ROW_COLS = 7  # examples, weight sum, label, prediction, features, average loss, since last
 X_MIN = 1.084202e-19
@@ -66,10 +71,11 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     normalized = params[P_NORMALIZED] != 0
     invariant = params[P_INVARIANT] != 0
     loss = int(params[P_LOSS])
+    tau = params[P_TAU]
     power_t = params[P_POWER_T]
     sqrt_rate = power_t == 0.5
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
-    g2 = imp * square_grad(loss, p, y) if adaptive else 0.0
+    g2 = imp * square_grad(loss, tau, p, y) if adaptive else 0.0
     stateful = adaptive or normalized
     norm_x = 0.0
     ppu = 0.0
@@ -118,9 +124,9 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     if not adaptive:
         scale *= (state[S_T] + imp) ** -power_t
     if invariant:
-        u = invariant_update(loss, p, y, scale, ppu)
+        u = invariant_update(loss, tau, p, y, scale, ppu)
     else:
-        u = gradient_update(loss, p, y, scale)
+        u = gradient_update(loss, tau, p, y, scale)
     u *= multiplier
     if np.isnan(u):
         u = 0.0
@@ -133,12 +139,27 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
 
 
 @njit(cache=True, nogil=True)
+def output(params, p):
+    """The prediction as the user sees it: after --link and --binary."""
+    if params[P_BINARY] != 0:
+        return 1.0 if p > 0 else -1.0
+    link = params[P_LINK]
+    if link == 1:
+        return 1.0 / (1.0 + np.exp(-p))
+    if link == 2:
+        return 2.0 / (1.0 + np.exp(-p)) - 1.0
+    return p
+
+
+@njit(cache=True, nogil=True)
 def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
     Writes predictions to ``preds`` and progress-table rows to ``rows``; returns the row count.
     """
     loss_code = int(params[P_LOSS])
+    tau = params[P_TAU]
+    binary = params[P_BINARY] != 0
     test_only = params[P_TEST_ONLY] != 0
     fixed_range = params[P_FIXED_RANGE] != 0
     nrows = 0
@@ -156,10 +177,11 @@ def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, 
         if np.isnan(raw):
             raw = 0.0
         p = min(max(raw, state[S_MIN]), state[S_MAX])
-        preds[e] = p
+        shown = output(params, p)
+        preds[e] = shown
         if labeled:
-            loss = loss_value(loss_code, p, y)
-            stats[R_SUM_LOSS] += loss * imp
+            loss = loss_value(loss_code, tau, p, y)
+            stats[R_SUM_LOSS] += (shown != y) * imp if binary else loss * imp
             stats[R_W_LABELED] += imp
             stats[R_W_LABEL_SUM] += y * imp
             if np.isnan(stats[R_LABEL1]):
@@ -181,7 +203,7 @@ def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, 
             rows[nrows, 0] = stats[R_EXAMPLES]
             rows[nrows, 1] = wsum
             rows[nrows, 2] = y
-            rows[nrows, 3] = p
+            rows[nrows, 3] = shown
             rows[nrows, 4] = hi - lo
             wl = stats[R_W_LABELED]
             rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan

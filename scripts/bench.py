@@ -1,0 +1,518 @@
+"""Benchmark olearn against Vowpal Wabbit and write BENCHMARKS.md.
+
+Runs olearn and, when the ``vowpalwabbit`` package is installed, VW (``python -m vowpalwabbit``)
+on the same files, alternating between the two: median wall times and their ratio, the peak RSS
+of each process and the average loss each reports. Inputs: a generated 200k-example file
+(``scripts/make_data.py``), that file fed several times over (peak memory must not grow), a
+10-line file (start-up time with a warm cache) and every ``train.vw.gz`` under ``../shared/data``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+REPO = Path(__file__).resolve().parent.parent
+LOSS = re.compile(r"^average loss = (\S+)", re.MULTILINE)
+WALL_TARGET = 2.0  # olearn / VW on the 200k file
+WALL_GOAL = 1.0
+RSS_TARGET_MB = 250.0
+SMALL_TARGET_S = 1.0
+DASH = "—"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished process: wall time, CPU time (user + system), peak RSS and its stderr."""
+
+    seconds: float
+    cpu_seconds: float
+    rss_mb: float
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A learner's command prefix; both tools take the same arguments."""
+
+    name: str
+    prefix: tuple[str, ...]
+
+    def command(self, *args: str) -> list[str]:
+        return [*self.prefix, *args]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Alternated timed runs of one input per tool, and the average loss each reported."""
+
+    runs: dict[str, list[Run]]
+    losses: dict[str, str | None]
+
+    def median_s(self, tool: str) -> float:
+        return statistics.median(r.seconds for r in self.runs[tool])
+
+    def median_cpu(self, tool: str) -> float:
+        return statistics.median(r.cpu_seconds for r in self.runs[tool])
+
+    def min_s(self, tool: str) -> float:
+        return min(r.seconds for r in self.runs[tool])
+
+    def median_rss(self, tool: str) -> float:
+        return statistics.median(r.rss_mb for r in self.runs[tool])
+
+    def ratio(self) -> float | None:
+        """olearn / VW median wall time; None without VW."""
+        if "VW" not in self.runs:
+            return None
+        return self.median_s("olearn") / self.median_s("VW")
+
+    def cpu_ratio(self) -> float | None:
+        """olearn / VW median CPU time; None without VW."""
+        if "VW" not in self.runs:
+            return None
+        return self.median_cpu("olearn") / self.median_cpu("VW")
+
+    def loss_difference(self) -> float | None:
+        """|olearn - VW| / |VW| of the average losses; None without VW or a parsable loss."""
+        try:
+            ours, theirs = float(self.losses["olearn"]), float(self.losses["VW"])  # type: ignore
+        except (KeyError, TypeError, ValueError):
+            return None
+        return abs(ours - theirs) / max(abs(theirs), 1e-12)
+
+
+@dataclass(frozen=True)
+class MemoryCheck:
+    """Peak RSS of olearn on one copy and on several copies of a file, in one input mode."""
+
+    mode: str
+    commands: tuple[str, str]
+    single: list[Run]
+    repeated: list[Run]
+
+    def medians(self) -> tuple[float, float]:
+        return (statistics.median(r.rss_mb for r in self.single),
+                statistics.median(r.rss_mb for r in self.repeated))
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything one benchmark run measured."""
+
+    environment: list[str]
+    tools: list[Tool]
+    commands: list[str]
+    data_path: str
+    data_lines: int
+    big: Timing
+    memory: list[MemoryCheck]
+    small: Timing
+    small_command: str
+    shared: dict[str, Timing]
+    shared_note: str
+    seconds: float
+    sources_changed: bool
+    load_at_end: str
+
+
+# --- running processes -------------------------------------------------------------------------
+
+def run_once(cmd: list[str], stdin_files: list[str] | None = None) -> Run:
+    """Run ``cmd``, its stdin piped from ``cat stdin_files`` if given; peak RSS of ``cmd`` alone."""
+    feeder = None
+    if stdin_files:
+        feeder = subprocess.Popen(["cat", *stdin_files], stdout=subprocess.PIPE)
+    stdin: int | IO[bytes] | None = feeder.stdout if feeder else subprocess.DEVNULL
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err)
+        if feeder and feeder.stdout:
+            feeder.stdout.close()  # only the learner holds the pipe's read end now
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if feeder is not None:
+            feeder.wait()
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{shlex.join(cmd)} exited with {proc.returncode}:\n{stderr}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(seconds, cpu, usage.ru_maxrss * 1024 / 1e6, stderr)  # ru_maxrss: KiB on Linux
+
+
+def alternate(commands: dict[str, list[str]], runs: int) -> dict[str, list[Run]]:
+    """``runs`` runs of each command, round robin; the order flips every round."""
+    results: dict[str, list[Run]] = {name: [] for name in commands}
+    for i in range(runs):
+        for name in list(commands)[:: 1 if i % 2 == 0 else -1]:
+            results[name].append(run_once(commands[name]))
+    return results
+
+
+def time_tools(tools: list[Tool], args: list[str], runs: int) -> Timing:
+    """One untimed run per tool without --quiet (warms caches, gives the loss), then timed runs."""
+    losses = {}
+    for tool in tools:
+        match = LOSS.search(run_once(tool.command(*args)).stderr)
+        losses[tool.name] = match.group(1) if match else None
+    return Timing(alternate({t.name: t.command(*args, "--quiet") for t in tools}, runs), losses)
+
+
+def memory_check(olearn: Tool, path: str, copies: int, runs: int, pipe: bool) -> MemoryCheck:
+    """Peak RSS of olearn on 1 and ``copies`` copies of ``path`` (piped or as path arguments)."""
+    shown, variants = [], []
+    for n in (1, copies):
+        if pipe:
+            cmd, files = olearn.command("--quiet"), [path] * n
+            shown.append(f"{shlex.join(['cat', *files])} | {shlex.join(cmd)}")
+        else:
+            cmd, files = olearn.command("--quiet", *[path] * n), None
+            shown.append(shlex.join(cmd))
+        variants.append((cmd, files))
+    single: list[Run] = []
+    repeated: list[Run] = []
+    for _ in range(runs):  # interleaved, so slow drift in the machine's load hits both alike
+        single.append(run_once(*variants[0]))
+        repeated.append(run_once(*variants[1]))
+    return MemoryCheck("stdin pipe" if pipe else "path arguments", (shown[0], shown[1]),
+                       single, repeated)
+
+
+# --- environment -------------------------------------------------------------------------------
+
+def python_path() -> str:
+    """This interpreter, relative to the repo when it lives inside it (e.g. .venv/bin/python)."""
+    inside = sys.executable.startswith(str(REPO) + os.sep)
+    return os.path.relpath(sys.executable, REPO) if inside else sys.executable
+
+
+def find_tools(no_vw: bool) -> list[Tool]:
+    """olearn next to this interpreter (else on PATH) and, if importable here, VW."""
+    olearn = Path(python_path()).parent / "olearn"
+    tools = [Tool("olearn", (str(olearn) if olearn.exists() else "olearn",))]
+    if not no_vw and importlib.util.find_spec("vowpalwabbit") is not None:
+        tools.append(Tool("VW", (python_path(), "-m", "vowpalwabbit")))
+    return tools
+
+
+def source_stamp() -> tuple[tuple[str, float], ...]:
+    """Name and mtime of every olearn source file: a change mid-run means numba recompiles."""
+    return tuple(sorted((str(f), f.stat().st_mtime) for f in Path("olearn").rglob("*.py")))
+
+
+def command_output(cmd: list[str]) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def cpu_model() -> str:
+    try:
+        match = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(),
+                          re.MULTILINE)
+    except OSError:
+        match = None
+    return match.group(1).strip() if match else platform.processor() or "unknown"
+
+
+def version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def load_average() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def environment() -> list[str]:
+    """Bullet lines: date, machine, load, versions and the olearn source revision."""
+    commit = command_output(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+    dirty = command_output(["git", "status", "--porcelain", "--", "olearn"])
+    packages = ", ".join(f"{p} {version(p)}" for p in ("olearn", "numba", "numpy", "vowpalwabbit"))
+    return [
+        f"Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"Machine: nproc {len(os.sched_getaffinity(0))}, {cpu_model()}, "
+        f"{platform.platform()}; load average at start {load_average()}",
+        f"Versions: Python {platform.python_version()}, {packages}",
+        f"olearn source: git {commit}"
+        + (", with uncommitted changes under olearn/" if dirty else ""),
+    ]
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+def make_data(path: str) -> str:
+    """Generate the benchmark file with scripts/make_data.py (it skips an existing file)."""
+    cmd = [python_path(), "scripts/make_data.py", "--out", path]
+    subprocess.run(cmd, check=True)
+    return shlex.join(cmd)
+
+
+def count_lines(path: str) -> int:
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def write_head(src: str, dst: str, lines: int) -> None:
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        fout.writelines(fin.readline() for _ in range(lines))
+
+
+def shared_datasets(shared: Path) -> list[str]:
+    return sorted(p.name for p in shared.iterdir() if (p / "train.vw.gz").is_file())
+
+
+# --- the benchmark -----------------------------------------------------------------------------
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def run_shared(args: argparse.Namespace, tools: list[Tool]) -> tuple[dict[str, Timing], str]:
+    """Timings per shared dataset, and why the section is empty when it is."""
+    shared = Path(args.shared)
+    if args.skip_shared:
+        return {}, "Skipped (--skip-shared)."
+    if not shared.is_dir():
+        return {}, f"Skipped: {args.shared} not found."
+    results = {}
+    for name in shared_datasets(shared):
+        log(f"shared: {name}")
+        path = str(shared / name / "train.vw.gz")
+        results[name] = time_tools(tools, ["-d", path], args.shared_runs)
+    return results, ""
+
+
+def benchmark(args: argparse.Namespace) -> Results:
+    """Run every measurement, in the order: 200k file, memory, 10-line file, shared data."""
+    started, stamp = time.perf_counter(), source_stamp()
+    env = environment()
+    tools = find_tools(args.no_vw)
+    olearn = tools[0]
+    log("tools: " + ", ".join(shlex.join(t.prefix) for t in tools))
+    commands = [shlex.join([python_path(), "scripts/bench.py", *sys.argv[1:]]),
+                make_data(args.data)]
+    commands += [shlex.join(t.command("-d", args.data, "--quiet")) for t in tools]
+
+    log(f"200k file: {args.runs} alternated runs per tool")
+    big = time_tools(tools, ["-d", args.data], args.runs)
+    log(f"memory: 1x and {args.copies}x, {args.rss_runs} runs each, path arguments and pipe")
+    memory = [memory_check(olearn, args.data, args.copies, args.rss_runs, pipe)
+              for pipe in (False, True)]
+    log("10-line file")
+    with tempfile.TemporaryDirectory() as tmp:
+        small_path = os.path.join(tmp, "small.vw")
+        write_head(args.data, small_path, 10)
+        small = time_tools(tools, ["-d", small_path], args.runs)
+    shared, shared_note = run_shared(args, tools)
+    return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
+                   shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
+                   time.perf_counter() - started, source_stamp() != stamp, load_average())
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |",
+             "|---|" + "---:|" * (len(headers) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def verdict(ok: bool) -> str:
+    return "**met**" if ok else "**NOT met**"
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return DASH if value is None else format(value, spec)
+
+
+def header_section(r: Results) -> list[str]:
+    vw_note = ("VW is the `vowpalwabbit` Python package run as `python -m vowpalwabbit ARGS`, so "
+               "its times include Python start-up and import (see the 10-line file)."
+               if len(r.tools) > 1 else
+               "**vowpalwabbit is not installed (or --no-vw was given): only olearn was run.**")
+    lines = ["# Benchmarks\n",
+             "Written by `scripts/bench.py`; every figure below comes from that run. Wall time is "
+             "measured around each process; peak RSS is that process's own `ru_maxrss` from "
+             "`os.wait4` (MB = 10^6 bytes). The machine is shared, so times are noisy.\n",
+             "\n".join(f"- {line}" for line in r.environment) + "\n",
+             vw_note + "\n"]
+    if r.sources_changed:
+        lines.append("**Warning: olearn's source files changed while the benchmark ran, so some "
+                     "runs may include numba recompilation; rerun for clean figures.**\n")
+    return lines + ["Commands (every input is timed with `--quiet`; before the timed runs, one "
+                    "untimed run per tool without `--quiet` warms the page and numba caches and "
+                    "gives the average loss):\n",
+                    "\n".join(f"    {c}" for c in r.commands) + "\n"]
+
+
+def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
+    """Plain met / not met lines for each target, from the measured figures."""
+    lines = ["## Targets\n"]
+    ratio = r.big.ratio()
+    if ratio is None:
+        lines.append("- Wall time vs VW: not measured (no VW).")
+    else:
+        lines.append(f"- Wall time ≤ {WALL_TARGET:g}× VW's on the 200k file: ratio {ratio:.2f}, "
+                     f"{verdict(ratio <= WALL_TARGET)}. Project goal ≤ {WALL_GOAL:g}×: "
+                     f"{verdict(ratio <= WALL_GOAL)}. (CPU-time ratio, for reference: "
+                     f"{fmt(r.big.cpu_ratio(), '.2f')}.)")
+    peaks = [run.rss_mb for run in r.big.runs["olearn"]]
+    peaks += [run.rss_mb for c in r.memory for run in c.single + c.repeated]
+    lines.append(f"- Peak RSS ≤ {RSS_TARGET_MB:g} MB (largest olearn peak of every run on the "
+                 f"200k file, 1× and {copies}×): {max(peaks):.1f} MB, "
+                 f"{verdict(max(peaks) <= RSS_TARGET_MB)}.")
+    for c in r.memory:
+        one, many = c.medians()
+        lines.append(f"- Peak RSS unchanged with {copies}× the input ({c.mode}, counted as "
+                     f"unchanged within +{tolerance:.0%}): {one:.1f} → {many:.1f} MB "
+                     f"({many / one - 1:+.1%}), {verdict(many <= one * (1 + tolerance))}.")
+    secs = r.small.median_s("olearn")
+    lines.append(f"- 10-line file in ≤ {SMALL_TARGET_S:g} s with a warm cache: median "
+                 f"{secs:.3f} s, {verdict(secs <= SMALL_TARGET_S)}.")
+    return lines + [""]
+
+
+def big_file_section(r: Results) -> list[str]:
+    rows = []
+    for t in r.tools:
+        rss = [run.rss_mb for run in r.big.runs[t.name]]
+        rows.append([t.name, f"{r.big.median_s(t.name):.3f}", f"{r.big.min_s(t.name):.3f}",
+                     f"{max(run.seconds for run in r.big.runs[t.name]):.3f}",
+                     f"{r.big.median_cpu(t.name):.3f}", f"{statistics.median(rss):.1f}",
+                     f"{max(rss):.1f}",
+                     r.big.losses[t.name] or "not found"])
+    runs = len(r.big.runs["olearn"])
+    size_mb = os.path.getsize(r.data_path) / 1e6
+    return ["## 200k-example file\n",
+            f"`{r.data_path}`: {r.data_lines:,} lines, {size_mb:.1f} MB; "
+            f"{runs} timed runs per tool, alternated.\n",
+            table(["tool", "median s", "min s", "max s", "median CPU s", "median peak RSS MB",
+                   "max peak RSS MB", "average loss"], rows) + "\n",
+            f"Wall-time ratio olearn/VW (medians): **{fmt(r.big.ratio(), '.2f')}**. CPU-time "
+            f"ratio (user + system, medians): {fmt(r.big.cpu_ratio(), '.2f')}. Both tools read "
+            "on a second thread (VW parses while it learns), so when other processes hold a "
+            "core, wall times and their ratio shift; the CPU-time ratio is less sensitive to "
+            "that. Relative difference of the average losses: "
+            f"{fmt(r.big.loss_difference(), '.1e')}.\n"]
+
+
+def memory_section(r: Results, copies: int) -> list[str]:
+    rows, commands = [], []
+    for c in r.memory:
+        one, many = c.medians()
+        rows.append([c.mode, f"{one:.1f}", f"{many:.1f}", f"{many - one:+.1f}",
+                     f"{statistics.median(run.seconds for run in c.repeated):.2f}"])
+        commands += [f"    {cmd}" for cmd in c.commands]
+    return [f"## Peak memory with {copies}× the input\n",
+            f"Peak RSS of the olearn process alone (not `cat`), median of "
+            f"{len(r.memory[0].single)} runs per line.\n",
+            "\n".join(commands) + "\n",
+            table(["input mode", "1× MB", f"{copies}× MB", "change MB", f"{copies}× median s"],
+                  rows) + "\n"]
+
+
+def small_section(r: Results) -> list[str]:
+    rows = [[t.name, f"{r.small.median_s(t.name):.3f}", f"{r.small.min_s(t.name):.3f}"]
+            for t in r.tools]
+    return ["## 10-line file (warm cache)\n",
+            f"    {r.small_command}\n",
+            "The first 10 lines of the 200k file, written to a temporary directory.\n",
+            table(["tool", "median s", "min s"], rows) + "\n"]
+
+
+def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
+    if not r.shared:
+        return ["## Shared datasets\n", r.shared_note + "\n"]
+    has_vw = len(r.tools) > 1
+    rows = []
+    for name, t in r.shared.items():
+        rows.append([name, f"{t.median_s('olearn'):.2f}",
+                     f"{t.median_s('VW'):.2f}" if has_vw else DASH, fmt(t.ratio(), ".2f"),
+                     f"{t.median_rss('olearn'):.0f}",
+                     f"{t.median_rss('VW'):.0f}" if has_vw else DASH,
+                     t.losses["olearn"] or "not found",
+                     (t.losses["VW"] or "not found") if has_vw else DASH,
+                     fmt(t.loss_difference(), ".1e")])
+    differ = [n for n, t in r.shared.items() if (t.loss_difference() or 0.0) > 0.01]
+    heavy = [n for n, t in r.shared.items()
+             if max(run.rss_mb for run in t.runs["olearn"]) > RSS_TARGET_MB]
+    command = r.tools[0].command("-d", f"{shared_dir}/NAME/train.vw.gz", "--quiet")
+    notes = [f"Median of {runs} alternated runs per tool."]
+    if has_vw:
+        notes.append("Average losses differing by more than 1%: "
+                     + (", ".join(differ) or "none") + ".")
+    notes.append(f"olearn peak RSS above {RSS_TARGET_MB:g} MB in some run: "
+                 + (", ".join(heavy) or "none") + ".")
+    return ["## Shared datasets (`train.vw.gz`)\n",
+            f"    {shlex.join(command)}    (VW: the same arguments)\n",
+            table(["dataset", "olearn s", "VW s", "ratio", "olearn RSS MB", "VW RSS MB",
+                   "olearn loss", "VW loss", "rel. diff"], rows) + "\n",
+            " ".join(notes) + "\n"]
+
+
+def report(r: Results, args: argparse.Namespace) -> str:
+    sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
+                + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
+                + shared_section(r, args.shared, args.shared_runs)
+                + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
+                   f"{r.load_at_end}.\n"])
+    return "\n".join(sections)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7,
+                        help="timed runs per tool on the 200k and 10-line files (default 7)")
+    parser.add_argument("--shared-runs", type=int, default=3,
+                        help="timed runs per tool per shared dataset (default 3)")
+    parser.add_argument("--rss-runs", type=int, default=3,
+                        help="runs per input size and mode in the memory check (default 3)")
+    parser.add_argument("--copies", type=int, default=10,
+                        help="copies of the 200k file in the memory check (default 10)")
+    parser.add_argument("--rss-tolerance", type=float, default=0.05,
+                        help="peak RSS growth still counted as unchanged (default 0.05)")
+    parser.add_argument("--data", default="data/bench200k.vw",
+                        help="generated file, relative to the repo (default data/bench200k.vw)")
+    parser.add_argument("--shared", default="../shared/data",
+                        help="shared datasets, relative to the repo (default ../shared/data)")
+    parser.add_argument("--skip-shared", action="store_true", help="skip the shared datasets")
+    parser.add_argument("--no-vw", action="store_true",
+                        help="run only olearn, even when vowpalwabbit is installed")
+    parser.add_argument("--out", default="BENCHMARKS.md",
+                        help="report path, relative to the repo (default BENCHMARKS.md)")
+    args = parser.parse_args()
+    if min(args.runs, args.shared_runs, args.rss_runs, args.copies) < 1:
+        parser.error("--runs, --shared-runs, --rss-runs and --copies must be at least 1")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    os.chdir(REPO)
+    results = benchmark(args)
+    Path(args.out).write_text(report(results, args))
+    log(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
