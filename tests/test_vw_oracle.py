@@ -12,6 +12,7 @@ numbers to the tolerances below.
 from __future__ import annotations
 
 import gzip
+import json
 import math
 import random
 import re
@@ -602,3 +603,32 @@ def test_predictions_empty_tag_prints_no_tag(vw, tmp_path):
     _both(["-d", path, "-p", tmp_path / "olearn.p", "--quiet"],
           ["-d", path, "-p", tmp_path / "vw.p", "--quiet"])
     assert (tmp_path / "olearn.p").read_text() == (tmp_path / "vw.p").read_text()
+
+
+def _task(dataset: str) -> str:
+    return json.loads((SHARED_DATA / dataset / "meta.json").read_text())["task"]
+
+
+BINARY = [d for d in DATASETS if _task(d) == "binary"] or _NO_DATA
+LOSS_OPTIONS = {
+    "logistic": ["--loss_function", "logistic"],
+    "hinge": ["--loss_function", "hinge"],
+}
+QUANTILES = ["0.2", "0.5", "0.8"]
+
+
+@pytest.mark.parametrize("loss", list(LOSS_OPTIONS))
+@pytest.mark.parametrize("dataset", BINARY)
+def test_classification_loss_within_1pct_of_vw(vw, shared_data, dataset, loss):
+    args = ["-d", shared_data / dataset / "train.vw.gz", *LOSS_OPTIONS[loss]]
+    ol, ref = _both(args, args)
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
+@pytest.mark.parametrize("tau", QUANTILES)
+@pytest.mark.parametrize("dataset", DATASETS or _NO_DATA)
+def test_quantile_loss_within_1pct_of_vw(vw, shared_data, dataset, tau):
+    args = ["-d", shared_data / dataset / "train.vw.gz", "--loss_function", "quantile",
+            "--quantile_tau", tau]
+    ol, ref = _both(args, args)
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
