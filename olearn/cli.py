@@ -50,6 +50,12 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="How to hash features: strings (all-digit names as numbers) or all.")
 @click.option("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
 @click.option("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
+@click.option("-f", "--final_regressor", metavar="FILE",
+              help="Save the model (state and options) to FILE after training.")
+@click.option("-i", "--initial_regressor", metavar="FILE",
+              help="Start from a saved model: continue training, or predict with -t.")
+@click.option("-t", "--testonly", is_flag=True,
+              help="Ignore labels for learning: predict (and report the loss) only.")
 @click.option("--quiet", is_flag=True, help="Don't output diagnostics or progress updates.")
 @click.option("-a", "--audit", is_flag=True,
               help="Print each example's features (ns^name:index:value:weight@G) to stdout.")
@@ -61,7 +67,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Compile every kernel into numba's cache and exit.")
 def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
             normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
-            hash_, hash_seed, predictions, quiet, audit, progress, strict_parse, warm_cache):
+            hash_, hash_seed, predictions, final_regressor, initial_regressor, testonly, quiet,
+            audit, progress, strict_parse, warm_cache):
     """olearn: fast online learning with Vowpal Wabbit's input, options and output.
 
     \b
@@ -82,8 +89,20 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
                     binary=binary, min_prediction=min_prediction,
                     max_prediction=max_prediction, noconstant=noconstant, hash=hash_,
                     hash_seed=hash_seed, predictions=predictions, quiet=quiet, audit=audit,
-                    progress=progress, strict_parse=strict_parse)
+                    progress=progress, strict_parse=strict_parse, final_regressor=final_regressor,
+                    initial_regressor=initial_regressor, testonly=testonly,
+                    explicit=_given_on_command_line())
     run(config)
+
+
+_PARAMETER_TO_OPTION = {"hash_": "hash", "format_": "format"}
+
+
+def _given_on_command_line() -> frozenset:
+    """Names (as Config fields) of the options the user typed, not left at their defaults."""
+    ctx = click.get_current_context()
+    return frozenset(_PARAMETER_TO_OPTION.get(name, name) for name in ctx.params
+                     if ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE)
 
 
 def _fail(message: str, code: int) -> int:

@@ -8,6 +8,10 @@ from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
 
 FORMATS = ("auto", "vw", "svmlight")
+# Options that change features or predictions: a model file keeps them and -i restores them.
+MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd", "adaptive",
+                 "normalized", "invariant", "loss_function", "quantile_tau", "link", "binary",
+                 "min_prediction", "max_prediction", "noconstant", "hash", "hash_seed")
 HASHES = ("strings", "all")
 
 
@@ -39,6 +43,10 @@ class Config:
     audit: bool = False
     progress: str | None = None
     strict_parse: bool = False
+    final_regressor: str | None = None
+    initial_regressor: str | None = None
+    testonly: bool = False
+    explicit: frozenset = frozenset()  # options the user gave (the rest are defaults)
 
     def __post_init__(self) -> None:
         if not 1 <= self.bit_precision <= 30:
@@ -72,6 +80,10 @@ class Config:
                 raise OlearnError(f"-P/--progress must be positive, got {text}")
             return True, value
         return False, value + 1 if value <= 1 else value
+
+    def model_options(self) -> dict:
+        """The options a model file keeps."""
+        return {name: getattr(self, name) for name in MODEL_OPTIONS}
 
     @property
     def update_rule(self) -> tuple[bool, bool, bool]:

@@ -57,9 +57,19 @@ class Learner:
         params[gd.P_TAU] = config.quantile_tau
         params[gd.P_LINK] = gd.LINKS[config.link]
         params[gd.P_BINARY] = config.binary
+        params[gd.P_TEST_ONLY] = config.testonly
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
+
+    def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Continue from a saved state (the fixed range of this run's options still applies)."""
+        self.weights[:] = weights
+        self.state[:] = state
+        if self.config.min_prediction is not None:
+            self.state[gd.S_MIN] = self.config.min_prediction
+        if self.config.max_prediction is not None:
+            self.state[gd.S_MAX] = self.config.max_prediction
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)

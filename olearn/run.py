@@ -7,12 +7,14 @@ import tempfile
 
 import numpy as np
 
+from olearn import model
 from olearn.config import Config
 from olearn.io import sources
 from olearn.learner import Learner, check_strict
 from olearn.losses import NAMES as LOSS_CODES
+from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd
-from olearn.predictions import AtomicOutput, format_predictions
+from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
 
 
@@ -21,6 +23,10 @@ def header(config: Config, paths: list[str]) -> str:
     rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
                                   ("invariant", invariant)) if on] or ["sgd"]
     lines = []
+    if config.testonly:
+        lines.append("only testing")
+    if config.final_regressor:
+        lines.append(f"final_regressor = {config.final_regressor}")
     if config.predictions:
         lines.append(f"predictions = {config.predictions}")
     lines += ["using no cache",
@@ -43,7 +49,14 @@ def run(config: Config) -> Learner:
     """Train online over every source; print VW's table and summary; write -p."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
+    saved = None
+    if config.initial_regressor:
+        saved = model.load(config.initial_regressor)
+        config = model.merged_config(config, saved, config.initial_regressor,
+                                     lambda text: config.quiet or sys.stderr.write(text + "\n"))
     learner = Learner(config)
+    if saved is not None:
+        learner.restore(saved.weights(config), saved.state)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes else sum(sizes))
     console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
@@ -67,6 +80,8 @@ def run(config: Config) -> Learner:
                 console.print(format_row(row))
             console.progress(batch.bytes_read, int(learner.stats[gd.R_EXAMPLES]))
         console.close()
+        if config.final_regressor:
+            model.save(config.final_regressor, config, learner.weights, learner.state)
         if pred_out is not None:
             pred_out.commit()
     except BaseException:

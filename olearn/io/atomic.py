@@ -1,0 +1,65 @@
+"""Output files that appear only when complete: a temporary file, then a rename."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import BinaryIO
+
+from olearn.errors import OlearnError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class AtomicOutput:
+    """A binary output file that appears only when complete (temporary file, then rename).
+
+    ``/dev/stdout``, ``stdout`` and other non-regular targets are written directly.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self._tmp: str | None = None
+        try:
+            if path in ("stdout", "/dev/stdout", "-"):
+                self._file: BinaryIO = sys.stdout.buffer
+            elif os.path.exists(path) and not os.path.isfile(path):
+                self._file = open(path, "wb")
+            else:
+                directory = os.path.dirname(os.path.abspath(path))
+                fd, self._tmp = tempfile.mkstemp(prefix=".olearn-", dir=directory)
+                self._file = os.fdopen(fd, "wb")
+        except OSError as exc:
+            raise OlearnError(f"cannot write: {exc.strerror or exc}", path) from None
+
+    def write(self, data) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise OlearnError(f"cannot write: {exc.strerror or exc}", self.path) from None
+
+    def commit(self) -> None:
+        """Flush and, for a regular file, move it into place."""
+        try:
+            self._file.flush()
+            if self._tmp is not None:
+                self._file.close()
+                os.chmod(self._tmp, 0o666 & ~_umask())
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        except OSError as exc:
+            raise OlearnError(f"cannot write: {exc.strerror or exc}", self.path) from None
+
+    def discard(self) -> None:
+        """Drop a partial output (after a failure)."""
+        if self._tmp is not None:
+            self._file.close()
+            try:
+                os.unlink(self._tmp)
+            except OSError:
+                pass
+            self._tmp = None

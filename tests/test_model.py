@@ -1,0 +1,133 @@
+"""Model files: -f saves, -i continues or (with -t) predicts; bad models give one clear line."""
+import hashlib
+import json
+import struct
+
+import pytest
+
+from conftest import olearn_cmd, run_cmd
+from olearn.model import MAGIC
+
+
+def olearn(*args):
+    return run_cmd(olearn_cmd(*args))
+
+
+@pytest.fixture
+def halves(tmp_path):
+    lines = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}\n" for i in range(400)]
+    first, second, whole = tmp_path / "a.vw", tmp_path / "b.vw", tmp_path / "all.vw"
+    first.write_text("".join(lines[:200]))
+    second.write_text("".join(lines[200:]))
+    whole.write_text("".join(lines))
+    return first, second, whole
+
+
+def _error_line(result):
+    code, _, err = result
+    assert code == 1 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("olearn: error: ")
+    return lines[0]
+
+
+def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves):
+    first, second, whole = halves
+    model = tmp_path / "m.olearn"
+    assert olearn("-d", whole, "-p", tmp_path / "all.p", "--quiet")[0] == 0
+    assert olearn("-d", first, "-f", model, "-p", tmp_path / "a.p", "--quiet")[0] == 0
+    assert olearn("-d", second, "-i", model, "-p", tmp_path / "b.p", "--quiet")[0] == 0
+    joined = (tmp_path / "a.p").read_text() + (tmp_path / "b.p").read_text()
+    assert joined == (tmp_path / "all.p").read_text()
+
+
+def test_testonly_predicts_with_the_saved_model_without_learning(tmp_path, halves):
+    first, second, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    code, _, err = olearn("-t", "-i", model, "-d", second, "-p", tmp_path / "t1.p")
+    assert code == 0 and "only testing" in err
+    olearn("-t", "-i", model, "-d", second, "-p", tmp_path / "t2.p", "--quiet")
+    first_preds = (tmp_path / "t1.p").read_text().split()
+    assert first_preds == (tmp_path / "t2.p").read_text().split()
+    assert len(set(first_preds)) > 3  # real predictions, not a constant
+
+
+def test_testonly_without_a_model_predicts_zero(tmp_path, halves):
+    _, second, _ = halves
+    olearn("-t", "-d", second, "-p", tmp_path / "t.p", "--quiet")
+    assert set((tmp_path / "t.p").read_text().split()) == {"0"}
+
+
+def test_model_keeps_the_options_that_change_predictions(tmp_path, halves):
+    first, second, _ = halves
+    model = tmp_path / "m.olearn"
+    args = ["--loss_function", "logistic", "--link", "logistic", "-b", "12", "--noconstant"]
+    olearn("-d", first, "-f", model, "--quiet", *args)
+    olearn("-t", "-i", model, "-d", second, "-p", tmp_path / "saved.p", "--quiet")
+    olearn("-d", first, "-f", tmp_path / "m2.olearn", "--quiet", *args)
+    olearn("-t", "-i", tmp_path / "m2.olearn", "-d", second, "-p", tmp_path / "given.p", "--quiet", *args)
+    saved = (tmp_path / "saved.p").read_text()
+    assert saved == (tmp_path / "given.p").read_text()
+    assert all(0 < float(p) < 1 for p in saved.split())  # the logistic link came back
+
+
+def test_command_line_option_overrides_the_model_with_a_warning(tmp_path, halves):
+    first, second, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    code, _, err = olearn("-i", model, "-d", second, "--loss_function", "hinge")
+    assert code == 0 and "--loss_function hinge from the command line overrides" in err
+
+
+def test_different_bits_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    assert "-b 18" in _error_line(olearn("-t", "-i", model, "-d", first, "-b", "20"))
+
+
+def test_truncated_model_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    model.write_bytes(model.read_bytes()[:-100])
+    assert "truncated" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
+
+
+def test_corrupted_model_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    data = bytearray(model.read_bytes())
+    data[-40] ^= 0xFF
+    model.write_bytes(bytes(data))
+    assert "checksum" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
+
+
+def test_other_file_as_model_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    assert "not an olearn model" in _error_line(olearn("-t", "-i", first, "-d", first, "--quiet"))
+
+
+def test_wrong_version_model_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    data = model.read_bytes()[:-32]
+    start = len(MAGIC) + 4
+    (length,) = struct.unpack("<I", data[len(MAGIC):start])
+    header = json.loads(data[start:start + length])
+    header["format_version"] = 99
+    new_header = json.dumps(header).encode()
+    body = MAGIC + struct.pack("<I", len(new_header)) + new_header + data[start + length:]
+    model.write_bytes(body + hashlib.sha256(body).digest())
+    assert "version 99" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
+
+
+def test_failed_run_leaves_no_model(tmp_path):
+    data = tmp_path / "bad.vw.gz"
+    data.write_bytes(b"\x1f\x8b\x08\x00broken-broken-broken")
+    model = tmp_path / "m.olearn"
+    assert olearn("-d", data, "-f", model, "--quiet")[0] != 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.vw.gz"]
