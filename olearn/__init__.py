@@ -25,3 +25,11 @@ def _use_kernel_cache_for_these_sources() -> None:
 
 
 _use_kernel_cache_for_these_sources()
+
+
+def __getattr__(name: str):
+    """``olearn.Learner`` without importing numba for ``import olearn`` alone."""
+    if name == "Learner":
+        from olearn.api import Learner
+        return Learner
+    raise AttributeError(f"module 'olearn' has no attribute {name!r}")

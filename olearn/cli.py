@@ -50,6 +50,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="How to hash features: strings (all-digit names as numbers) or all.")
 @click.option("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
 @click.option("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
+@click.option("-r", "--raw_predictions", metavar="FILE",
+              help="File to output raw scores to (before clipping and link).")
 @click.option("-f", "--final_regressor", metavar="FILE",
               help="Save the model (state and options) to FILE after training.")
 @click.option("-i", "--initial_regressor", metavar="FILE",
@@ -67,7 +69,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Compile every kernel into numba's cache and exit.")
 def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
             normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
-            hash_, hash_seed, predictions, final_regressor, initial_regressor, testonly, quiet,
+            hash_, hash_seed, predictions, raw_predictions, final_regressor, initial_regressor,
+            testonly, quiet,
             audit, progress, strict_parse, warm_cache):
     """olearn: fast online learning with Vowpal Wabbit's input, options and output.
 
@@ -88,7 +91,8 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
                     loss_function=loss_function, quantile_tau=quantile_tau, link=link,
                     binary=binary, min_prediction=min_prediction,
                     max_prediction=max_prediction, noconstant=noconstant, hash=hash_,
-                    hash_seed=hash_seed, predictions=predictions, quiet=quiet, audit=audit,
+                    hash_seed=hash_seed, predictions=predictions,
+                    raw_predictions=raw_predictions, quiet=quiet, audit=audit,
                     progress=progress, strict_parse=strict_parse, final_regressor=final_regressor,
                     initial_regressor=initial_regressor, testonly=testonly,
                     explicit=_given_on_command_line())

@@ -39,6 +39,7 @@ class Config:
     hash: str = "strings"
     hash_seed: int = 0
     predictions: str | None = None
+    raw_predictions: str | None = None
     quiet: bool = False
     audit: bool = False
     progress: str | None = None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -24,7 +24,7 @@ IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
 
 
-class Learner:
+class OnlineLearner:
     """Weights and optimizer state for one configuration, and the streaming loop over data."""
 
     def __init__(self, config: Config):
@@ -91,9 +91,9 @@ class Learner:
                      cfg.hash_seed, hash_all, not cfg.noconstant, cfg.audit, ns_hash,
                      block.source, block.first_line, block.bytes_read)
 
-    def batches(self, paths: Iterable[str]) -> Iterable[ExampleBatch]:
-        """Parsed batches of all sources in order: read ahead on one thread, parsed on two."""
-        reader = sources.ReadAhead(sources.all_blocks(paths))
+    def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
+        """Parsed batches, in order: blocks read ahead on one thread, parsed on two."""
+        reader = sources.ReadAhead(blocks)
         pool = ThreadPoolExecutor(PARSE_THREADS)
         pending: deque = deque()
         fmt_of: dict[str, int] = {}
@@ -116,12 +116,28 @@ class Learner:
     # -- learning --------------------------------------------------------------------------
 
     def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
-        """Predict, report and learn every example of ``batch``; returns the table rows."""
+        """Predict, report and learn every example of ``batch``; returns the table rows.
+
+        ``preds`` (shape (len(batch), 2)) receives each output and raw score.
+        """
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
         count = gd.learn_batch(self.weights, self.state, self.stats, self.params, batch.numbers,
                                batch.offsets, batch.index, batch.value, preds, rows)
         return rows[:count]
+
+    def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
+        """Predict every example of ``batch`` without learning or touching the statistics."""
+        params = self.params.copy()
+        params[gd.P_TEST_ONLY] = 1
+        rows = np.empty((0, gd.ROW_COLS))
+        gd.learn_batch(self.weights, self.state.copy(), self.new_stats(), params, batch.numbers,
+                       batch.offsets, batch.index, batch.value, preds, rows)
+
+    @property
+    def average_loss(self) -> float:
+        weight = self.stats[gd.R_W_LABELED]
+        return float(self.stats[gd.R_SUM_LOSS] / weight) if weight > 0 else float("nan")
 
     def learn_audited(self, batch: ExampleBatch, preds: np.ndarray,
                       emit: Callable[[str], None]) -> np.ndarray:
@@ -136,7 +152,7 @@ class Learner:
                               batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
                               batch.index[lo:hi], batch.value[lo:hi], preds[e:e + 1], row):
                 rows.append(row)
-            line = format_predictions(preds[e:e + 1], batch.tags[e:e + 1], batch.text)
+            line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
         return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
 

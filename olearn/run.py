@@ -10,7 +10,7 @@ import numpy as np
 from olearn import model
 from olearn.config import Config
 from olearn.io import sources
-from olearn.learner import Learner, check_strict
+from olearn.learner import OnlineLearner, check_strict
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd
@@ -29,6 +29,8 @@ def header(config: Config, paths: list[str]) -> str:
         lines.append(f"final_regressor = {config.final_regressor}")
     if config.predictions:
         lines.append(f"predictions = {config.predictions}")
+    if config.raw_predictions:
+        lines.append(f"raw predictions = {config.raw_predictions}")
     lines += ["using no cache",
               "Reading datafile = " + ", ".join(sources.display_name(p) for p in paths),
               f"num sources = {len(paths)}",
@@ -45,7 +47,7 @@ def header(config: Config, paths: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(config: Config) -> Learner:
+def run(config: Config) -> OnlineLearner:
     """Train online over every source; print VW's table and summary; write -p."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
@@ -54,40 +56,41 @@ def run(config: Config) -> Learner:
         saved = model.load(config.initial_regressor)
         config = model.merged_config(config, saved, config.initial_regressor,
                                      lambda text: config.quiet or sys.stderr.write(text + "\n"))
-    learner = Learner(config)
+    learner = OnlineLearner(config)
     if saved is not None:
         learner.restore(saved.weights(config), saved.state)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes else sum(sizes))
     console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
-    pred_out = AtomicOutput(config.predictions) if config.predictions else None
+    outputs = [(AtomicOutput(path), column) for path, column in
+               ((config.predictions, 0), (config.raw_predictions, 1)) if path]
     try:
-        for batch in learner.batches(paths):
+        for batch in learner.batches(sources.all_blocks(paths)):
             if batch.n_warnings:
                 messages = warning_lines(batch)
                 if config.strict_parse:
                     check_strict(batch, messages)
                 for message in messages:
                     console.print(message)
-            preds = np.empty(len(batch), dtype=np.float32)
+            preds = np.empty((len(batch), 2), dtype=np.float32)
             if config.audit:
                 rows = learner.learn_audited(batch, preds, sys.stdout.write)
             else:
                 rows = learner.learn(batch, preds)
-            if pred_out is not None:
-                pred_out.write(format_predictions(preds, batch.tags, batch.text))
+            for out, column in outputs:
+                out.write(format_predictions(preds[:, column], batch.tags, batch.text))
             for row in rows:
                 console.print(format_row(row))
             console.progress(batch.bytes_read, int(learner.stats[gd.R_EXAMPLES]))
         console.close()
         if config.final_regressor:
             model.save(config.final_regressor, config, learner.weights, learner.state)
-        if pred_out is not None:
-            pred_out.commit()
+        for out, _ in outputs:
+            out.commit()
     except BaseException:
         console.close()
-        if pred_out is not None:
-            pred_out.discard()
+        for out, _ in outputs:
+            out.discard()
         raise
     console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau))
     return learner

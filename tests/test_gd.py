@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from olearn.config import Config
-from olearn.learner import Learner
+from olearn.learner import OnlineLearner
 
 from reference import gd_predictions
 
@@ -32,10 +32,10 @@ def _kernel_predictions(examples, config):
     batch = ExampleBatch(np.zeros(0, np.uint8), "", 0, numbers, np.full((len(examples), 2), -1),
                          np.zeros(len(examples), np.int64), offsets, index, value,
                          np.zeros(len(index), np.uint8), empty, empty, 0, 0)
-    learner = Learner(config)
-    preds = np.empty(len(examples), dtype=np.float32)
+    learner = OnlineLearner(config)
+    preds = np.empty((len(examples), 2), dtype=np.float32)
     learner.learn(batch, preds)
-    return preds
+    return preds[:, 0]
 
 
 def _as_float32(examples):

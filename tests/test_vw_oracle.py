@@ -578,10 +578,11 @@ def _read_predictions(text: str) -> list[tuple[float, str | None]]:
     return out
 
 
-def test_predictions_file_matches_vw(vw, small_file, tmp_path):
+@pytest.mark.parametrize("option", ["-p", "-r"])
+def test_predictions_file_matches_vw(vw, small_file, tmp_path, option):
     ours_path, theirs_path = tmp_path / "olearn.p", tmp_path / "vw.p"
-    _both(["-d", small_file, "-p", ours_path, "--quiet"],
-          ["-d", small_file, "-p", theirs_path, "--quiet"])
+    _both(["-d", small_file, option, ours_path, "--quiet"],
+          ["-d", small_file, option, theirs_path, "--quiet"])
     ours, theirs = ours_path.read_text(), theirs_path.read_text()
     lines = small_file.read_text().split("\n")
     assert len(ours.split("\n")) == len(theirs.split("\n"))

@@ -121,6 +121,23 @@ def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE) -> It
             stream.close()
 
 
+def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
+                    block_size: int = BLOCK_SIZE) -> Iterator[Block]:
+    """Blocks of in-memory example lines (str or bytes, with or without their newline)."""
+    pending: list[bytes] = []
+    size = line = 0
+    for text in lines:
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        pending.append(data if data.endswith(b"\n") else data + b"\n")
+        size += len(pending[-1])
+        if size >= block_size:
+            yield Block(b"".join(pending), name, line, len(pending), size)
+            line += len(pending)
+            pending, size = [], 0
+    if pending:
+        yield Block(b"".join(pending), name, line, len(pending), size)
+
+
 def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
     """Blocks of every source in order."""
     counter = [0]

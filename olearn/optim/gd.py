@@ -155,7 +155,8 @@ def output(params, p):
 def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
-    Writes predictions to ``preds`` and progress-table rows to ``rows``; returns the row count.
+    Writes each example's prediction (after link and --binary) and raw score (before clipping)
+    to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
     """
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
@@ -178,7 +179,8 @@ def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, 
             raw = 0.0
         p = min(max(raw, state[S_MIN]), state[S_MAX])
         shown = output(params, p)
-        preds[e] = shown
+        preds[e, 0] = shown
+        preds[e, 1] = raw
         if labeled:
             loss = loss_value(loss_code, tau, p, y)
             stats[R_SUM_LOSS] += (shown != y) * imp if binary else loss * imp

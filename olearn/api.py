@@ -1,0 +1,94 @@
+"""The Python API: the command line's learner, driven from Python.
+
+>>> import olearn
+>>> model = olearn.Learner(loss_function="logistic", link="logistic")
+>>> _ = model.fit(["1 |f a b", "-1 |f c", "1 |f a"] * 50)
+>>> [round(float(p), 2) for p in model.predict(["|f a", "|f c"])]
+[0.95, 0.08]
+>>> round(model.average_loss, 3)
+0.139
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Iterable, Iterator, Union
+
+import numpy as np
+
+from olearn import model as model_file
+from olearn.config import Config
+from olearn.io import sources
+from olearn.learner import OnlineLearner
+
+Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
+
+
+def _blocks(data: Data) -> Iterator[sources.Block]:
+    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        sources.check_readable([path])
+        return sources.all_blocks([path])
+    return sources.blocks_of_lines(data)
+
+
+class Learner:
+    """An online learner with VW's options, as keyword arguments (``-b`` is ``bit_precision``,
+    ``-l`` is ``learning_rate``, ``--loss_function`` is ``loss_function``, ...).
+
+    ``fit`` and ``partial_fit`` learn online, one pass over the data, predicting each example
+    before learning it (progressive validation); ``predict`` only predicts. The state carries
+    over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
+    """
+
+    def __init__(self, **options):
+        options.setdefault("quiet", True)
+        self.config = Config(**options)
+        self._learner = OnlineLearner(self.config)
+
+    def fit(self, data: Data) -> "Learner":
+        """Learn online from ``data`` (a path, or example lines); returns ``self``."""
+        self._run(data, learn=True)
+        return self
+
+    partial_fit = fit
+
+    def predict(self, data: Data) -> np.ndarray:
+        """Predictions (after link and --binary) for every example of ``data``; no learning."""
+        return self._run(data, learn=False)
+
+    def _run(self, data: Data, learn: bool) -> np.ndarray:
+        learner = self._learner
+        outputs = []
+        for batch in learner.batches(_blocks(data)):
+            preds = np.empty((len(batch), 2), dtype=np.float32)
+            if learn:
+                learner.learn(batch, preds)
+            else:
+                learner.predict(batch, preds)
+            outputs.append(preds[:, 0])
+        return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32)
+
+    @property
+    def average_loss(self) -> float:
+        """Progressive-validation loss of everything learned so far (NaN before any label)."""
+        return self._learner.average_loss
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a model file (the same format as ``olearn -f``)."""
+        model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, **options) -> "Learner":
+        """A learner from a model file (as ``olearn -i``); ``options`` override the model's."""
+        path = os.fspath(path)
+        saved = model_file.load(path)
+        given = Config(**{"quiet": True, **options})
+        config = model_file.merged_config(dataclasses.replace(given, explicit=frozenset(options)),
+                                          saved, path, lambda text: None)
+        learner = cls.__new__(cls)
+        learner.config = config
+        learner._learner = OnlineLearner(config)
+        learner._learner.restore(saved.weights(config), saved.state)
+        return learner
