@@ -5,6 +5,7 @@ which keeps the low 32 bits exact without numba's unsigned/signed promotion pitf
 """
 from __future__ import annotations
 
+import mmh3
 import numpy as np
 from numba import njit
 
@@ -86,13 +87,17 @@ def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) 
 
 
 def hash_bytes(name: bytes, seed: int = 0, hash_all: bool = False) -> int:
-    """Python convenience over :func:`hash_name` (for headers, tests and tools, not hot loops)."""
-    arr = np.frombuffer(name, dtype=np.uint8) if name else np.zeros(0, dtype=np.uint8)
-    return int(hash_name(arr, 0, len(name), seed, hash_all))
+    """:func:`hash_name` in plain Python (on mmh3), for the few hashes computed outside kernels:
+    calling a kernel from Python would load it, which costs start-up time."""
+    if not hash_all:
+        name = name.strip(bytes(range(33)))
+        if all(48 <= c <= 57 for c in name):
+            return (int(name or b"0") + seed) & M32
+    return mmh3.hash(name, seed & M32, signed=False)
 
 
 def namespace_hash(name: bytes, seed: int = 0, hash_all: bool = False) -> int:
     """Seed of the features of namespace ``name``; the default namespace is ``b" "``."""
     if name == b" ":
-        return 0 if seed == 0 else int(murmur3_32(np.zeros(0, dtype=np.uint8), 0, 0, seed))
+        return 0 if seed == 0 else mmh3.hash(b"", seed & M32, signed=False)
     return hash_bytes(name, seed, hash_all)

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olearn.hashing import CONSTANT_HASH, hash_bytes, murmur3_32, namespace_hash
+from olearn.hashing import CONSTANT_HASH, hash_bytes, hash_name, murmur3_32, namespace_hash
 
 MASK18 = (1 << 18) - 1
 
@@ -29,6 +29,14 @@ def test_murmur3_equals_mmh3(data, seed):
        st.integers(0, 2**32 - 1))
 def test_strings_hasher_equals_reference(name, seed):
     assert hash_bytes(name, seed) == _reference_strings_hash(name, seed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=12), st.from_regex(rb"\A[ 0-9]{1,25}\Z")),
+       st.integers(0, 2**32 - 1), st.booleans())
+def test_kernel_hasher_equals_python_hasher(name, seed, hash_all):
+    buf = np.frombuffer(name, dtype=np.uint8) if name else np.zeros(0, dtype=np.uint8)
+    assert hash_name(buf, 0, len(name), seed, hash_all) == hash_bytes(name, seed, hash_all)
 
 
 def test_hash_all_uses_murmur_for_numbers():
