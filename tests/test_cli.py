@@ -177,3 +177,44 @@ def test_help_lists_the_core_options():
                    "--quiet", "--audit", "--progress", "--noconstant", "--hash", "--hash_seed",
                    "--format", "--strict_parse", "--min_prediction", "--max_prediction"):
         assert option in out
+
+
+def _run_on_terminal(args, columns=120):
+    """Run olearn with stderr on a pseudo-terminal of the given width; return what it printed."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen(olearn_cmd(*args), stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_bar_only_on_a_terminal_with_rows_above_it(tmp_path):
+    path = tmp_path / "many.vw"
+    path.write_text("".join(f"{i % 3} |a x:{i % 7} y{i % 11}\n" for i in range(300000)))
+    code, shown = _run_on_terminal(["-d", path])
+    assert code == 0
+    assert "B/s" in shown or "%|" in shown          # the tqdm bar was drawn
+    assert "\r" in shown                             # and redrawn in place
+    assert "finished run" in shown and "average loss" in shown
+    code, quiet = _run_on_terminal(["-d", path, "--quiet"])
+    assert code == 0 and quiet == ""
+    _, _, err = olearn("-d", path)                   # stderr not a terminal: no bar
+    assert "%|" not in err and "\r" not in err
