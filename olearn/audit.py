@@ -11,24 +11,46 @@ def _name(text: np.ndarray, start: int, end: int) -> str:
     return bytes(text[start:end]).decode("utf-8", "surrogateescape") if start >= 0 else ""
 
 
+def feature_name(batch: ExampleBatch, k: int) -> str:
+    """Printable name of feature ``k`` of a batch parsed with name spans: ``ns^name[^value]``."""
+    ns = int(batch.namespace[k])
+    if ns == CONSTANT_NAMESPACE:
+        return "Constant"
+    name_s, name_e, sval_s, sval_e, ns_s, ns_e = batch.audit[k]
+    name = _name(batch.text, name_s, name_e)
+    if sval_s >= 0:
+        name += "^" + _name(batch.text, sval_s, sval_e)
+    if ns_s >= 0:
+        return _name(batch.text, ns_s, ns_e) + "^" + name
+    if ns != DEFAULT_NAMESPACE:
+        return chr(ns) + "^" + name
+    return name
+
+
 def feature_names(batch: ExampleBatch, e: int) -> list[str]:
     """Printable names of example ``e``'s features, in order."""
-    names = []
-    for k in range(batch.offsets[e], batch.offsets[e + 1]):
-        ns = int(batch.namespace[k])
-        if ns == CONSTANT_NAMESPACE:
-            names.append("Constant")
-            continue
-        name_s, name_e, sval_s, sval_e, ns_s, ns_e = batch.audit[k]
-        name = _name(batch.text, name_s, name_e)
-        if sval_s >= 0:
-            name += "^" + _name(batch.text, sval_s, sval_e)
-        if ns_s >= 0:
-            name = _name(batch.text, ns_s, ns_e) + "^" + name
-        elif ns != DEFAULT_NAMESPACE:
-            name = chr(ns) + "^" + name
-        names.append(name)
-    return names
+    return [feature_name(batch, k) for k in range(batch.offsets[e], batch.offsets[e + 1])]
+
+
+class NameCollector:
+    """The first name seen for each weight index (for --invert_hash).
+
+    Python runs once per new index, not per feature: numpy finds each batch's unseen indices.
+    """
+
+    def __init__(self, size: int):
+        self._seen = np.zeros(size, dtype=bool)
+        self.names: dict[int, str] = {}
+
+    def add(self, batch: ExampleBatch) -> None:
+        fresh = ~self._seen[batch.index]
+        if not fresh.any():
+            return
+        positions = np.flatnonzero(fresh)
+        indices, first = np.unique(batch.index[positions], return_index=True)
+        for j, k in zip(indices.tolist(), positions[first].tolist()):
+            self.names[j] = feature_name(batch, k)
+        self._seen[indices] = True
 
 
 def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool) -> str:

@@ -54,6 +54,12 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="File to output raw scores to (before clipping and link).")
 @click.option("-f", "--final_regressor", metavar="FILE",
               help="Save the model (state and options) to FILE after training.")
+@click.option("--readable_model", metavar="FILE",
+              help="Write the model as text (index:weight and its state) after training.")
+@click.option("--invert_hash", metavar="FILE",
+              help="As --readable_model, each weight named by its feature (e.g. a^x:55432:...).")
+@click.option("--predict_only_model", is_flag=True,
+              help="Text models hold only the weights, not the optimizer state.")
 @click.option("-i", "--initial_regressor", metavar="FILE",
               help="Start from a saved model: continue training, or predict with -t.")
 @click.option("-t", "--testonly", is_flag=True,
@@ -69,7 +75,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Compile every kernel into numba's cache and exit.")
 def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
             normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
-            hash_, hash_seed, predictions, raw_predictions, final_regressor, initial_regressor,
+            hash_, hash_seed, predictions, raw_predictions, final_regressor, readable_model,
+            invert_hash, predict_only_model, initial_regressor,
             testonly, quiet,
             audit, progress, strict_parse, warm_cache):
     """olearn: fast online learning with Vowpal Wabbit's input, options and output.
@@ -94,7 +101,8 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
                     hash_seed=hash_seed, predictions=predictions,
                     raw_predictions=raw_predictions, quiet=quiet, audit=audit,
                     progress=progress, strict_parse=strict_parse, final_regressor=final_regressor,
-                    initial_regressor=initial_regressor, testonly=testonly,
+                    readable_model=readable_model, invert_hash=invert_hash,
+                    predict_only_model=predict_only_model, initial_regressor=initial_regressor, testonly=testonly,
                     explicit=_given_on_command_line())
     run(config)
 

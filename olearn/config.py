@@ -45,6 +45,9 @@ class Config:
     progress: str | None = None
     strict_parse: bool = False
     final_regressor: str | None = None
+    readable_model: str | None = None
+    invert_hash: str | None = None
+    predict_only_model: bool = False
     initial_regressor: str | None = None
     testonly: bool = False
     explicit: frozenset = frozenset()  # options the user gave (the rest are defaults)

@@ -87,8 +87,9 @@ class OnlineLearner:
             ns_hash = namespace_hash(SVM_NAMESPACE, cfg.hash_seed, hash_all)
         else:
             ns_hash = namespace_hash(b" ", cfg.hash_seed, hash_all)
+        names = cfg.audit or cfg.invert_hash is not None
         return parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
-                     cfg.hash_seed, hash_all, not cfg.noconstant, cfg.audit, ns_hash,
+                     cfg.hash_seed, hash_all, not cfg.noconstant, names, ns_hash,
                      block.source, block.first_line, block.bytes_read)
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:

@@ -7,7 +7,8 @@ import tempfile
 
 import numpy as np
 
-from olearn import model
+from olearn import model, readable
+from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.io import sources
 from olearn.learner import OnlineLearner, check_strict
@@ -62,6 +63,7 @@ def run(config: Config) -> OnlineLearner:
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes else sum(sizes))
     console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
+    names = NameCollector(len(learner.weights)) if config.invert_hash else None
     outputs = [(AtomicOutput(path), column) for path, column in
                ((config.predictions, 0), (config.raw_predictions, 1)) if path]
     try:
@@ -72,6 +74,8 @@ def run(config: Config) -> OnlineLearner:
                     check_strict(batch, messages)
                 for message in messages:
                     console.print(message)
+            if names is not None:
+                names.add(batch)
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if config.audit:
                 rows = learner.learn_audited(batch, preds, sys.stdout.write)
@@ -85,6 +89,10 @@ def run(config: Config) -> OnlineLearner:
         console.close()
         if config.final_regressor:
             model.save(config.final_regressor, config, learner.weights, learner.state)
+        for path, known in ((config.readable_model, None), (config.invert_hash, names)):
+            if path:
+                readable.write(path, config, learner.weights, learner.state,
+                               known.names if known else None, config.predict_only_model)
         for out, _ in outputs:
             out.commit()
     except BaseException:

@@ -633,3 +633,36 @@ def test_quantile_loss_within_1pct_of_vw(vw, shared_data, dataset, tau):
             "--quantile_tau", tau]
     ol, ref = _both(args, args)
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
+def _weight_lines(text: str) -> dict[str, list[float]]:
+    """``name:index:w G N`` (or ``index:w ...``) lines of a text model, keyed by all but numbers."""
+    out = {}
+    for line in text.splitlines():
+        match = re.match(r"^((?:.*:)?\d+):(-?[\d.e+-]+(?: [\d.e+-]+)*)$", line)
+        if match:
+            out[match.group(1)] = [float(x) for x in match.group(2).split()]
+    return out
+
+
+@pytest.mark.parametrize("option", ["--invert_hash", "--readable_model"])
+def test_text_model_weights_match_vw(vw, tmp_path, option):
+    path = _write(tmp_path / "d.vw", "".join(
+        f"{1 if i % 3 else -1} |a x:{i % 5} y{i % 7} |b z:w{i % 3} |c {i % 4}\n" for i in range(200)))
+    ours, theirs = tmp_path / "olearn.txt", tmp_path / "vw.txt"
+    _both(["-d", path, option, ours, "--quiet", "--loss_function", "logistic"],
+          ["-d", path, option, theirs, "--quiet", "--loss_function", "logistic"])
+    mine, ref = _weight_lines(ours.read_text()), _weight_lines(theirs.read_text())
+    assert mine.keys() == ref.keys() and len(mine) > 10
+    for key in ref:
+        assert mine[key] == pytest.approx(ref[key], rel=1e-3, abs=1e-5), key
+
+
+def test_predict_only_text_model_has_weights_only(tmp_path):
+    path = _write(tmp_path / "d.vw", "1 |a x\n-1 |a y\n")
+    out = tmp_path / "m.txt"
+    rc, _, err = run_olearn("-d", path, "--readable_model", out, "--predict_only_model", "--quiet")
+    assert rc == 0, err
+    text = out.read_text()
+    assert "\n:0\n" in text and "norm normalizer" not in text
+    assert all(len(v) == 1 for v in _weight_lines(text).values())

@@ -1,0 +1,56 @@
+"""--readable_model and --invert_hash: the model as text, in VW's layout (vw-reference.md §6.1)."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+import olearn
+from olearn.config import MODEL_OPTIONS, Config
+from olearn.io.atomic import AtomicOutput
+from olearn.optim import gd
+
+_DEFAULTS = Config()
+
+
+def _kept_options(config: Config) -> str:
+    """Model options that differ from the defaults, as command-line flags, alphabetically."""
+    flags = []
+    for name in sorted(MODEL_OPTIONS):
+        value = getattr(config, name)
+        if value == getattr(_DEFAULTS, name) or name == "bit_precision":
+            continue
+        flags.append(f"--{name}" if value is True else f"--{name} {value}")
+    return " ".join(flags)
+
+
+def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
+          names: dict[int, str] | None = None, predict_only: bool = False) -> None:
+    """Write the text model: a header, then ``index:w G N`` per nonzero weight (``index:w`` with
+    --predict_only_model or plain SGD), each prefixed by the feature's name with --invert_hash."""
+    nonzero = np.flatnonzero(weights[:, 0])
+    stateful = (config.update_rule[0] or config.update_rule[1]) and not predict_only
+    checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, 0]).tobytes())
+    lines = [f"Version olearn {olearn.__version__}", "Id",
+             f"Min label:{state[gd.S_MIN]:g}", f"Max label:{state[gd.S_MAX]:g}",
+             f"bits:{config.bit_precision}", "lda:0", "0 ngram:", "0 skip:",
+             f"options: {_kept_options(config)}", f"Checksum: {checksum}"]
+    if predict_only:
+        lines.append(":0")
+    else:
+        lines += [":1", f"initial_t {config.t0:g}", f"norm normalizer {state[gd.S_NORM]:g}",
+                  f"t {state[gd.S_T]:g}", f"min_label {state[gd.S_MIN]:g}",
+                  f"max_label {state[gd.S_MAX]:g}", f"total_weight {state[gd.S_TOTAL]:g}"]
+    for j in nonzero.tolist():
+        w, g, n = weights[j, 0], weights[j, 1], weights[j, 2]
+        entry = f"{j}:{w:g} {g:g} {n:g}" if stateful else f"{j}:{w:g}"
+        if names is not None:
+            entry = f"{names.get(j, '?')}:{entry}"
+        lines.append(entry)
+    out = AtomicOutput(path)
+    try:
+        out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+        out.commit()
+    except BaseException:
+        out.discard()
+        raise
