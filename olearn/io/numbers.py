@@ -198,8 +198,40 @@ def _float32_digits(buf, p, end):
     return acc
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def parse_float(buf: np.ndarray, start: int, end: int):
+    """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
+
+    The common case, ``[-]digits[.digits]`` with at most 7 digits ending at a blank or the end,
+    is read inline (exactly: such a value fits float32's 24-bit significand); anything else
+    goes to :func:`parse_float_general`.
+    """
+    p = start
+    negative = p < end and at(buf, p) == 45
+    if negative:
+        p += 1
+    digits = 0
+    decimals = 0
+    acc = 0
+    while p < end and _digit(at(buf, p)):
+        acc = acc * 10 + (at(buf, p) - 48)
+        digits += 1
+        p += 1
+    if p < end and at(buf, p) == 46:
+        p += 1
+        while p < end and _digit(at(buf, p)):
+            acc = acc * 10 + (at(buf, p) - 48)
+            decimals += 1
+            p += 1
+    if 0 < digits + decimals <= 7 and (p == end or is_space(at(buf, p)) or at(buf, p) == 10
+                                       or at(buf, p) == 13):
+        value = np.float32(acc) * POW10_DOWN[decimals]
+        return (-value if negative else value), p - start
+    return parse_float_general(buf, start, end)
+
+
+@njit(cache=True, nogil=True)
+def parse_float_general(buf: np.ndarray, start: int, end: int):
     """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
 
     Leading blanks are skipped. The fast path applies when the number ends at a blank, a

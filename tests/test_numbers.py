@@ -1,0 +1,47 @@
+"""VW's number reader: the inline common case equals the general reader bit for bit, and the
+general reader follows VW's documented results (vw-reference.md §1.5)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from olearn.io.numbers import parse_float, parse_float_general
+
+
+def _read(reader, text: bytes):
+    value, used = reader(np.frombuffer(text, dtype=np.uint8), 0, len(text))
+    return np.float32(value), used
+
+
+numbers = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False).map(lambda f: f"{f:.{abs(hash(f)) % 7}f}".encode()),
+    st.integers(-10**9, 10**9).map(lambda i: str(i).encode()),
+    st.from_regex(rb"\A-?[0-9]{0,9}(\.[0-9]{0,9})?([eE]-?[0-9]{1,2})?\Z"),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(numbers, st.sampled_from([b"", b" ", b"\t", b"\n", b":", b"|", b"x"]))
+def test_fast_path_equals_general_reader(text, tail):
+    fast, fast_used = _read(parse_float, text + tail)
+    general, general_used = _read(parse_float_general, text + tail)
+    assert fast_used == general_used
+    assert fast.tobytes() == general.tobytes() or (np.isnan(fast) and np.isnan(general))
+
+
+@pytest.mark.parametrize("text, bits", [
+    (b"3.9656971e-02", "0x1.44deaep-5"),   # VW's float32 digit loop, not correctly rounded
+    (b"0.5", "0x1.0000000000000p-1"),
+    (b"-2.5e-1", "-0x1.0000000000000p-2"),
+])
+def test_values_are_vws(text, bits):
+    assert float(_read(parse_float, text)[0]) == float.fromhex(bits)
+
+
+@pytest.mark.parametrize("text, value, used", [
+    (b"2x", 2.0, 1), (b"abc", 0.0, 0), (b"1e", 1.0, 2), (b" 3", 3.0, 2), (b"+3", 3.0, 2),
+    (b"0x10", 16.0, 4), (b"0x1.8", 1.5, 5), (b"0x1p3", 8.0, 5), (b".5e+1", 5.0, 5),
+    (b"1e-50", 0.0, 5), (b"3e40", np.inf, 4),
+])
+def test_prefixes_and_fallbacks(text, value, used):
+    assert _read(parse_float, text) == (np.float32(value), used)
