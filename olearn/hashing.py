@@ -13,7 +13,6 @@ from olearn.arrays import at
 
 M32 = 0xFFFFFFFF
 CONSTANT_HASH = 11650396  # VW's constant feature, masked by 2^b - 1
-FNV_PRIME = 16777619
 CONSTANT_NAMESPACE = 128
 DEFAULT_NAMESPACE = 32  # ' '
 

@@ -60,10 +60,6 @@ def warning_lines(batch: ExampleBatch) -> list[str]:
     return out
 
 
-def _g(x: float) -> str:
-    return f"{x:g}"
-
-
 def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5) -> str:
     """The 'finished run' block."""
     wl = stats[gd.R_W_LABELED]
@@ -122,7 +118,6 @@ class Console:
             from tqdm import tqdm
             self._bar = tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024,
                              file=self.stream, leave=False, dynamic_ncols=True)
-        self._examples = 0
 
     def print(self, text: str) -> None:
         if self.quiet:
@@ -135,7 +130,6 @@ class Console:
     def progress(self, bytes_read: int, examples: int) -> None:
         if self._bar is not None:
             self._bar.update(bytes_read - self._bar.n)
-            self._examples = examples
             rate = examples / max(self._bar.format_dict["elapsed"], 1e-9)
             self._bar.set_postfix_str(f"{examples} ex, {rate:,.0f} ex/s", refresh=False)
 
