@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from olearn.batch import ExampleBatch
+from olearn.features.interactions import expand, expanded_size
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 
 
@@ -27,11 +28,6 @@ def feature_name(batch: ExampleBatch, k: int) -> str:
     return name
 
 
-def feature_names(batch: ExampleBatch, e: int) -> list[str]:
-    """Printable names of example ``e``'s features, in order."""
-    return [feature_name(batch, k) for k in range(batch.offsets[e], batch.offsets[e + 1])]
-
-
 class NameCollector:
     """The first name seen for each weight index (for --invert_hash).
 
@@ -53,12 +49,26 @@ class NameCollector:
         self._seen[indices] = True
 
 
-def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool) -> str:
+def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config
+                      ) -> list[tuple[str, int, float]]:
+    """(name, index, value) of example ``e``'s features after interactions (``a^x*b^y``)."""
+    lo, hi = int(batch.offsets[e]), int(batch.offsets[e + 1])
+    ranges = np.zeros((256, 2), dtype=np.int64)
+    need = expanded_size(batch.namespace, lo, hi, terms, ranges)
+    idx = np.empty(need, dtype=np.uint32)
+    val = np.empty(need, dtype=np.float32)
+    src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
+    n = expand(batch.index, batch.value, lo, hi, terms, ranges, config.mask,
+               config.permutations, idx, val, src)
+    return [("*".join(feature_name(batch, int(k)) for k in src[i] if k >= 0), int(idx[i]),
+             float(val[i])) for i in range(n)]
+
+
+def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,
+               terms: np.ndarray, config) -> str:
     """The TAB-led feature line, sorted by |weight·value| (largest first), before learning."""
     entries = []
-    for name, k in zip(feature_names(batch, e), range(batch.offsets[e], batch.offsets[e + 1])):
-        j = int(batch.index[k])
-        x = float(batch.value[k])
+    for name, j, x in expanded_features(batch, e, terms, config):
         w = float(weights[j, 0])
         text = f"{name}:{j}:{x:g}:{w:g}" + (f"@{float(weights[j, 1]):g}" if adaptive else "")
         entries.append((-abs(w * x), text))

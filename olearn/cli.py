@@ -46,6 +46,16 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--max_prediction", type=float, default=None,
               help="Largest prediction to output (fixes the clipping range).")
 @click.option("--noconstant", is_flag=True, help="Don't add a constant feature.")
+@click.option("-q", "--quadratic", multiple=True, metavar="AB",
+              help="Interact the features of namespaces A and B (first letters). Repeatable.")
+@click.option("--cubic", multiple=True, metavar="ABC",
+              help="Interact the features of three namespaces. Repeatable.")
+@click.option("--interactions", multiple=True, metavar="ABC...",
+              help="Interactions of any length (2 or more namespaces). Repeatable.")
+@click.option("--permutations", is_flag=True,
+              help="Repeated namespaces give all ordered pairs, not only i <= j.")
+@click.option("--leave_duplicate_interactions", is_flag=True,
+              help="Keep interactions that repeat another up to order.")
 @click.option("--hash", "hash_", type=click.Choice(HASHES), default="strings", show_default=True,
               help="How to hash features: strings (all-digit names as numbers) or all.")
 @click.option("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
@@ -75,7 +85,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Compile every kernel into numba's cache and exit.")
 def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
             normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
-            hash_, hash_seed, predictions, raw_predictions, final_regressor, readable_model,
+            quadratic, cubic, interactions, permutations, leave_duplicate_interactions, hash_, hash_seed, predictions, raw_predictions, final_regressor, readable_model,
             invert_hash, predict_only_model, initial_regressor,
             testonly, quiet,
             audit, progress, strict_parse, warm_cache):
@@ -97,7 +107,10 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
                     adaptive=adaptive, normalized=normalized, invariant=invariant,
                     loss_function=loss_function, quantile_tau=quantile_tau, link=link,
                     binary=binary, min_prediction=min_prediction,
-                    max_prediction=max_prediction, noconstant=noconstant, hash=hash_,
+                    max_prediction=max_prediction, noconstant=noconstant,
+                    quadratic=list(quadratic), cubic=list(cubic), interactions=list(interactions),
+                    permutations=permutations,
+                    leave_duplicate_interactions=leave_duplicate_interactions, hash=hash_,
                     hash_seed=hash_seed, predictions=predictions,
                     raw_predictions=raw_predictions, quiet=quiet, audit=audit,
                     progress=progress, strict_parse=strict_parse, final_regressor=final_regressor,

@@ -1,9 +1,11 @@
 """Every option of a run, validated once; shared by the CLI, the Python API and model files."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from olearn.errors import OlearnError
+from olearn.features.interactions import terms_of
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
 
@@ -11,7 +13,8 @@ FORMATS = ("auto", "vw", "svmlight")
 # Options that change features or predictions: a model file keeps them and -i restores them.
 MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd", "adaptive",
                  "normalized", "invariant", "loss_function", "quantile_tau", "link", "binary",
-                 "min_prediction", "max_prediction", "noconstant", "hash", "hash_seed")
+                 "min_prediction", "max_prediction", "noconstant", "hash", "hash_seed",
+                 "quadratic", "cubic", "interactions", "permutations")
 HASHES = ("strings", "all")
 
 
@@ -36,6 +39,11 @@ class Config:
     min_prediction: float | None = None
     max_prediction: float | None = None
     noconstant: bool = False
+    quadratic: list[str] = field(default_factory=list)
+    cubic: list[str] = field(default_factory=list)
+    interactions: list[str] = field(default_factory=list)
+    permutations: bool = False
+    leave_duplicate_interactions: bool = False
     hash: str = "strings"
     hash_seed: int = 0
     predictions: str | None = None
@@ -69,6 +77,11 @@ class Config:
         if self.power_t < 0:
             raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
+        self.quadratic, self.cubic, self.interactions = (
+            list(self.quadratic), list(self.cubic), list(self.interactions))
+        self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
+                              self.leave_duplicate_interactions,
+                              lambda text: self.quiet or sys.stderr.write(text + "\n"))
 
     @staticmethod
     def _parse_progress(text: str | None) -> tuple[bool, float]:

@@ -11,6 +11,7 @@ from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
+from olearn.features import interactions
 from olearn.hashing import namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, parse
@@ -58,9 +59,12 @@ class OnlineLearner:
         params[gd.P_LINK] = gd.LINKS[config.link]
         params[gd.P_BINARY] = config.binary
         params[gd.P_TEST_ONLY] = config.testonly
+        params[gd.P_MASK] = config.mask
+        params[gd.P_PERMUTATIONS] = config.permutations
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
+        self.terms = interactions.encode(config.terms)
 
     def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Continue from a saved state (the fixed range of this run's options still applies)."""
@@ -123,8 +127,9 @@ class OnlineLearner:
         """
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
-        count = gd.learn_batch(self.weights, self.state, self.stats, self.params, batch.numbers,
-                               batch.offsets, batch.index, batch.value, preds, rows)
+        count = gd.learn_batch(self.weights, self.state, self.stats, self.params, self.terms,
+                               batch.numbers, batch.offsets, batch.index, batch.value,
+                               batch.namespace, preds, rows)
         return rows[:count]
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
@@ -132,8 +137,9 @@ class OnlineLearner:
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         rows = np.empty((0, gd.ROW_COLS))
-        gd.learn_batch(self.weights, self.state.copy(), self.new_stats(), params, batch.numbers,
-                       batch.offsets, batch.index, batch.value, preds, rows)
+        gd.learn_batch(self.weights, self.state.copy(), self.new_stats(), params, self.terms,
+                       batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace,
+                       preds, rows)
 
     @property
     def average_loss(self) -> float:
@@ -146,12 +152,13 @@ class OnlineLearner:
         adaptive = self.config.update_rule[0]
         rows = []
         for e in range(len(batch)):
-            features = audit_line(batch, e, self.weights, adaptive)
+            features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
             lo, hi = batch.offsets[e], batch.offsets[e + 1]
             row = np.empty((1, gd.ROW_COLS))
-            if gd.learn_batch(self.weights, self.state, self.stats, self.params,
+            if gd.learn_batch(self.weights, self.state, self.stats, self.params, self.terms,
                               batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
-                              batch.index[lo:hi], batch.value[lo:hi], preds[e:e + 1], row):
+                              batch.index[lo:hi], batch.value[lo:hi], batch.namespace[lo:hi],
+                              preds[e:e + 1], row):
                 rows.append(row)
             line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")

@@ -24,6 +24,13 @@ def header(config: Config, paths: list[str]) -> str:
     rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
                                   ("invariant", invariant)) if on] or ["sgd"]
     lines = []
+    for size, what in ((2, "quadratic features for pairs"), (3, "cubic features for triples")):
+        chosen = [t for t in config.terms if len(t) == size]
+        if chosen:
+            lines.append(f"creating {what}: {' '.join(chosen)}")
+    longer = [t for t in config.terms if len(t) > 3]
+    if longer:
+        lines.append(f"creating features for following interactions: {' '.join(longer)}")
     if config.testonly:
         lines.append("only testing")
     if config.final_regressor:

@@ -243,6 +243,9 @@ AUDIT_OPTIONS = {
     "hash_all": ["--hash", "all"],
     "hash_seed7": ["--hash_seed", "7"],
     "noconstant": ["--noconstant"],
+    "quadratic": ["-q", "ab", "-q", "aa", "-q", "ba"],
+    "cubic": ["--cubic", "abc", "--cubic", "bab"],
+    "interactions": ["--interactions", "abcd", "--interactions", "abca", "--permutations"],
 }
 AUDIT_OPTIONS_ORDER = {  # for the feature-order test only
     "b18": ["-b", "18"],
@@ -666,3 +669,13 @@ def test_predict_only_text_model_has_weights_only(tmp_path):
     text = out.read_text()
     assert "\n:0\n" in text and "norm normalizer" not in text
     assert all(len(v) == 1 for v in _weight_lines(text).values())
+
+
+@pytest.mark.parametrize("dataset", [d for d in ("a9a", "connect4", "casp", "skin") if d in DATASETS]
+                         or _NO_DATA)
+def test_quadratic_loss_and_feature_count_match_vw(vw, shared_data, dataset):
+    args = ["-d", shared_data / dataset / "train.vw.gz", "-q", "ff"]
+    ol, ref = _both(args, args)
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+    features = [re.search(r"total feature number = (\d+)", r[2]).group(1) for r in (ol, ref)]
+    assert features[0] == features[1]

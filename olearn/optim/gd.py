@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.features.interactions import expand, expanded_size
 from olearn.losses import gradient_update, invariant_update, loss_value, square_grad
 
 # Learner state (float64 array).
@@ -47,7 +48,9 @@ P_PROGRESS_ADD = 9
 P_TAU = 10
 P_LINK = 11        # 0 identity, 1 logistic, 2 glf1
 P_BINARY = 12
-PARAMS_SIZE = 13
+P_MASK = 13
+P_PERMUTATIONS = 14
+PARAMS_SIZE = 15
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
@@ -152,21 +155,42 @@ def output(params, p):
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, rows):
+def learn_batch(W, state, stats, params, terms, numbers, offsets, index, value, namespace,
+                preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
-    Writes each example's prediction (after link and --binary) and raw score (before clipping)
-    to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
+    ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
+    example. Writes each example's prediction (after link and --binary) and raw score (before
+    clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
     """
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
     binary = params[P_BINARY] != 0
     test_only = params[P_TEST_ONLY] != 0
     fixed_range = params[P_FIXED_RANGE] != 0
+    mask = np.int64(params[P_MASK])
+    permutations = params[P_PERMUTATIONS] != 0
+    ranges = np.zeros((256, 2), dtype=np.int64)
+    x_idx = np.empty(0, dtype=np.uint32)
+    x_val = np.empty(0, dtype=np.float32)
+    no_src = np.empty((0, terms.shape[1]), dtype=np.int64)
     nrows = 0
     for e in range(numbers.shape[0]):
-        lo = offsets[e]
-        hi = offsets[e + 1]
+        if terms.shape[0] > 0:
+            need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
+            if need > x_idx.shape[0]:
+                x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
+                x_val = np.empty(x_idx.shape[0], dtype=np.float32)
+            lo = 0
+            hi = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask,
+                        permutations, x_idx, x_val, no_src)
+            f_idx = x_idx
+            f_val = x_val
+        else:
+            lo = offsets[e]
+            hi = offsets[e + 1]
+            f_idx = index
+            f_val = value
         y = np.float64(numbers[e, 0])
         imp = np.float64(numbers[e, 1])
         labeled = not np.isnan(y)
@@ -174,7 +198,7 @@ def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, 
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
-        raw = np.float64(_predict(W, index, value, lo, hi, numbers[e, 2]))
+        raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
         if np.isnan(raw):
             raw = 0.0
         p = min(max(raw, state[S_MIN]), state[S_MAX])
@@ -194,7 +218,7 @@ def learn_batch(W, state, stats, params, numbers, offsets, index, value, preds, 
                 elif y != stats[R_LABEL2]:
                     stats[R_MANY_LABELS] = 1.0
             if learn and loss > 0:
-                _update(W, state, params, index, value, lo, hi, p, y, imp)
+                _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
         else:
             stats[R_W_UNLABELED] += imp
         state[S_T] += imp

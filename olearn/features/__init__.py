@@ -1,0 +1,1 @@
+"""Feature expansions applied per example inside the learner kernel."""

@@ -1,0 +1,138 @@
+"""Feature interactions (``-q``, ``--cubic``, ``--interactions``), hashed as VW hashes them.
+
+A term is a sequence of namespace letters. For features with indices h1..hk (already masked)
+the interaction's index is ``g ^ hk`` where ``g = F*h1`` and ``g = F*(g ^ hi)`` for each middle
+term (F = 16777619, the FNV prime), reduced by the mask; its value is the product of the values.
+A term with a repeated namespace is sorted so that the repeats are adjacent (as VW does), and
+adjacent repeats (``-q aa``) give index-ordered combinations only (i <= j), unless
+``--permutations``. Expanded per example in the kernel, never materialized for a batch.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numba import njit
+
+from olearn.errors import OlearnError
+
+FNV = 16777619
+
+
+def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
+             permutations: bool, leave_duplicates: bool, warn: Callable[[str], None]) -> list[str]:
+    """The interaction terms of a run: validated, duplicates removed (with a warning, as VW),
+    sorted by length then lexicographically (VW's order)."""
+    terms = []
+    for option, given, size in (("-q", quadratic, 2), ("--cubic", cubic, 3),
+                                ("--interactions", interactions, None)):
+        for term in given:
+            if (size is not None and len(term) != size) or len(term) < 2:
+                expected = f"{size} namespace letters" if size else "at least 2 namespace letters"
+                raise OlearnError(f"{option} {term!r}: expected {expected}")
+            if ":" in term:
+                raise OlearnError(f"{option} {term!r}: the ':' wildcard is not supported yet")
+            if len(set(term)) < len(term):
+                term = "".join(sorted(term))  # VW groups repeated namespaces (abcb -> abbc)
+            terms.append(term)
+    kept, seen = [], set()
+    for term in terms:
+        key = term if permutations else "".join(sorted(term))
+        if key in seen and not leave_duplicates:
+            warn(f"[warning] duplicate interaction {term!r} removed "
+                 "(--leave_duplicate_interactions keeps it)")
+            continue
+        seen.add(key)
+        kept.append(term)
+    return sorted(kept, key=lambda t: (len(t), t.encode("latin-1")))
+
+
+def encode(terms: list[str]) -> np.ndarray:
+    """Terms as a kernel table: row ``t`` is (length, namespace bytes..., padding)."""
+    width = max((len(t) for t in terms), default=0)
+    table = np.zeros((len(terms), width + 1), dtype=np.int64)
+    for row, term in enumerate(terms):
+        table[row, 0] = len(term)
+        table[row, 1:len(term) + 1] = list(term.encode("latin-1"))
+    return table
+
+
+@njit(cache=True, nogil=True)
+def expanded_size(namespace, lo, hi, terms, ranges):
+    """Upper bound on the features of one example after expansion; fills ``ranges[ns]`` with
+    the (start, end) of each namespace's contiguous run of features (absent: start = end)."""
+    for t in range(terms.shape[0]):
+        for i in range(terms[t, 0]):
+            ranges[terms[t, 1 + i], 0] = 0
+            ranges[terms[t, 1 + i], 1] = 0
+    for k in range(lo, hi):
+        ns = namespace[k]
+        if ranges[ns, 1] <= ranges[ns, 0]:
+            ranges[ns, 0] = k
+        ranges[ns, 1] = k + 1
+    total = hi - lo
+    for t in range(terms.shape[0]):
+        count = 1
+        for i in range(terms[t, 0]):
+            ns = terms[t, 1 + i]
+            count *= ranges[ns, 1] - ranges[ns, 0]
+        total += count
+    return total
+
+
+@njit(cache=True, nogil=True)
+def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src):
+    """Linear features, then every interaction of every term, into ``out_*``; returns the count.
+
+    ``ranges`` comes from :func:`expanded_size`. With ``out_src`` non-empty, row n holds the
+    batch positions of feature n's components (for --audit).
+    """
+    n = 0
+    track = out_src.shape[0] > 0
+    for k in range(lo, hi):
+        out_idx[n] = index[k]
+        out_val[n] = value[k]
+        if track:
+            out_src[n, :] = -1
+            out_src[n, 0] = k
+        n += 1
+    pos = np.empty(terms.shape[1], dtype=np.int64)
+    for t in range(terms.shape[0]):
+        length = terms[t, 0]
+        empty = False
+        for i in range(length):
+            ns = terms[t, 1 + i]
+            if ranges[ns, 1] <= ranges[ns, 0]:
+                empty = True
+        if empty:
+            continue
+        for i in range(length):
+            ns = terms[t, 1 + i]
+            same = i > 0 and not permutations and ns == terms[t, i]
+            pos[i] = pos[i - 1] if same else ranges[ns, 0]
+        while True:
+            g = FNV * np.int64(index[pos[0]])
+            x = np.float32(value[pos[0]])
+            for i in range(1, length - 1):
+                g = FNV * (g ^ np.int64(index[pos[i]]))
+                x *= value[pos[i]]
+            out_idx[n] = (g ^ np.int64(index[pos[length - 1]])) & mask
+            out_val[n] = x * value[pos[length - 1]]
+            if track:
+                out_src[n, :] = -1
+                for i in range(length):
+                    out_src[n, i] = pos[i]
+            n += 1
+            i = length - 1
+            while i >= 0:
+                pos[i] += 1
+                if pos[i] < ranges[terms[t, 1 + i], 1]:
+                    break
+                i -= 1
+            if i < 0:
+                break
+            for j in range(i + 1, length):
+                ns = terms[t, 1 + j]
+                same = not permutations and ns == terms[t, j]
+                pos[j] = pos[j - 1] if same else ranges[ns, 0]
+    return n
