@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from conftest import olearn_cmd, run_cmd
-from olearn.errors import OlearnError
 from olearn.features.interactions import encode, expand, expanded_size, terms_of
 
 FNV = 16777619
