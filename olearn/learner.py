@@ -19,6 +19,7 @@ from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.predictions import format_predictions
+from olearn.report import warning_text
 
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
@@ -165,8 +166,8 @@ class OnlineLearner:
         return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
 
 
-def check_strict(batch: ExampleBatch, messages: list[str]) -> None:
+def check_strict(batch: ExampleBatch) -> None:
     """--strict_parse: the first parse warning stops the run."""
-    if messages:
-        line = int(batch.warnings[0, 0]) + batch.first_line + 1
-        raise OlearnError(messages[0].split(": ", 2)[-1] + " (--strict_parse)", batch.source, line)
+    if batch.n_warnings:
+        line, text = warning_text(batch, 0)
+        raise OlearnError(text + " (--strict_parse)", batch.source, line)

@@ -45,15 +45,20 @@ def format_row(row: np.ndarray, holdout: bool = False) -> str:
             f"{_cut(str(int(nfeat)), 8, False)}" + (" h" if holdout else ""))
 
 
+def warning_text(batch: ExampleBatch, row: int) -> tuple[int, str]:
+    """The 1-based line and the message of a batch's ``row``-th parse warning."""
+    line, code, start, end = batch.warnings[row]
+    token = bytes(batch.text[start:end]).decode("utf-8", "replace")
+    text = _WARNING_TEXT[int(code)].format(token=token, count=len(token.split()))
+    return batch.first_line + int(line) + 1, text
+
+
 def warning_lines(batch: ExampleBatch) -> list[str]:
     """Messages for the parse warnings of a batch, each naming the file and line."""
-    text = batch.text
     out = []
-    for line, code, start, end in batch.warnings:
-        token = bytes(text[start:end]).decode("utf-8", "replace")
-        count = len(token.split())
-        out.append(f"[warning] {batch.source}:{batch.first_line + line + 1}: "
-                   + _WARNING_TEXT[int(code)].format(token=token, count=count))
+    for row in range(len(batch.warnings)):
+        line, text = warning_text(batch, row)
+        out.append(f"[warning] {batch.source}:{line}: {text}")
     dropped = batch.n_warnings - len(batch.warnings)
     if dropped > 0:
         out.append(f"[warning] {batch.source}: {dropped} more warnings in this block not shown")

@@ -76,10 +76,9 @@ def run(config: Config) -> OnlineLearner:
     try:
         for batch in learner.batches(sources.all_blocks(paths)):
             if batch.n_warnings:
-                messages = warning_lines(batch)
                 if config.strict_parse:
-                    check_strict(batch, messages)
-                for message in messages:
+                    check_strict(batch)
+                for message in warning_lines(batch):
                     console.print(message)
             if names is not None:
                 names.add(batch)
