@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from olearn.batch import ExampleBatch
-from olearn.features.interactions import expand, expanded_size
+from olearn.features.interactions import encode, expand, expanded_size, unseen_features
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 
 
@@ -28,25 +28,29 @@ def feature_name(batch: ExampleBatch, k: int) -> str:
     return name
 
 
-class NameCollector:
-    """The first name seen for each weight index (for --invert_hash).
+def _joined_name(batch: ExampleBatch, components: np.ndarray) -> str:
+    """``a^x*b^y`` from the batch positions of an (interaction) feature's components."""
+    return "*".join(feature_name(batch, int(k)) for k in components if k >= 0)
 
-    Python runs once per new index, not per feature: numpy finds each batch's unseen indices.
+
+class NameCollector:
+    """The first name seen for each weight index, interactions included (for --invert_hash).
+
+    A kernel finds each batch's unseen indices; Python runs once per new index, not per feature.
     """
 
-    def __init__(self, size: int):
-        self._seen = np.zeros(size, dtype=bool)
+    def __init__(self, config):
+        self._seen = np.zeros(1 << config.bit_precision, dtype=np.bool_)
+        self._terms = encode(config.terms)
+        self._config = config
         self.names: dict[int, str] = {}
 
     def add(self, batch: ExampleBatch) -> None:
-        fresh = ~self._seen[batch.index]
-        if not fresh.any():
-            return
-        positions = np.flatnonzero(fresh)
-        indices, first = np.unique(batch.index[positions], return_index=True)
-        for j, k in zip(indices.tolist(), positions[first].tolist()):
-            self.names[j] = feature_name(batch, k)
-        self._seen[indices] = True
+        indices, components = unseen_features(
+            batch.offsets, batch.index, batch.value, batch.namespace, self._terms,
+            self._config.mask, self._config.permutations, self._seen)
+        for j, row in zip(indices.tolist(), components):
+            self.names[j] = _joined_name(batch, row)
 
 
 def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config
@@ -60,8 +64,7 @@ def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config
     src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
     n = expand(batch.index, batch.value, lo, hi, terms, ranges, config.mask,
                config.permutations, idx, val, src)
-    return [("*".join(feature_name(batch, int(k)) for k in src[i] if k >= 0), int(idx[i]),
-             float(val[i])) for i in range(n)]
+    return [(_joined_name(batch, src[i]), int(idx[i]), float(val[i])) for i in range(n)]
 
 
 def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,

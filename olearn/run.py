@@ -70,7 +70,7 @@ def run(config: Config) -> OnlineLearner:
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes else sum(sizes))
     console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
-    names = NameCollector(len(learner.weights)) if config.invert_hash else None
+    names = NameCollector(config) if config.invert_hash else None
     outputs = [(AtomicOutput(path), column) for path, column in
                ((config.predictions, 0), (config.raw_predictions, 1)) if path]
     try:

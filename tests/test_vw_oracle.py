@@ -648,13 +648,15 @@ def _weight_lines(text: str) -> dict[str, list[float]]:
     return out
 
 
+@pytest.mark.parametrize("extra", [[], ["-q", "ab", "--cubic", "abc", "-q", "aa"]],
+                         ids=["linear", "interactions"])
 @pytest.mark.parametrize("option", ["--invert_hash", "--readable_model"])
-def test_text_model_weights_match_vw(vw, tmp_path, option):
+def test_text_model_weights_match_vw(vw, tmp_path, option, extra):
     path = _write(tmp_path / "d.vw", "".join(
         f"{1 if i % 3 else -1} |a x:{i % 5} y{i % 7} |b z:w{i % 3} |c {i % 4}\n" for i in range(200)))
     ours, theirs = tmp_path / "olearn.txt", tmp_path / "vw.txt"
-    _both(["-d", path, option, ours, "--quiet", "--loss_function", "logistic"],
-          ["-d", path, option, theirs, "--quiet", "--loss_function", "logistic"])
+    _both(["-d", path, option, ours, "--quiet", "--loss_function", "logistic", *extra],
+          ["-d", path, option, theirs, "--quiet", "--loss_function", "logistic", *extra])
     mine, ref = _weight_lines(ours.read_text()), _weight_lines(theirs.read_text())
     assert mine.keys() == ref.keys() and len(mine) > 10
     for key in ref:

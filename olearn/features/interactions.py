@@ -136,3 +136,41 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
                 same = not permutations and ns == terms[t, j]
                 pos[j] = pos[j - 1] if same else ranges[ns, 0]
     return n
+
+
+@njit(cache=True, nogil=True)
+def unseen_features(offsets, index, value, namespace, terms, mask, permutations, seen):
+    """Features of a batch (interactions included) whose index ``seen`` does not mark yet:
+    their indices and component positions (rows of -1-padded batch positions). Marks them."""
+    ranges = np.zeros((256, 2), dtype=np.int64)
+    width = max(terms.shape[1], 1)
+    x_idx = np.empty(0, dtype=np.uint32)
+    x_val = np.empty(0, dtype=np.float32)
+    x_src = np.empty((0, width), dtype=np.int64)
+    new_idx = np.empty(64, dtype=np.uint32)
+    new_src = np.empty((64, width), dtype=np.int64)
+    count = 0
+    for e in range(offsets.shape[0] - 1):
+        need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
+        if need > x_idx.shape[0]:
+            x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
+            x_val = np.empty(x_idx.shape[0], dtype=np.float32)
+            x_src = np.empty((x_idx.shape[0], width), dtype=np.int64)
+        n = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask, permutations,
+                   x_idx, x_val, x_src)
+        for i in range(n):
+            j = x_idx[i]
+            if seen[j]:
+                continue
+            seen[j] = True
+            if count == new_idx.shape[0]:
+                grown_idx = np.empty(2 * count, dtype=np.uint32)
+                grown_src = np.empty((2 * count, width), dtype=np.int64)
+                grown_idx[:count] = new_idx
+                grown_src[:count] = new_src
+                new_idx = grown_idx
+                new_src = grown_src
+            new_idx[count] = j
+            new_src[count] = x_src[i]
+            count += 1
+    return new_idx[:count], new_src[:count]
