@@ -14,7 +14,7 @@ from olearn.errors import OlearnError
 from olearn.features import interactions
 from olearn.hashing import namespace_hash
 from olearn.io import formats, sources
-from olearn.io.parse import FORMAT_SVMLIGHT, parse
+from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
@@ -42,10 +42,7 @@ class OnlineLearner:
             self.state[gd.S_MIN], self.state[gd.S_MAX] = -50.0, 50.0
         if normalized and adaptive and t0 > 0:
             self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
-        if config.min_prediction is not None:
-            self.state[gd.S_MIN] = config.min_prediction
-        if config.max_prediction is not None:
-            self.state[gd.S_MAX] = config.max_prediction
+        self._apply_fixed_range()
         self.stats = self.new_stats()
         params = np.zeros(gd.PARAMS_SIZE)
         params[gd.P_ETA] = config.eta
@@ -66,15 +63,22 @@ class OnlineLearner:
                                     or config.max_prediction is not None)
         self.params = params
         self.terms = interactions.encode(config.terms)
+        hash_all = config.hash == "all"
+        self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
+                         FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
+
+    def _apply_fixed_range(self) -> None:
+        """--min_prediction/--max_prediction fix the clipping range."""
+        if self.config.min_prediction is not None:
+            self.state[gd.S_MIN] = self.config.min_prediction
+        if self.config.max_prediction is not None:
+            self.state[gd.S_MAX] = self.config.max_prediction
 
     def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Continue from a saved state (the fixed range of this run's options still applies)."""
         self.weights[:] = weights
         self.state[:] = state
-        if self.config.min_prediction is not None:
-            self.state[gd.S_MIN] = self.config.min_prediction
-        if self.config.max_prediction is not None:
-            self.state[gd.S_MAX] = self.config.max_prediction
+        self._apply_fixed_range()
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)
@@ -87,14 +91,10 @@ class OnlineLearner:
 
     def _parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
         cfg = self.config
-        hash_all = cfg.hash == "all"
-        if fmt == FORMAT_SVMLIGHT:
-            ns_hash = namespace_hash(SVM_NAMESPACE, cfg.hash_seed, hash_all)
-        else:
-            ns_hash = namespace_hash(b" ", cfg.hash_seed, hash_all)
         names = cfg.audit or cfg.invert_hash is not None
         return parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
-                     cfg.hash_seed, hash_all, not cfg.noconstant, names, ns_hash,
+                     cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, names,
+                     self._ns_hash[fmt],
                      block.source, block.first_line, block.bytes_read)
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
