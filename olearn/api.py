@@ -77,6 +77,7 @@ class Learner:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
+        self._learner.sync()
         model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state)
 
     @classmethod

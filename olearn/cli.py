@@ -45,6 +45,10 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Smallest prediction to output (fixes the clipping range).")
 @click.option("--max_prediction", type=float, default=None,
               help="Largest prediction to output (fixes the clipping range).")
+@click.option("--l1", type=float, default=0.0, show_default=True,
+              help="L1 regularization, applied lazily as exact proximal (FOBOS) steps.")
+@click.option("--l2", type=float, default=0.0, show_default=True,
+              help="L2 regularization (λ/2·‖w‖²), applied lazily as exact proximal steps.")
 @click.option("--noconstant", is_flag=True, help="Don't add a constant feature.")
 @click.option("-q", "--quadratic", multiple=True, metavar="AB",
               help="Interact the features of namespaces A and B (first letters). Repeatable.")
@@ -83,12 +87,7 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--strict_parse", is_flag=True, help="Make parse warnings fatal.")
 @click.option("--warm-cache", "warm_cache", is_flag=True, hidden=True,
               help="Compile every kernel into numba's cache and exit.")
-def command(paths, data, format_, bit_precision, learning_rate, power_t, initial_t, sgd, adaptive,
-            normalized, invariant, loss_function, quantile_tau, link, binary, min_prediction, max_prediction, noconstant,
-            quadratic, cubic, interactions, permutations, leave_duplicate_interactions, hash_, hash_seed, predictions, raw_predictions, final_regressor, readable_model,
-            invert_hash, predict_only_model, initial_regressor,
-            testonly, quiet,
-            audit, progress, strict_parse, warm_cache):
+def command(paths, data, format_, hash_, warm_cache, **options):
     """olearn: fast online learning with Vowpal Wabbit's input, options and output.
 
     \b
@@ -102,21 +101,8 @@ def command(paths, data, format_, bit_precision, learning_rate, power_t, initial
     if warm_cache:
         warm()
         return
-    config = Config(data=list(data) + list(paths), format=format_, bit_precision=bit_precision,
-                    learning_rate=learning_rate, power_t=power_t, initial_t=initial_t, sgd=sgd,
-                    adaptive=adaptive, normalized=normalized, invariant=invariant,
-                    loss_function=loss_function, quantile_tau=quantile_tau, link=link,
-                    binary=binary, min_prediction=min_prediction,
-                    max_prediction=max_prediction, noconstant=noconstant,
-                    quadratic=list(quadratic), cubic=list(cubic), interactions=list(interactions),
-                    permutations=permutations,
-                    leave_duplicate_interactions=leave_duplicate_interactions, hash=hash_,
-                    hash_seed=hash_seed, predictions=predictions,
-                    raw_predictions=raw_predictions, quiet=quiet, audit=audit,
-                    progress=progress, strict_parse=strict_parse, final_regressor=final_regressor,
-                    readable_model=readable_model, invert_hash=invert_hash,
-                    predict_only_model=predict_only_model, initial_regressor=initial_regressor, testonly=testonly,
-                    explicit=_given_on_command_line())
+    config = Config(data=list(data) + list(paths), format=format_, hash=hash_,
+                    explicit=_given_on_command_line(), **options)
     run(config)
 
 

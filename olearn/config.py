@@ -13,7 +13,7 @@ FORMATS = ("auto", "vw", "svmlight")
 # Options that change features or predictions: a model file keeps them and -i restores them.
 MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd", "adaptive",
                  "normalized", "invariant", "loss_function", "quantile_tau", "link", "binary",
-                 "min_prediction", "max_prediction", "noconstant", "hash", "hash_seed",
+                 "min_prediction", "max_prediction", "l1", "l2", "noconstant", "hash", "hash_seed",
                  "quadratic", "cubic", "interactions", "permutations")
 HASHES = ("strings", "all")
 
@@ -38,6 +38,8 @@ class Config:
     binary: bool = False
     min_prediction: float | None = None
     max_prediction: float | None = None
+    l1: float = 0.0
+    l2: float = 0.0
     noconstant: bool = False
     quadratic: list[str] = field(default_factory=list)
     cubic: list[str] = field(default_factory=list)
@@ -74,6 +76,9 @@ class Config:
             raise OlearnError(f"--quantile_tau must be in (0, 1), got {self.quantile_tau}")
         if self.link not in LINKS:
             raise OlearnError(f"--link must be one of {', '.join(LINKS)}, got {self.link!r}")
+        for name in ("l1", "l2"):
+            if not getattr(self, name) >= 0:
+                raise OlearnError(f"--{name} must be >= 0, got {getattr(self, name)}")
         if self.power_t < 0:
             raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
@@ -108,6 +113,10 @@ class Config:
         if not (self.sgd or self.adaptive or self.normalized or self.invariant):
             return True, True, True
         return self.adaptive, self.normalized, self.invariant
+
+    @property
+    def regularized(self) -> bool:
+        return self.l1 > 0 or self.l2 > 0
 
     @property
     def eta(self) -> float:

@@ -17,7 +17,7 @@ from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.losses import NAMES as LOSS_CODES
-from olearn.optim import gd
+from olearn.optim import gd, regularize
 from olearn.predictions import format_predictions
 from olearn.report import warning_text
 
@@ -36,6 +36,8 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, 1] = t0
+        # per-coordinate snapshots of the lazy regularization (unused without --l1/--l2)
+        self.lazy = np.zeros((len(self.weights) if config.regularized else 1, regularize.SIZE))
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
@@ -59,6 +61,8 @@ class OnlineLearner:
         params[gd.P_TEST_ONLY] = config.testonly
         params[gd.P_MASK] = config.mask
         params[gd.P_PERMUTATIONS] = config.permutations
+        params[gd.P_L1] = config.l1
+        params[gd.P_L2] = config.l2
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
@@ -79,6 +83,15 @@ class OnlineLearner:
         self.weights[:] = weights
         self.state[:] = state
         self._apply_fixed_range()
+
+    def sync(self) -> None:
+        """Apply every pending regularization step, so that ``weights`` holds the model itself.
+
+        Called before a model is saved or printed; learning continues exactly as without it.
+        """
+        if self.config.regularized:
+            regularize.flush(self.weights, self.lazy, self.state[gd.S_REG:], self.config.l1,
+                             self.config.l2 > 0)
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)
@@ -128,8 +141,8 @@ class OnlineLearner:
         """
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
-        count = gd.learn_batch(self.weights, self.state, self.stats, self.params, self.terms,
-                               batch.numbers, batch.offsets, batch.index, batch.value,
+        count = gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
+                               self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
                                batch.namespace, preds, rows)
         return rows[:count]
 
@@ -138,8 +151,8 @@ class OnlineLearner:
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         rows = np.empty((0, gd.ROW_COLS))
-        gd.learn_batch(self.weights, self.state.copy(), self.new_stats(), params, self.terms,
-                       batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace,
+        gd.learn_batch(self.weights, self.lazy, self.state.copy(), self.new_stats(), params,
+                       self.terms, batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace,
                        preds, rows)
 
     @property
@@ -156,8 +169,8 @@ class OnlineLearner:
             features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
             lo, hi = batch.offsets[e], batch.offsets[e + 1]
             row = np.empty((1, gd.ROW_COLS))
-            if gd.learn_batch(self.weights, self.state, self.stats, self.params, self.terms,
-                              batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
+            if gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
+                              self.terms, batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
                               batch.index[lo:hi], batch.value[lo:hi], batch.namespace[lo:hi],
                               preds[e:e + 1], row):
                 rows.append(row)

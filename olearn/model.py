@@ -20,7 +20,7 @@ from olearn.errors import OlearnError
 from olearn.io.atomic import AtomicOutput
 
 MAGIC = b"OLEARN-MODEL\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _DIGEST = 32
 
 

@@ -33,6 +33,9 @@ def header(config: Config, paths: list[str]) -> str:
         lines.append(f"creating features for following interactions: {' '.join(longer)}")
     if config.testonly:
         lines.append("only testing")
+    for name in ("l1", "l2"):
+        if getattr(config, name) > 0:
+            lines.append(f"using {name} regularization = {getattr(config, name):g}")
     if config.final_regressor:
         lines.append(f"final_regressor = {config.final_regressor}")
     if config.predictions:
@@ -93,6 +96,7 @@ def run(config: Config) -> OnlineLearner:
                 console.print(format_row(row))
             console.progress(batch.bytes_read, int(learner.stats[gd.R_EXAMPLES]))
         console.close()
+        learner.sync()
         if config.final_regressor:
             model.save(config.final_regressor, config, learner.weights, learner.state)
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):

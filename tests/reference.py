@@ -90,10 +90,14 @@ def parse_svm_line(line: bytes, bits: int = 18, constant: bool = True):
     return float(body[0]), features
 
 
-def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0):
+def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
+                   l1=0.0, l2=0.0, final_weights=None):
     """VW's gd (vw-reference.md §3) in plain Python, squared loss: progressive predictions.
 
-    ``examples`` is a list of (label or None, importance, [(index, value)]).
+    ``examples`` is a list of (label or None, importance, [(index, value)]). With ``l1``/``l2``,
+    each update is followed by the proximal step of step size η̄ = −u/loss′ applied to every
+    weight, eagerly (algorithms.md §1): the dense computation the lazy kernel must equal.
+    ``final_weights``, a dict, receives the weights after the last example.
     """
     x_min = 1.084202e-19
     w, g, n = {}, {}, {}
@@ -140,8 +144,16 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
                 u = 2 * (label - p) * scale if sq < 1e-6 else (label - p) * (1 - math.exp(-2 * sq)) / ppu
             else:
                 u = 2 * (label - p) * scale
+            d1 = 2 * (p - label)
+            eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
             u *= multiplier
             for j, x in feats:
                 w[j] = w.get(j, 0.0) + u * x * (rates[j] if (adaptive or normalized) else 1.0)
+            if eta_bar > 0:
+                for j, wj in w.items():
+                    shrunk = max(0.0, abs(wj) - eta_bar * l1) / (1 + eta_bar * l2)
+                    w[j] = math.copysign(shrunk, wj)
         t += imp
+    if final_weights is not None:
+        final_weights.update(w)
     return out

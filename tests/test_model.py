@@ -3,6 +3,7 @@ import hashlib
 import json
 import struct
 
+import numpy as np
 import pytest
 
 from conftest import olearn_cmd, run_cmd
@@ -39,6 +40,21 @@ def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves):
     assert olearn("-d", second, "-i", model, "-p", tmp_path / "b.p", "--quiet")[0] == 0
     joined = (tmp_path / "a.p").read_text() + (tmp_path / "b.p").read_text()
     assert joined == (tmp_path / "all.p").read_text()
+
+
+def test_continued_regularized_training_equals_an_uninterrupted_run(tmp_path, halves):
+    # saving applies the pending lazy steps; the continued run must not apply them twice
+    first, second, whole = halves
+    model = tmp_path / "m.olearn"
+    reg = ("--l1", "1e-2", "--l2", "1e-2", "--quiet")
+    assert olearn("-d", whole, "-p", tmp_path / "plain.p", "--quiet")[0] == 0
+    assert olearn("-d", whole, "-p", tmp_path / "all.p", *reg)[0] == 0
+    assert olearn("-d", first, "-f", model, "-p", tmp_path / "a.p", *reg)[0] == 0
+    assert olearn("-d", second, "-i", model, "-p", tmp_path / "b.p", "--quiet")[0] == 0
+    whole_run = np.loadtxt(tmp_path / "all.p")
+    assert np.abs(whole_run - np.loadtxt(tmp_path / "plain.p")).max() > 0.1
+    joined = np.concatenate([np.loadtxt(tmp_path / "a.p"), np.loadtxt(tmp_path / "b.p")])
+    np.testing.assert_allclose(joined, whole_run, rtol=1e-4, atol=1e-5)
 
 
 def test_testonly_predicts_with_the_saved_model_without_learning(tmp_path, halves):

@@ -438,6 +438,20 @@ def test_average_loss_within_1pct_of_vw(vw, shared_data, dataset, learner):
     assert math.isclose(ours, theirs, rel_tol=LOSS_REL), (ours, theirs)
 
 
+# λ small enough that VW's truncated gradient and our proximal steps (a deliberate difference,
+# optim/regularize.py) agree, large enough to change the loss (cpusmall: 1564 → 2570 with l1).
+REGULARIZED = {"l1": ["--l1", "1e-7"], "elastic_net": ["--l1", "1e-7", "--l2", "1e-6"],
+               "sgd_l1": ["--sgd", "-l", "0.05", "--l1", "1e-6"]}
+
+
+@pytest.mark.parametrize("regularizer", list(REGULARIZED))
+@pytest.mark.parametrize("dataset", DATASETS or _NO_DATA)
+def test_regularized_loss_within_1pct_of_vw(vw, shared_data, dataset, regularizer):
+    args = ["-d", shared_data / dataset / "train.vw.gz", *REGULARIZED[regularizer]]
+    ol, ref = _both(args, args)
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
 STDIN_DATASETS = [d for d in ("a9a", "cpusmall", "reuters") if d in DATASETS] or _NO_DATA
 
 

@@ -9,7 +9,8 @@ import numpy as np
 from numba import njit
 
 from olearn.features.interactions import expand, expanded_size
-from olearn.losses import gradient_update, invariant_update, loss_value, square_grad
+from olearn.losses import derivative, gradient_update, invariant_update, loss_value, square_grad
+from olearn.optim import regularize
 
 # Learner state (float64 array).
 S_NORM = 0        # S: sum of importance-weighted normalized norms
@@ -17,7 +18,8 @@ S_TOTAL = 1       # T: sum of importance of normalized updates
 S_T = 2           # t: initial_t plus the weight of all examples seen
 S_MIN = 3         # label range [m, M] used to clip predictions
 S_MAX = 4
-STATE_SIZE = 5
+S_REG = 5         # the lazy regularization's accumulators (optim/regularize.py)
+STATE_SIZE = S_REG + regularize.SIZE
 
 # Progress statistics (float64 array), see report.py.
 R_SUM_LOSS = 0
@@ -50,7 +52,9 @@ P_LINK = 11        # 0 identity, 1 logistic, 2 glf1
 P_BINARY = 12
 P_MASK = 13
 P_PERMUTATIONS = 14
-PARAMS_SIZE = 15
+P_L1 = 15
+P_L2 = 16
+PARAMS_SIZE = 17
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
@@ -69,7 +73,11 @@ def _predict(W, index, value, lo, hi, initial):
 
 @njit(cache=True, nogil=True)
 def _update(W, state, params, index, value, lo, hi, p, y, imp):
-    """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination."""
+    """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
+
+    Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
+    size of the regularization's proximal step.
+    """
     adaptive = params[P_ADAPTIVE] != 0
     normalized = params[P_NORMALIZED] != 0
     invariant = params[P_INVARIANT] != 0
@@ -130,15 +138,18 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         u = invariant_update(loss, tau, p, y, scale, ppu)
     else:
         u = gradient_update(loss, tau, p, y, scale)
-    u *= multiplier
     if np.isnan(u):
         u = 0.0
+    d1 = derivative(loss, tau, p, y)
+    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
+    u *= multiplier
     for k in range(lo, hi):
         j = index[k]
         if stateful:
             W[j, 0] += u * value[k] * W[j, 3]
         else:
             W[j, 0] += u * value[k]
+    return eta_bar
 
 
 @njit(cache=True, nogil=True)
@@ -155,13 +166,14 @@ def output(params, p):
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, state, stats, params, terms, numbers, offsets, index, value, namespace,
+def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, value, namespace,
                 preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
     ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
     example. Writes each example's prediction (after link and --binary) and raw score (before
     clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
+    ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization.
     """
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
@@ -170,6 +182,10 @@ def learn_batch(W, state, stats, params, terms, numbers, offsets, index, value, 
     fixed_range = params[P_FIXED_RANGE] != 0
     mask = np.int64(params[P_MASK])
     permutations = params[P_PERMUTATIONS] != 0
+    lam1 = params[P_L1]
+    lam2 = params[P_L2]
+    regularized = lam1 > 0 or lam2 > 0
+    acc = state[S_REG:S_REG + regularize.SIZE]
     ranges = np.zeros((256, 2), dtype=np.int64)
     x_idx = np.empty(0, dtype=np.uint32)
     x_val = np.empty(0, dtype=np.float32)
@@ -198,6 +214,8 @@ def learn_batch(W, state, stats, params, terms, numbers, offsets, index, value, 
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
+        if regularized:
+            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
         raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
         if np.isnan(raw):
             raw = 0.0
@@ -218,7 +236,9 @@ def learn_batch(W, state, stats, params, terms, numbers, offsets, index, value, 
                 elif y != stats[R_LABEL2]:
                     stats[R_MANY_LABELS] = 1.0
             if learn and loss > 0:
-                _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
+                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
+                if regularized and eta_bar > 0.0:
+                    regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
         else:
             stats[R_W_UNLABELED] += imp
         state[S_T] += imp
