@@ -78,6 +78,24 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Start from a saved model: continue training, or predict with -t.")
 @click.option("-t", "--testonly", is_flag=True,
               help="Ignore labels for learning: predict (and report the loss) only.")
+@click.option("--passes", type=int, default=1, show_default=True,
+              help="Number of passes over the data (needs -c or --cache_file when > 1).")
+@click.option("-c", "--cache", is_flag=True,
+              help="Use a cache of parsed examples, <first data file>.cache: created by the "
+                   "first run, read instead of the text by later passes and runs.")
+@click.option("--cache_file", metavar="FILE", help="Use FILE as the cache (implies -c).")
+@click.option("-k", "--kill_cache", is_flag=True, help="Rebuild the cache even if it is valid.")
+@click.option("--holdout_off", is_flag=True, help="No holdout, even with several passes.")
+@click.option("--holdout_period", type=int, default=10, show_default=True,
+              help="With several passes, hold out every N-th line of each pass.")
+@click.option("--holdout_after", type=int, default=0,
+              help="Hold out every line after the N-th of each pass (even with one pass).")
+@click.option("--early_terminate", type=int, default=3, show_default=True,
+              help="Stop after N passes in a row without a better holdout loss.")
+@click.option("--decay_learning_rate", type=float, default=1.0, show_default=True,
+              help="Multiply the learning rate by this after each pass.")
+@click.option("--save_per_pass", is_flag=True,
+              help="Also save the model after each pass, as <-f file>.<pass>.")
 @click.option("--quiet", is_flag=True, help="Don't output diagnostics or progress updates.")
 @click.option("-a", "--audit", is_flag=True,
               help="Print each example's features (ns^name:index:value:weight@G) to stdout.")
@@ -96,6 +114,7 @@ def command(paths, data, format_, hash_, warm_cache, **options):
       zcat train.vw.gz | olearn -p preds.txt  read stdin, write predictions
       olearn -d train.svm.gz --format svmlight
       olearn -d train.vw --audit              features of each example, as VW prints them
+      olearn -d train.vw -c --passes 10       cache, holdout and early termination
     """
     from olearn.run import run, warm_cache as warm
     if warm_cache:

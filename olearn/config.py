@@ -60,6 +60,16 @@ class Config:
     predict_only_model: bool = False
     initial_regressor: str | None = None
     testonly: bool = False
+    passes: int = 1
+    cache: bool = False
+    cache_file: str | None = None
+    kill_cache: bool = False
+    holdout_off: bool = False
+    holdout_period: int = 10
+    holdout_after: int = 0
+    early_terminate: int = 3
+    decay_learning_rate: float = 1.0
+    save_per_pass: bool = False
     explicit: frozenset = frozenset()  # options the user gave (the rest are defaults)
 
     def __post_init__(self) -> None:
@@ -79,6 +89,13 @@ class Config:
         for name in ("l1", "l2"):
             if not getattr(self, name) >= 0:
                 raise OlearnError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("passes", "holdout_period", "early_terminate"):
+            if getattr(self, name) < 1:
+                raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.holdout_after < 0:
+            raise OlearnError(f"--holdout_after must be >= 0, got {self.holdout_after}")
+        if not self.decay_learning_rate > 0:
+            raise OlearnError(f"--decay_learning_rate must be > 0, got {self.decay_learning_rate}")
         if self.power_t < 0:
             raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
@@ -113,6 +130,11 @@ class Config:
         if not (self.sgd or self.adaptive or self.normalized or self.invariant):
             return True, True, True
         return self.adaptive, self.normalized, self.invariant
+
+    @property
+    def holdout(self) -> bool:
+        """VW holds out examples when there are several passes, or with --holdout_after."""
+        return not self.holdout_off and (self.passes > 1 or self.holdout_after > 0)
 
     @property
     def regularized(self) -> bool:

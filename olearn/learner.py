@@ -63,6 +63,9 @@ class OnlineLearner:
         params[gd.P_PERMUTATIONS] = config.permutations
         params[gd.P_L1] = config.l1
         params[gd.P_L2] = config.l2
+        if config.holdout:
+            params[gd.P_HOLDOUT_PERIOD] = config.holdout_period
+            params[gd.P_HOLDOUT_AFTER] = config.holdout_after
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
@@ -108,7 +111,7 @@ class OnlineLearner:
         return parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
                      cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, names,
                      self._ns_hash[fmt],
-                     block.source, block.first_line, block.bytes_read)
+                     block.source, block.first_line, block.bytes_read, block.pass_line)
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
         """Parsed batches, in order: blocks read ahead on one thread, parsed on two."""
@@ -143,7 +146,7 @@ class OnlineLearner:
         rows = np.empty((n_rows, gd.ROW_COLS))
         count = gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
                                self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
-                               batch.namespace, preds, rows)
+                               batch.namespace, batch.lines, batch.pass_line, preds, rows)
         return rows[:count]
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
@@ -152,8 +155,8 @@ class OnlineLearner:
         params[gd.P_TEST_ONLY] = 1
         rows = np.empty((0, gd.ROW_COLS))
         gd.learn_batch(self.weights, self.lazy, self.state.copy(), self.new_stats(), params,
-                       self.terms, batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace,
-                       preds, rows)
+                       self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
+                       batch.namespace, batch.lines, batch.pass_line, preds, rows)
 
     @property
     def average_loss(self) -> float:
@@ -172,7 +175,7 @@ class OnlineLearner:
             if gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
                               self.terms, batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
                               batch.index[lo:hi], batch.value[lo:hi], batch.namespace[lo:hi],
-                              preds[e:e + 1], row):
+                              batch.lines[e:e + 1], batch.pass_line, preds[e:e + 1], row):
                 rows.append(row)
             line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")

@@ -31,15 +31,16 @@ def _cut(text: str, width: int, left: bool) -> str:
     return text.ljust(width) if left else text.rjust(width)
 
 
-def _fixed(x: float, decimals: int) -> str:
-    return "n.a." if math.isnan(x) else f"{x:.{decimals}f}"
+def _fixed(x: float, decimals: int, missing: str = "n.a.") -> str:
+    return missing if math.isnan(x) else f"{x:.{decimals}f}"
 
 
-def format_row(row: np.ndarray, holdout: bool = False) -> str:
-    """One table row, in VW's exact column layout."""
-    n, wsum, label, pred, nfeat, avg, since = row
+def format_row(row: np.ndarray) -> str:
+    """One table row, in VW's exact column layout; a holdout row ends in ``h``."""
+    n, wsum, label, pred, nfeat, avg, since, holdout = row
+    missing = " unknown" if holdout else "n.a."
     label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
-    return (f"{_cut(_fixed(avg, 6), 8, True)} {_cut(_fixed(since, 6), 8, True)} "
+    return (f"{_cut(_fixed(avg, 6, missing), 8, True)} {_cut(_fixed(since, 6, missing), 8, True)} "
             f"{_cut(str(int(n)), 12, False)} {_cut(f'{wsum:.1f}', 14, False)} "
             f"{_cut(label_text, 14, False)} {_cut(f'{pred:.4f}', 14, False)} "
             f"{_cut(str(int(nfeat)), 8, False)}" + (" h" if holdout else ""))
@@ -65,15 +66,28 @@ def warning_lines(batch: ExampleBatch) -> list[str]:
     return out
 
 
-def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5) -> str:
-    """The 'finished run' block."""
+def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5,
+            passes: int = 1, holdout_loss: float | None = None) -> str:
+    """The 'finished run' block. ``holdout_loss`` is the best pass's holdout loss (inf: no
+    example was held out), or None when nothing is held out."""
     wl = stats[gd.R_W_LABELED]
     wsum = wl + stats[gd.R_W_UNLABELED]
-    lines = ["", "finished run",
-             f"number of examples = {int(stats[gd.R_EXAMPLES])}",
-             f"weighted example sum = {wsum:.6f}",
-             f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
-             "average loss = " + (f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a.")]
+    examples = int(stats[gd.R_EXAMPLES])
+    lines = ["", "finished run"]
+    if passes > 1:
+        lines += [f"number of examples per pass = {examples // passes}",
+                  f"passes used = {passes}"]
+    else:
+        lines.append(f"number of examples = {examples}")
+    if holdout_loss is None:
+        loss = f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a."
+    elif math.isinf(holdout_loss):
+        loss = "undefined (no holdout)"
+    else:
+        loss = f"{holdout_loss:.6f} h"
+    lines += [f"weighted example sum = {wsum:.6f}",
+              f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
+              f"average loss = {loss}"]
     best = best_constant(stats, loss_code, tau)
     if best is not None:
         constant, constant_loss = best

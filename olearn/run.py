@@ -14,12 +14,13 @@ from olearn.io import sources
 from olearn.learner import OnlineLearner, check_strict
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.io.atomic import AtomicOutput
+from olearn.passes import DataPlan, Holdout
 from olearn.optim import gd
 from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
 
 
-def header(config: Config, paths: list[str]) -> str:
+def header(config: Config, data_lines: list[str]) -> str:
     adaptive, normalized, invariant = config.update_rule
     rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
                                   ("invariant", invariant)) if on] or ["sgd"]
@@ -42,14 +43,15 @@ def header(config: Config, paths: list[str]) -> str:
         lines.append(f"predictions = {config.predictions}")
     if config.raw_predictions:
         lines.append(f"raw predictions = {config.raw_predictions}")
-    lines += ["using no cache",
-              "Reading datafile = " + ", ".join(sources.display_name(p) for p in paths),
-              f"num sources = {len(paths)}",
+    lines += data_lines
+    lines += [f"num sources = {len(config.data) or 1}",
               f"Num weight bits = {config.bit_precision}",
               f"learning rate = {config.eta:g}",
               f"initial_t = {config.t0:g}",
-              f"power_t = {config.power_t:g}",
-              f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}"
+              f"power_t = {config.power_t:g}"]
+    if config.passes > 1:
+        lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
+    lines += [f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}"
               + (f" (tau {config.quantile_tau:g})" if config.loss_function == "quantile" else "")
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -59,7 +61,8 @@ def header(config: Config, paths: list[str]) -> str:
 
 
 def run(config: Config) -> OnlineLearner:
-    """Train online over every source; print VW's table and summary; write -p."""
+    """Train online over every source, for each pass; print VW's table and summary; write the
+    outputs (-p, -r, -f, text models)."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
     saved = None
@@ -70,35 +73,53 @@ def run(config: Config) -> OnlineLearner:
     learner = OnlineLearner(config)
     if saved is not None:
         learner.restore(saved.weights(config), saved.state)
+    plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
-    console = Console(config.quiet, None if None in sizes else sum(sizes))
-    console.print(header(config, paths) + TABLE_HEADER.rstrip("\n"))
+    console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
+    console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n"))
     names = NameCollector(config) if config.invert_hash else None
     outputs = [(AtomicOutput(path), column) for path, column in
                ((config.predictions, 0), (config.raw_predictions, 1)) if path]
+    holdout = Holdout(config)
+    passes_used = 0
     try:
-        for batch in learner.batches(sources.all_blocks(paths)):
-            if batch.n_warnings:
-                if config.strict_parse:
-                    check_strict(batch)
-                for message in warning_lines(batch):
-                    console.print(message)
-            if names is not None:
-                names.add(batch)
-            preds = np.empty((len(batch), 2), dtype=np.float32)
-            if config.audit:
-                rows = learner.learn_audited(batch, preds, sys.stdout.write)
-            else:
-                rows = learner.learn(batch, preds)
-            for out, column in outputs:
-                out.write(format_predictions(preds[:, column], batch.tags, batch.text))
-            for row in rows:
-                console.print(format_row(row))
-            console.progress(batch.bytes_read, int(learner.stats[gd.R_EXAMPLES]))
+        bytes_done = 0
+        for pass_no in range(config.passes):
+            learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
+            from_text = plan.reads_text(pass_no)
+            bytes_read = 0
+            for batch in plan.batches(learner, pass_no):
+                if batch.n_warnings:
+                    if config.strict_parse:
+                        check_strict(batch)
+                    for message in warning_lines(batch):
+                        console.print(message)
+                if names is not None and from_text:
+                    names.add(batch)
+                preds = np.empty((len(batch), 2), dtype=np.float32)
+                if config.audit:
+                    rows = learner.learn_audited(batch, preds, sys.stdout.write)
+                else:
+                    rows = learner.learn(batch, preds)
+                for out, column in outputs:
+                    out.write(format_predictions(preds[:, column], batch.tags, batch.text))
+                for row in rows:
+                    console.print(format_row(row))
+                bytes_read = batch.bytes_read
+                console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
+            bytes_done += bytes_read
+            passes_used += 1
+            if holdout.end_pass(learner.stats) and config.final_regressor:
+                _save(config.final_regressor, config, learner)
+            learner.params[gd.P_ETA] *= config.decay_learning_rate
+            if config.save_per_pass and config.final_regressor:
+                _save(f"{config.final_regressor}.{passes_used}", config, learner)
+            if holdout.stopped_early:
+                break
         console.close()
+        if config.final_regressor and not holdout.stopped_early:
+            _save(config.final_regressor, config, learner)
         learner.sync()
-        if config.final_regressor:
-            model.save(config.final_regressor, config, learner.weights, learner.state)
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
                 readable.write(path, config, learner.weights, learner.state,
@@ -107,11 +128,18 @@ def run(config: Config) -> OnlineLearner:
             out.commit()
     except BaseException:
         console.close()
+        plan.discard()
         for out, _ in outputs:
             out.discard()
         raise
-    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau))
+    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
+                          passes_used, holdout.best if holdout.active else None))
     return learner
+
+
+def _save(path: str, config: Config, learner: OnlineLearner) -> None:
+    learner.sync()
+    model.save(path, config, learner.weights, learner.state)
 
 
 def warm_cache() -> None:

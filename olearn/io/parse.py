@@ -93,10 +93,10 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
 
 def parse(text: np.ndarray, n_lines: int, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
-          bytes_read: int = 0) -> ExampleBatch:
+          bytes_read: int = 0, pass_line: int = 0) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch`."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
      n_warnings) = parse_block(text, n_lines, fmt, mask, seed, hash_all, add_constant, audit,
                                ns_hash)
     return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
-                        namespace, audit_spans, warnings, int(n_warnings), bytes_read)
+                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line)

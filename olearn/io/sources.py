@@ -23,13 +23,15 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass
 class Block:
-    """Whole lines of one source: ``data`` starts at 0-based line ``first_line``."""
+    """Whole lines of one source: ``data`` starts at 0-based line ``first_line``, which is
+    line ``pass_line`` of all the sources read in order (a pass over the data)."""
 
     data: bytes
     source: str
     first_line: int
     n_lines: int
     bytes_read: int  # raw (compressed) bytes read from all sources so far
+    pass_line: int = 0
 
 
 def display_name(path: str) -> str:
@@ -141,8 +143,14 @@ def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
 def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
     """Blocks of every source in order."""
     counter = [0]
+    earlier_lines = 0
     for path in paths:
-        yield from blocks_of(path, counter, block_size)
+        end = 0
+        for block in blocks_of(path, counter, block_size):
+            block.pass_line = earlier_lines + block.first_line
+            end = block.first_line + block.n_lines
+            yield block
+        earlier_lines += end
 
 
 class ReadAhead:

@@ -34,7 +34,13 @@ R_LAST_W_LABELED = 8
 R_LABEL1 = 9
 R_LABEL2 = 10
 R_MANY_LABELS = 11
-STATS_SIZE = 12
+R_HOLDOUT_LOSS = 12         # held-out examples: the whole run,
+R_HOLDOUT_W = 13
+R_HOLDOUT_LOSS_SINCE = 14   # since the last holdout row,
+R_HOLDOUT_W_SINCE = 15
+R_HOLDOUT_LOSS_PASS = 16    # and this pass
+R_HOLDOUT_W_PASS = 17
+STATS_SIZE = 18
 
 # Parameters (float64 array).
 P_ETA = 0
@@ -54,11 +60,15 @@ P_MASK = 13
 P_PERMUTATIONS = 14
 P_L1 = 15
 P_L2 = 16
-PARAMS_SIZE = 17
+P_HOLDOUT_PERIOD = 17  # hold out every n-th line of a pass (0: no holdout) ...
+P_HOLDOUT_AFTER = 18   # ... or, when > 0, every line after this one
+P_HOLDOUT_ROWS = 19    # table rows report the holdout loss (from pass 2 on)
+PARAMS_SIZE = 20
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
-ROW_COLS = 7  # examples, weight sum, label, prediction, features, average loss, since last
+# examples, weight sum, label, prediction, features, average loss, since last, holdout row
+ROW_COLS = 8
 X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
 
@@ -166,9 +176,22 @@ def output(params, p):
 
 
 @njit(cache=True, nogil=True)
+def _holdout_averages(stats, row):
+    """A holdout row's losses: over the run's held-out examples, and since the last such row."""
+    w = stats[R_HOLDOUT_W]
+    row[5] = stats[R_HOLDOUT_LOSS] / w if w > 0 else np.nan
+    since_w = stats[R_HOLDOUT_W_SINCE]
+    row[6] = stats[R_HOLDOUT_LOSS_SINCE] / since_w if since_w > 0 else np.nan
+    stats[R_HOLDOUT_LOSS_SINCE] = stats[R_HOLDOUT_W_SINCE] = 0.0
+
+
+@njit(cache=True, nogil=True)
 def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, value, namespace,
-                preds, rows):
+                lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
+
+    Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
+    whether it is held out (VW's holdout: predicted and scored apart, never learned).
 
     ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
     example. Writes each example's prediction (after link and --binary) and raw score (before
@@ -186,6 +209,8 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
     lam2 = params[P_L2]
     regularized = lam1 > 0 or lam2 > 0
     acc = state[S_REG:S_REG + regularize.SIZE]
+    period = np.int64(params[P_HOLDOUT_PERIOD])
+    after = np.int64(params[P_HOLDOUT_AFTER])
     ranges = np.zeros((256, 2), dtype=np.int64)
     x_idx = np.empty(0, dtype=np.uint32)
     x_val = np.empty(0, dtype=np.float32)
@@ -210,7 +235,11 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
         y = np.float64(numbers[e, 0])
         imp = np.float64(numbers[e, 1])
         labeled = not np.isnan(y)
-        learn = labeled and imp > 0 and not test_only
+        held = False
+        if period > 0:
+            counter = first_line + lines[e] + 1
+            held = counter > after if after > 0 else counter % period == 0
+        learn = labeled and imp > 0 and not test_only and not held
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
@@ -225,7 +254,15 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
         preds[e, 1] = raw
         if labeled:
             loss = loss_value(loss_code, tau, p, y)
-            stats[R_SUM_LOSS] += (shown != y) * imp if binary else loss * imp
+            reported = (shown != y) * imp if binary else loss * imp
+        if held and labeled:
+            for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
+                stats[r] += reported
+            for r in (R_HOLDOUT_W, R_HOLDOUT_W_SINCE, R_HOLDOUT_W_PASS):
+                stats[r] += imp
+            continue
+        if labeled:
+            stats[R_SUM_LOSS] += reported
             stats[R_W_LABELED] += imp
             stats[R_W_LABEL_SUM] += y * imp
             if np.isnan(stats[R_LABEL1]):
@@ -251,12 +288,18 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
             rows[nrows, 2] = y
             rows[nrows, 3] = shown
             rows[nrows, 4] = hi - lo
-            wl = stats[R_W_LABELED]
-            rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
-            new_w = wl - stats[R_LAST_W_LABELED]
-            rows[nrows, 6] = (stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w if new_w > 0 else np.nan
-            stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
-            stats[R_LAST_W_LABELED] = wl
+            if params[P_HOLDOUT_ROWS] != 0:
+                _holdout_averages(stats, rows[nrows])
+                rows[nrows, 7] = 1.0
+            else:
+                wl = stats[R_W_LABELED]
+                rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
+                new_w = wl - stats[R_LAST_W_LABELED]
+                rows[nrows, 6] = ((stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w
+                                  if new_w > 0 else np.nan)
+                stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
+                stats[R_LAST_W_LABELED] = wl
+                rows[nrows, 7] = 0.0
             if params[P_PROGRESS_ADD] != 0:
                 stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
             else:

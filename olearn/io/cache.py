@@ -1,0 +1,174 @@
+"""The example cache (``-c``, ``--cache_file``): parsed, hashed examples in a binary file.
+
+A cache lets later passes, and later runs, skip reading and parsing the text. Its header records
+what its contents depend on: each source's name, size and modification time, and the options
+that change parsing and hashing. A cache whose header differs from the current run's is rebuilt
+(VW rebuilds a cache made with fewer bits). It is written through a temporary file and renamed
+when complete, so a cache file is never half-written.
+
+Layout: ``MAGIC``, a little-endian uint32 header length, a JSON header, then one record per
+batch: a fixed-size record header (counts and line numbers), then the batch's arrays, each
+starting at a multiple of 8 bytes so that they are read in place with no copy.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from typing import BinaryIO, Iterator
+
+import numpy as np
+
+from olearn.batch import ExampleBatch
+from olearn.errors import OlearnError
+from olearn.io import sources
+from olearn.io.atomic import AtomicOutput
+from olearn.io.layout import AUDIT_COLS
+
+MAGIC = b"OLEARN-CACHE\n"
+VERSION = 1
+# examples, features, tag bytes, source number, CRC-32 of the arrays, first line (in source),
+# first line (in pass)
+_RECORD = struct.Struct("<IIIIIqq")
+# The options that change what the parser produces.
+PARSE_OPTIONS = ("bit_precision", "hash", "hash_seed", "noconstant", "format")
+
+
+def _fields(n: int, nf: int, nt: int) -> list[tuple[str, np.dtype, tuple]]:
+    """Name, dtype and shape of each array of a record, in file order."""
+    return [("numbers", np.dtype("<f4"), (n, 3)), ("lines", np.dtype("<u4"), (n,)),
+            ("offsets", np.dtype("<u4"), (n + 1,)), ("tags", np.dtype("<i4"), (n, 2)),
+            ("index", np.dtype("<u4"), (nf,)), ("value", np.dtype("<f4"), (nf,)),
+            ("namespace", np.dtype("u1"), (nf,)), ("text", np.dtype("u1"), (nt,))]
+
+
+def _padded(size: int) -> int:
+    return (size + 7) & ~7
+
+
+def fingerprint(config, paths: list[str]) -> dict:
+    """What a cache for ``paths`` under ``config`` depends on."""
+    described = []
+    for path in paths:
+        if path == "-":
+            described.append(["stdin", None, None])
+        else:
+            st = os.stat(path)
+            described.append([path, st.st_size, st.st_mtime_ns])
+    return {"version": VERSION, "sources": described,
+            "options": {name: getattr(config, name) for name in PARSE_OPTIONS}}
+
+
+def default_path(paths: list[str]) -> str:
+    """``-c`` names the cache after the first data file, as VW does (``train.vw.cache``)."""
+    if paths[0] == "-":
+        raise OlearnError("-c names the cache after the data file, and the data is stdin: "
+                          "name it with --cache_file")
+    return paths[0] + ".cache"
+
+
+def _read_header(stream: BinaryIO) -> dict | None:
+    """The JSON header of a cache file, or None when the file is not a cache."""
+    start = stream.read(len(MAGIC) + 4)
+    if len(start) < len(MAGIC) + 4 or not start.startswith(MAGIC):
+        return None
+    (length,) = struct.unpack("<I", start[len(MAGIC):])
+    try:
+        return json.loads(stream.read(length))
+    except ValueError:
+        return None
+
+
+def matches(path: str, wanted: dict) -> bool:
+    """Whether ``path`` is a complete cache made from the same sources with the same options."""
+    try:
+        with open(path, "rb") as stream:
+            return _read_header(stream) == wanted
+    except OSError:
+        return False
+
+
+class Writer:
+    """Writes batches to a new cache; the file appears only on :meth:`commit`."""
+
+    def __init__(self, path: str, header: dict):
+        self._out = AtomicOutput(path)
+        self._sources = [name for name, _, _ in header["sources"]]
+        text = json.dumps(header).encode()
+        self._out.write(MAGIC + struct.pack("<I", len(text)) + text)
+
+    def add(self, batch: ExampleBatch) -> None:
+        n, nf = len(batch), len(batch.index)
+        tags, text = _compact_tags(batch)
+        arrays = {"numbers": batch.numbers, "lines": batch.lines, "offsets": batch.offsets,
+                  "tags": tags, "index": batch.index, "value": batch.value,
+                  "namespace": batch.namespace, "text": text}
+        payload = bytearray()
+        for name, dtype, _ in _fields(n, nf, len(text)):
+            data = np.ascontiguousarray(arrays[name], dtype=dtype).tobytes()
+            payload += data + bytes(_padded(len(data)) - len(data))
+        self._out.write(_RECORD.pack(n, nf, len(text), self._sources.index(batch.source),
+                                     zlib.crc32(payload), batch.first_line, batch.pass_line))
+        self._out.write(payload)
+
+    def commit(self) -> None:
+        self._out.commit()
+
+    def discard(self) -> None:
+        self._out.discard()
+
+
+def _compact_tags(batch: ExampleBatch) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's tags as spans of a buffer holding only the tags' bytes."""
+    tags = np.full((len(batch), 2), -1, dtype=np.int64)
+    pieces, size = [], 0
+    for e in np.flatnonzero(batch.tags[:, 0] >= 0):
+        start, end = batch.tags[e]
+        pieces.append(bytes(batch.text[start:end]))
+        tags[e] = size, size + end - start
+        size += end - start
+    return tags, np.frombuffer(b"".join(pieces), dtype=np.uint8)
+
+
+def read(path: str, mask: int) -> Iterator[ExampleBatch]:
+    """The batches of a cache file, in order (arrays in the dtypes the parser produces).
+
+    Every index is checked against ``mask``: a damaged cache is an error, never a wild write.
+    """
+    with open(path, "rb") as stream:
+        header = _read_header(stream)
+        if header is None:
+            raise OlearnError("not an olearn cache file (rebuild it with -k)", path)
+        names = [sources.display_name("-" if name == "stdin" else name)
+                 for name, _, _ in header["sources"]]
+        empty_audit = np.empty((0, AUDIT_COLS), dtype=np.int64)
+        no_warnings = np.empty((0, 4), dtype=np.int64)
+        while True:
+            head = stream.read(_RECORD.size)
+            if not head:
+                return
+            if len(head) < _RECORD.size:
+                raise OlearnError("truncated cache file (rebuild it with -k)", path)
+            n, nf, nt, source, crc, first_line, pass_line = _RECORD.unpack(head)
+            fields = _fields(n, nf, nt)
+            sizes = [_padded(dtype.itemsize * int(np.prod(shape))) for _, dtype, shape in fields]
+            buf = np.empty(sum(sizes), dtype=np.uint8)
+            if stream.readinto(buf) != len(buf):
+                raise OlearnError("truncated cache file (rebuild it with -k)", path)
+            if zlib.crc32(buf) != crc or source >= len(names):
+                raise OlearnError("corrupted cache file (rebuild it with -k)", path)
+            arrays, at = {}, 0
+            for (name, dtype, shape), size in zip(fields, sizes):
+                count = int(np.prod(shape))
+                arrays[name] = buf[at:at + dtype.itemsize * count].view(dtype).reshape(shape)
+                at += size
+            offsets = arrays["offsets"].astype(np.int64)
+            index = arrays["index"]
+            if n and (offsets[0] != 0 or offsets[-1] != nf or np.any(np.diff(offsets) < 0)
+                      or (nf and index.max() > mask)):
+                raise OlearnError("corrupted cache file (rebuild it with -k)", path)
+            yield ExampleBatch(arrays["text"], names[source], first_line, arrays["numbers"],
+                               arrays["tags"].astype(np.int64), arrays["lines"].astype(np.int64),
+                               offsets, index, arrays["value"], arrays["namespace"],
+                               empty_audit, no_warnings, 0, stream.tell(), pass_line)

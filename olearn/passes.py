@@ -1,0 +1,105 @@
+"""Several passes over the data (vw-reference.md §8): where each pass reads its examples (the
+text or the cache), and the holdout bookkeeping that ends training early."""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+
+from olearn.batch import ExampleBatch
+from olearn.config import Config
+from olearn.errors import OlearnError
+from olearn.io import cache, sources
+from olearn.optim import gd
+
+
+class DataPlan:
+    """The examples of each pass: parsed from the text, or read back from the cache.
+
+    Without a usable cache, the first pass parses the text and writes the cache, which appears
+    when that pass is complete; later passes and later runs read it. The cache holds no feature
+    names, so ``--audit`` parses the text in every pass and ``--invert_hash`` in the first.
+    """
+
+    def __init__(self, config: Config, paths: list[str]):
+        self.config = config
+        self.paths = paths
+        self.path = config.cache_file or (cache.default_path(paths) if config.cache else None)
+        if config.passes > 1 and self.path is None:
+            raise OlearnError("need a cache file for multiple passes: try using --cache (-c) "
+                              "or --cache_file <name>")
+        if config.passes > 1 and config.audit and "-" in paths:
+            raise OlearnError("--audit with --passes parses the text in every pass, "
+                              "and stdin can be read only once")
+        self._fingerprint = cache.fingerprint(config, paths) if self.path else None
+        self.usable = (self.path is not None and not config.kill_cache
+                       and cache.matches(self.path, self._fingerprint))
+        self._writer: cache.Writer | None = None
+
+    def header_lines(self) -> list[str]:
+        reading = "Reading datafile = " + ", ".join(sources.display_name(p) for p in self.paths)
+        if self.path is None:
+            return ["using no cache", reading]
+        if self.usable:
+            return [f"using cache_file = {self.path}",
+                    "ignoring text input in favor of cache input"]
+        return [f"creating cache_file = {self.path}", reading]
+
+    def reads_text(self, pass_no: int) -> bool:
+        if not self.usable or self.config.audit:
+            return True
+        return pass_no == 0 and self.config.invert_hash is not None
+
+    def batches(self, learner, pass_no: int) -> Iterator[ExampleBatch]:
+        if not self.reads_text(pass_no):
+            reader = sources.ReadAhead(cache.read(self.path, self.config.mask))
+            try:
+                yield from reader
+            finally:
+                reader.close()
+            return
+        if self.path is not None and not self.usable and self._writer is None:
+            self._writer = cache.Writer(self.path, self._fingerprint)
+        for batch in learner.batches(sources.all_blocks(self.paths)):
+            if self._writer is not None:
+                self._writer.add(batch)
+            yield batch
+        if self._writer is not None:
+            self._writer.commit()
+            self._writer = None
+            self.usable = True
+
+    def discard(self) -> None:
+        """After a failure: no cache file (a half-written one would be wrong)."""
+        if self._writer is not None:
+            self._writer.discard()
+            self._writer = None
+
+
+class Holdout:
+    """VW's holdout over passes: the best pass's holdout loss, and early termination after
+    ``--early_terminate`` passes in a row without improvement."""
+
+    def __init__(self, config: Config):
+        self.active = config.holdout
+        self.patience = config.early_terminate
+        self.best = math.inf
+        self._no_win = 0
+        self.stopped_early = False
+
+    def end_pass(self, stats: np.ndarray) -> bool:
+        """Score the pass just finished; True when it is the best so far."""
+        weight = stats[gd.R_HOLDOUT_W_PASS]
+        loss = stats[gd.R_HOLDOUT_LOSS_PASS] / weight if weight > 0 else math.inf
+        stats[gd.R_HOLDOUT_LOSS_PASS] = stats[gd.R_HOLDOUT_W_PASS] = 0.0
+        if not self.active:
+            return False
+        if loss < self.best:
+            self.best = loss
+            self._no_win = 0
+            return True
+        if math.isfinite(loss) or math.isfinite(self.best):
+            self._no_win += 1
+        self.stopped_early = self._no_win >= self.patience
+        return False
