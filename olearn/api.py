@@ -61,6 +61,7 @@ class Learner:
     def _run(self, data: Data, learn: bool) -> np.ndarray:
         learner = self._learner
         outputs = []
+        lines = 0
         for batch in learner.batches(_blocks(data)):
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if learn:
@@ -68,6 +69,9 @@ class Learner:
             else:
                 learner.predict(batch, preds)
             outputs.append(preds[:, 0])
+            lines = batch.pass_line + batch.n_lines
+        if learn:
+            learner.end_pass(lines, last=True)
         return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32)
 
     @property
@@ -78,7 +82,8 @@ class Learner:
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
         self._learner.sync()
-        model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state)
+        model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state,
+                        self._learner.poly)
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> "Learner":
@@ -91,5 +96,5 @@ class Learner:
         learner = cls.__new__(cls)
         learner.config = config
         learner._learner = OnlineLearner(config)
-        learner._learner.restore(saved.weights(config), saved.state)
+        saved.restore(learner._learner)
         return learner

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from olearn.batch import ExampleBatch
-from olearn.features.interactions import encode, expand, expanded_size, unseen_features
+from olearn.features.interactions import expand, expanded_size, unseen_features
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 
 
@@ -41,13 +41,13 @@ class NameCollector:
 
     def __init__(self, config):
         self._seen = np.zeros(1 << config.bit_precision, dtype=np.bool_)
-        self._terms = encode(config.terms)
         self._config = config
         self.names: dict[int, str] = {}
 
-    def add(self, batch: ExampleBatch) -> None:
+    def add(self, batch: ExampleBatch, terms: np.ndarray) -> None:
+        """Names of ``batch``'s features not seen before, interactions (``terms``) included."""
         indices, components = unseen_features(
-            batch.offsets, batch.index, batch.value, batch.namespace, self._terms,
+            batch.offsets, batch.index, batch.value, batch.namespace, terms,
             self._config.mask, self._config.permutations, self._seen)
         for j, row in zip(indices.tolist(), components):
             self.names[j] = _joined_name(batch, row)

@@ -15,8 +15,8 @@ class ExampleBatch:
     ``tags[e]`` is a (start, end) span of ``text`` (start -1: no tag); ``lines[e]`` is the
     0-based line of the example within the block. ``audit`` holds byte spans of names (only
     when parsed for ``--audit``). ``warnings`` rows are (line, code, start, end), the first
-    ``len(warnings)`` of ``n_warnings``. The block's first line is line ``pass_line`` of the
-    pass over all sources (holdout counts lines of a pass).
+    ``len(warnings)`` of ``n_warnings``. The block's ``n_lines`` lines start at line
+    ``pass_line`` of the pass over all sources (holdout counts lines of a pass).
     """
 
     text: np.ndarray
@@ -34,6 +34,7 @@ class ExampleBatch:
     n_warnings: int
     bytes_read: int
     pass_line: int = 0
+    n_lines: int = 0
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

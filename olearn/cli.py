@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from olearn.config import FORMATS, HASHES, Config
+from olearn.config import FORMATS, HASHES, POLY_HEURISTICS, Config
 from olearn.errors import OlearnError
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
@@ -45,6 +45,17 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Smallest prediction to output (fixes the clipping range).")
 @click.option("--max_prediction", type=float, default=None,
               help="Largest prediction to output (fixes the clipping range).")
+@click.option("--stage_poly", is_flag=True,
+              help="APPLE: grow polynomial features (monomials) in stages, from the best weights.")
+@click.option("--sched_exponent", "--alpha", "sched_exponent", type=float, default=1.0,
+              show_default=True,
+              help="Each stage adds floor(s^alpha) parents (s: average input features/example).")
+@click.option("--batch_sz", type=int, default=1000, show_default=True,
+              help="Examples between stages (doubling after each); 0: a stage at each pass end.")
+@click.option("--batch_sz_no_doubling", is_flag=True, help="Keep --batch_sz fixed.")
+@click.option("--poly_heuristic", type=click.Choice(POLY_HEURISTICS), default="weight",
+              show_default=True,
+              help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score.")
 @click.option("--l1", type=float, default=0.0, show_default=True,
               help="L1 regularization, applied lazily as exact proximal (FOBOS) steps.")
 @click.option("--l2", type=float, default=0.0, show_default=True,
@@ -115,6 +126,7 @@ def command(paths, data, format_, hash_, warm_cache, **options):
       olearn -d train.svm.gz --format svmlight
       olearn -d train.vw --audit              features of each example, as VW prints them
       olearn -d train.vw -c --passes 10       cache, holdout and early termination
+      olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
     """
     from olearn.run import run, warm_cache as warm
     if warm_cache:

@@ -14,8 +14,10 @@ FORMATS = ("auto", "vw", "svmlight")
 MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd", "adaptive",
                  "normalized", "invariant", "loss_function", "quantile_tau", "link", "binary",
                  "min_prediction", "max_prediction", "l1", "l2", "noconstant", "hash", "hash_seed",
-                 "quadratic", "cubic", "interactions", "permutations")
+                 "quadratic", "cubic", "interactions", "permutations", "stage_poly",
+                 "sched_exponent", "batch_sz", "batch_sz_no_doubling", "poly_heuristic")
 HASHES = ("strings", "all")
+POLY_HEURISTICS = ("weight", "ssm")
 
 
 @dataclass
@@ -45,6 +47,11 @@ class Config:
     cubic: list[str] = field(default_factory=list)
     interactions: list[str] = field(default_factory=list)
     permutations: bool = False
+    stage_poly: bool = False
+    sched_exponent: float = 1.0
+    batch_sz: int = 1000
+    batch_sz_no_doubling: bool = False
+    poly_heuristic: str = "weight"
     leave_duplicate_interactions: bool = False
     hash: str = "strings"
     hash_seed: int = 0
@@ -92,6 +99,13 @@ class Config:
         for name in ("passes", "holdout_period", "early_terminate"):
             if getattr(self, name) < 1:
                 raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.batch_sz < 0:
+            raise OlearnError(f"--batch_sz must be >= 0, got {self.batch_sz}")
+        if not self.sched_exponent >= 0:
+            raise OlearnError(f"--sched_exponent must be >= 0, got {self.sched_exponent}")
+        if self.poly_heuristic not in POLY_HEURISTICS:
+            raise OlearnError(f"--poly_heuristic must be one of {', '.join(POLY_HEURISTICS)}, "
+                              f"got {self.poly_heuristic!r}")
         if self.holdout_after < 0:
             raise OlearnError(f"--holdout_after must be >= 0, got {self.holdout_after}")
         if not self.decay_learning_rate > 0:

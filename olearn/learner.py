@@ -11,8 +11,8 @@ from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
-from olearn.features import interactions
-from olearn.hashing import namespace_hash
+from olearn.features import interactions, stage_poly
+from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
@@ -38,6 +38,7 @@ class OnlineLearner:
             self.weights[:, 1] = t0
         # per-coordinate snapshots of the lazy regularization (unused without --l1/--l2)
         self.lazy = np.zeros((len(self.weights) if config.regularized else 1, regularize.SIZE))
+        self.poly = self._new_poly(config)
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
@@ -63,16 +64,52 @@ class OnlineLearner:
         params[gd.P_PERMUTATIONS] = config.permutations
         params[gd.P_L1] = config.l1
         params[gd.P_L2] = config.l2
+        params[gd.P_STAGE_POLY] = config.stage_poly
+        params[gd.P_SCHED_EXPONENT] = config.sched_exponent
+        params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
+        params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
+        params[gd.P_CONSTANT] = CONSTANT_HASH & config.mask
         if config.holdout:
             params[gd.P_HOLDOUT_PERIOD] = config.holdout_period
             params[gd.P_HOLDOUT_AFTER] = config.holdout_after
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
-        self.terms = interactions.encode(config.terms)
+        self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
+        self._namespaces = np.zeros(256, dtype=np.bool_)
+        self.terms = interactions.encode(interactions.with_wildcards(config.terms, []))
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
+
+    @staticmethod
+    def _new_poly(config: Config) -> tuple:
+        """--stage_poly state: min_depth, flags, SSM sums, counters and (for --invert_hash)
+        each monomial's origin; tiny arrays when unused."""
+        size = 1 << config.bit_precision if config.stage_poly else 1
+        ssm_size = size if config.poly_heuristic == "ssm" else 1
+        origin_size = size if config.invert_hash else 1
+        counters = np.zeros(stage_poly.COUNTERS_SIZE)
+        counters[stage_poly.C_PERIOD] = config.batch_sz
+        return (np.full(size, stage_poly.NEVER, dtype=np.uint8), np.zeros(size, dtype=np.uint8),
+                np.zeros((ssm_size, 2)), counters, np.full((origin_size, 2), -1, dtype=np.int64))
+
+    def feature_names(self, names: dict[int, str]) -> dict[int, str]:
+        """``names`` of the input features, and with --stage_poly those of the monomials."""
+        if not self.config.stage_poly:
+            return names
+        min_depth, _, _, _, origin = self.poly
+        return {**names, **stage_poly.monomial_names(origin, min_depth, names,
+                                                      int(self.params[gd.P_CONSTANT]))}
+
+    def end_pass(self, lines: int, last: bool) -> None:
+        """After a pass of ``lines`` lines. VW's example counter counts the end of a pass as one
+        more line (not after the last pass, so that ``-i`` continues the count exactly); with
+        --batch_sz 0, a --stage_poly stage is due at the end of every pass but the last."""
+        counters = self.poly[3]
+        counters[stage_poly.C_COUNTER_BASE] += lines + (0 if last else 1)
+        if self.config.stage_poly and self.config.batch_sz == 0 and not last:
+            counters[stage_poly.C_PENDING] = 1.0
 
     def _apply_fixed_range(self) -> None:
         """--min_prediction/--max_prediction fix the clipping range."""
@@ -137,26 +174,40 @@ class OnlineLearner:
 
     # -- learning --------------------------------------------------------------------------
 
+    def _see_namespaces(self, batch: ExampleBatch) -> None:
+        """With a ``:`` wildcard, new namespaces in ``batch`` add interaction terms (as VW,
+        which regenerates its interactions when an example brings a new namespace)."""
+        if not self._wildcards:
+            return
+        present = np.bincount(batch.namespace, minlength=256) > 0
+        if (present & ~self._namespaces).any():
+            self._namespaces |= present
+            self.terms = interactions.encode(interactions.with_wildcards(
+                self.config.terms, np.flatnonzero(self._namespaces).tolist()))
+
     def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
 
         ``preds`` (shape (len(batch), 2)) receives each output and raw score.
         """
+        self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
-        count = gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
-                               self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
-                               batch.namespace, batch.lines, batch.pass_line, preds, rows)
+        count = gd.learn_batch(self.weights, self.lazy, self.poly, self.state, self.stats,
+                               self.params, self.terms, batch.numbers, batch.offsets,
+                               batch.index, batch.value, batch.namespace, batch.lines,
+                               batch.pass_line, preds, rows)
         return rows[:count]
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
+        self._see_namespaces(batch)
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         rows = np.empty((0, gd.ROW_COLS))
-        gd.learn_batch(self.weights, self.lazy, self.state.copy(), self.new_stats(), params,
-                       self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
-                       batch.namespace, batch.lines, batch.pass_line, preds, rows)
+        gd.learn_batch(self.weights, self.lazy, self.poly, self.state.copy(), self.new_stats(),
+                       params, self.terms, batch.numbers, batch.offsets, batch.index,
+                       batch.value, batch.namespace, batch.lines, batch.pass_line, preds, rows)
 
     @property
     def average_loss(self) -> float:
@@ -166,14 +217,15 @@ class OnlineLearner:
     def learn_audited(self, batch: ExampleBatch, preds: np.ndarray,
                       emit: Callable[[str], None]) -> np.ndarray:
         """As :meth:`learn`, one example at a time, emitting each example's audit lines."""
+        self._see_namespaces(batch)
         adaptive = self.config.update_rule[0]
         rows = []
         for e in range(len(batch)):
             features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
             lo, hi = batch.offsets[e], batch.offsets[e + 1]
             row = np.empty((1, gd.ROW_COLS))
-            if gd.learn_batch(self.weights, self.lazy, self.state, self.stats, self.params,
-                              self.terms, batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
+            if gd.learn_batch(self.weights, self.lazy, self.poly, self.state, self.stats,
+                              self.params, self.terms, batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
                               batch.index[lo:hi], batch.value[lo:hi], batch.namespace[lo:hi],
                               batch.lines[e:e + 1], batch.pass_line, preds[e:e + 1], row):
                 rows.append(row)

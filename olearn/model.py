@@ -17,6 +17,7 @@ import numpy as np
 import olearn
 from olearn.config import MODEL_OPTIONS, Config
 from olearn.errors import OlearnError
+from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
 
 MAGIC = b"OLEARN-MODEL\n"
@@ -32,10 +33,21 @@ def _default_row(config: Config) -> np.ndarray:
     return row
 
 
-def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray) -> None:
-    """Write a model: only the coordinates that differ from a fresh learner's are stored."""
+POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
+
+
+def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
+         poly: tuple | None = None) -> None:
+    """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
+    with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums)."""
     changed = np.flatnonzero(np.any(weights != _default_row(config), axis=1)).astype(np.uint32)
     arrays = {"index": changed, "rows": weights[changed], "state": state}
+    if config.stage_poly:
+        min_depth, flags, ssm, counters, _ = poly
+        seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0)).astype(np.uint32)
+        arrays.update(poly_index=seen, poly_depth=min_depth[seen], poly_flags=flags[seen],
+                      poly_ssm=ssm[seen] if len(ssm) == len(min_depth) else ssm[:0],
+                      poly_counters=counters)
     spec, offset, blobs = {}, 0, []
     for name, array in arrays.items():
         data = np.ascontiguousarray(array).tobytes()
@@ -61,14 +73,28 @@ class Model:
     """A loaded model: its options and state, ready to be applied to a learner."""
 
     options: dict
-    index: np.ndarray
-    rows: np.ndarray
-    state: np.ndarray
+    arrays: dict
+
+    @property
+    def state(self) -> np.ndarray:
+        return self.arrays["state"]
 
     def weights(self, config: Config) -> np.ndarray:
         weights = np.tile(_default_row(config), (1 << config.bit_precision, 1))
-        weights[self.index] = self.rows
+        weights[self.arrays["index"]] = self.arrays["rows"]
         return weights
+
+    def restore(self, learner) -> None:
+        """Put the saved state into ``learner`` (an OnlineLearner for the merged options)."""
+        learner.restore(self.weights(learner.config), self.state)
+        if learner.config.stage_poly and "poly_index" in self.arrays:
+            min_depth, flags, ssm, counters, _ = learner.poly
+            seen = self.arrays["poly_index"]
+            min_depth[seen] = self.arrays["poly_depth"]
+            flags[seen] = self.arrays["poly_flags"]
+            if len(ssm) == len(min_depth) and len(self.arrays["poly_ssm"]) == len(seen):
+                ssm[seen] = self.arrays["poly_ssm"]
+            counters[:] = self.arrays["poly_counters"]
 
 
 def load(path: str) -> Model:
@@ -104,11 +130,20 @@ def load(path: str) -> Model:
         raw = payload[spec["offset"]:spec["offset"] + spec["bytes"]]
         arrays[name] = np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
     from olearn.optim import gd
-    if (set(arrays) != {"index", "rows", "state"} or arrays["state"].shape != (gd.STATE_SIZE,)
+    poly = POLY_ARRAYS if header["options"].get("stage_poly") else set()
+    if (set(arrays) != {"index", "rows", "state"} | poly
+            or arrays["state"].shape != (gd.STATE_SIZE,)
             or arrays["rows"].shape != (len(arrays["index"]), 4)
-            or set(header["options"]) != set(MODEL_OPTIONS)):
+            or set(header["options"]) != set(MODEL_OPTIONS)
+            or (poly and (arrays["poly_counters"].shape != (stage_poly.COUNTERS_SIZE,)
+                          or len({len(arrays[n]) for n in ("poly_index", "poly_depth",
+                                                          "poly_flags")}) != 1))):
         raise OlearnError("corrupted model file (unexpected contents)", path)
-    return Model(header["options"], arrays["index"], arrays["rows"], arrays["state"])
+    bits = header["options"]["bit_precision"]
+    for name in ("index", "poly_index"):
+        if name in arrays and len(arrays[name]) and int(arrays[name].max()) >> bits:
+            raise OlearnError("corrupted model file (index out of range)", path)
+    return Model(header["options"], arrays)
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:

@@ -51,7 +51,9 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    lines += [f"Enabled learners: gd ({', '.join(rule)}), loss = {config.loss_function}"
+    lines += [f"Enabled learners: gd ({', '.join(rule)}), "
+              + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
+              + f"loss = {config.loss_function}"
               + (f" (tau {config.quantile_tau:g})" if config.loss_function == "quantile" else "")
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -72,7 +74,7 @@ def run(config: Config) -> OnlineLearner:
                                      lambda text: config.quiet or sys.stderr.write(text + "\n"))
     learner = OnlineLearner(config)
     if saved is not None:
-        learner.restore(saved.weights(config), saved.state)
+        saved.restore(learner)
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
@@ -87,28 +89,30 @@ def run(config: Config) -> OnlineLearner:
         for pass_no in range(config.passes):
             learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
             from_text = plan.reads_text(pass_no)
-            bytes_read = 0
+            bytes_read = lines = 0
             for batch in plan.batches(learner, pass_no):
                 if batch.n_warnings:
                     if config.strict_parse:
                         check_strict(batch)
                     for message in warning_lines(batch):
                         console.print(message)
-                if names is not None and from_text:
-                    names.add(batch)
                 preds = np.empty((len(batch), 2), dtype=np.float32)
                 if config.audit:
                     rows = learner.learn_audited(batch, preds, sys.stdout.write)
                 else:
                     rows = learner.learn(batch, preds)
+                if names is not None and from_text:
+                    names.add(batch, learner.terms)
                 for out, column in outputs:
                     out.write(format_predictions(preds[:, column], batch.tags, batch.text))
                 for row in rows:
                     console.print(format_row(row))
                 bytes_read = batch.bytes_read
+                lines = batch.pass_line + batch.n_lines
                 console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
             bytes_done += bytes_read
             passes_used += 1
+            learner.end_pass(lines, last=passes_used == config.passes)
             if holdout.end_pass(learner.stats) and config.final_regressor:
                 _save(config.final_regressor, config, learner)
             learner.params[gd.P_ETA] *= config.decay_learning_rate
@@ -123,7 +127,8 @@ def run(config: Config) -> OnlineLearner:
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
                 readable.write(path, config, learner.weights, learner.state,
-                               known.names if known else None, config.predict_only_model)
+                               learner.feature_names(known.names) if known else None,
+                               config.predict_only_model)
         for out, _ in outputs:
             out.commit()
     except BaseException:
@@ -139,7 +144,7 @@ def run(config: Config) -> OnlineLearner:
 
 def _save(path: str, config: Config, learner: OnlineLearner) -> None:
     learner.sync()
-    model.save(path, config, learner.weights, learner.state)
+    model.save(path, config, learner.weights, learner.state, learner.poly)
 
 
 def warm_cache() -> None:

@@ -157,3 +157,39 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
     if final_weights is not None:
         final_weights.update(w)
     return out
+
+
+def stage_poly_synthetic(features, constant, mask, min_depth, parents, training):
+    """VW's stage_poly expansion (vw-reference.md §7.3), recursively: the synthetic features of
+    ``features`` [(index, value)]; updates ``min_depth`` (dict, default 127) and ``parents``
+    (set) in training as VW does."""
+    out, in_example = [], set()
+
+    def child(a, g):
+        if a == constant:
+            return g
+        if g == constant:
+            return a
+        return (a ^ (16777619 * g)) & mask
+
+    def walk(g, x, depth):
+        for a, v in features:
+            c = child(a, g)
+            if training and depth < min_depth.get(c, 127):
+                parents.discard(c)
+                min_depth[c] = depth
+            if c not in in_example and min(depth, 127) == min_depth.get(c, 127):
+                in_example.add(c)
+                value = float(np.float32(v * x))
+                out.append((c, value))
+                if c in parents:
+                    walk(c, value, depth + 1)
+
+    walk(constant, 1.0, 0)
+    return out
+
+
+def best_monomials(scores, count, excluded):
+    """The ``count`` indices of largest score above 1e-9, not in ``excluded`` (no ties)."""
+    ranked = sorted((s, j) for j, s in enumerate(scores) if j not in excluded and s > 1e-9)
+    return {j for _, j in ranked[-count:]} if count else set()

@@ -246,6 +246,8 @@ AUDIT_OPTIONS = {
     "quadratic": ["-q", "ab", "-q", "aa", "-q", "ba"],
     "cubic": ["--cubic", "abc", "--cubic", "bab"],
     "interactions": ["--interactions", "abcd", "--interactions", "abca", "--permutations"],
+    "wildcard_pairs": ["-q", "::", "-q", "ba", "--cubic", "a::"],
+    "wildcard_triples": ["--cubic", ":::", "--interactions", "b:c:"],
 }
 AUDIT_OPTIONS_ORDER = {  # for the feature-order test only
     "b18": ["-b", "18"],

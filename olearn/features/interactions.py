@@ -9,6 +9,7 @@ adjacent repeats (``-q aa``) give index-ordered combinations only (i <= j), unle
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable
 
 import numpy as np
@@ -17,6 +18,8 @@ from numba import njit
 from olearn.errors import OlearnError
 
 FNV = 16777619
+WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')
+PRINTABLE = range(32, 127)
 
 
 def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
@@ -30,9 +33,7 @@ def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
             if (size is not None and len(term) != size) or len(term) < 2:
                 expected = f"{size} namespace letters" if size else "at least 2 namespace letters"
                 raise OlearnError(f"{option} {term!r}: expected {expected}")
-            if ":" in term:
-                raise OlearnError(f"{option} {term!r}: the ':' wildcard is not supported yet")
-            if len(set(term)) < len(term):
+            if len(set(term)) < len(term) and WILDCARD not in term:
                 term = "".join(sorted(term))  # VW groups repeated namespaces (abcb -> abbc)
             terms.append(term)
     kept, seen = [], set()
@@ -45,6 +46,56 @@ def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
         seen.add(key)
         kept.append(term)
     return sorted(kept, key=lambda t: (len(t), t.encode("latin-1")))
+
+
+def with_wildcards(terms: list[str], namespaces: list[int]) -> list[str]:
+    """The terms to expand once ``namespaces`` (bytes seen so far) are known: each wildcard
+    term's combinations first, then the plain terms that are not one of them (VW's rules,
+    checked with --audit):
+
+    - one ``:`` is replaced in place by each namespace (``:a`` → ``aa ba ca``);
+    - several ``:`` are replaced by combinations with repetition of that size (pairs in
+      lexicographic order; longer ones by largest namespace first, each in decreasing order:
+      ``aaa baa bba bbb caa cba ...``), followed by the term's letters (``a::`` → ``... bca``);
+    - a combination met before in another order is dropped, and one with a repeated namespace
+      is sorted (``baa`` → ``aab``).
+    """
+    letters = [chr(ns) for ns in sorted(set(namespaces)) if ns in PRINTABLE]
+    out, seen = [], set()
+    for term in terms:
+        for combo in _wildcard_combinations(term, letters):
+            key = "".join(sorted(combo))
+            if key not in seen:
+                seen.add(key)
+                out.append(key if len(set(combo)) < len(combo) else combo)
+    for term in terms:
+        if WILDCARD not in term and "".join(sorted(term)) not in seen:
+            out.append(term)
+    return out
+
+
+def _wildcard_combinations(term: str, letters: list[str]):
+    wildcards = term.count(WILDCARD)
+    if wildcards == 1:
+        for letter in letters:
+            yield term.replace(WILDCARD, letter)
+    elif wildcards > 1:
+        fixed = term.replace(WILDCARD, "")
+        combos = (itertools.combinations_with_replacement(letters, 2) if wildcards == 2
+                  else _decreasing_combinations(letters, wildcards))
+        for combo in combos:
+            yield "".join(combo) + fixed
+
+
+def _decreasing_combinations(letters: list[str], size: int):
+    """Combinations with repetition, each in decreasing order, ordered by their largest
+    namespace, then the next, ... (``aaa, baa, bba, bbb, caa, cba, ...``)."""
+    if size == 0:
+        yield ()
+        return
+    for i, top in enumerate(letters):
+        for rest in _decreasing_combinations(letters[:i + 1], size - 1):
+            yield (top,) + rest
 
 
 def encode(terms: list[str]) -> np.ndarray:

@@ -29,8 +29,8 @@ from olearn.io.layout import AUDIT_COLS
 MAGIC = b"OLEARN-CACHE\n"
 VERSION = 1
 # examples, features, tag bytes, source number, CRC-32 of the arrays, first line (in source),
-# first line (in pass)
-_RECORD = struct.Struct("<IIIIIqq")
+# first line (in pass), lines
+_RECORD = struct.Struct("<IIIIIqqq")
 # The options that change what the parser produces.
 PARSE_OPTIONS = ("bit_precision", "hash", "hash_seed", "noconstant", "format")
 
@@ -109,7 +109,8 @@ class Writer:
             data = np.ascontiguousarray(arrays[name], dtype=dtype).tobytes()
             payload += data + bytes(_padded(len(data)) - len(data))
         self._out.write(_RECORD.pack(n, nf, len(text), self._sources.index(batch.source),
-                                     zlib.crc32(payload), batch.first_line, batch.pass_line))
+                                     zlib.crc32(payload), batch.first_line, batch.pass_line,
+                                     batch.n_lines))
         self._out.write(payload)
 
     def commit(self) -> None:
@@ -150,7 +151,7 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
                 return
             if len(head) < _RECORD.size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
-            n, nf, nt, source, crc, first_line, pass_line = _RECORD.unpack(head)
+            n, nf, nt, source, crc, first_line, pass_line, n_lines = _RECORD.unpack(head)
             fields = _fields(n, nf, nt)
             sizes = [_padded(dtype.itemsize * int(np.prod(shape))) for _, dtype, shape in fields]
             buf = np.empty(sum(sizes), dtype=np.uint8)
@@ -171,4 +172,4 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
             yield ExampleBatch(arrays["text"], names[source], first_line, arrays["numbers"],
                                arrays["tags"].astype(np.int64), arrays["lines"].astype(np.int64),
                                offsets, index, arrays["value"], arrays["namespace"],
-                               empty_audit, no_warnings, 0, stream.tell(), pass_line)
+                               empty_audit, no_warnings, 0, stream.tell(), pass_line, n_lines)

@@ -99,4 +99,5 @@ def parse(text: np.ndarray, n_lines: int, fmt: int, mask: int, seed: int, hash_a
      n_warnings) = parse_block(text, n_lines, fmt, mask, seed, hash_all, add_constant, audit,
                                ns_hash)
     return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
-                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line)
+                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line,
+                        n_lines)

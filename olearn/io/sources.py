@@ -117,7 +117,8 @@ def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE) -> It
             line += n
         if pending:
             data = bytes(pending)
-            yield Block(data, name, line, data.count(b"\n") + 1, counter[0])
+            n = data.count(b"\n") + (not data.endswith(b"\n"))  # a last line without newline
+            yield Block(data, name, line, n, counter[0])
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

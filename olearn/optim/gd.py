@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size
 from olearn.losses import derivative, gradient_update, invariant_update, loss_value, square_grad
 from olearn.optim import regularize
@@ -63,7 +64,12 @@ P_L2 = 16
 P_HOLDOUT_PERIOD = 17  # hold out every n-th line of a pass (0: no holdout) ...
 P_HOLDOUT_AFTER = 18   # ... or, when > 0, every line after this one
 P_HOLDOUT_ROWS = 19    # table rows report the holdout loss (from pass 2 on)
-PARAMS_SIZE = 20
+P_STAGE_POLY = 20      # learn on the synthetic examples of --stage_poly
+P_SCHED_EXPONENT = 21
+P_DOUBLING = 22
+P_HEURISTIC = 23
+P_CONSTANT = 24        # the constant feature's index
+PARAMS_SIZE = 25
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
@@ -186,8 +192,8 @@ def _holdout_averages(stats, row):
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, value, namespace,
-                lines, first_line, preds, rows):
+def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, index, value,
+                namespace, lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
     Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
@@ -196,7 +202,8 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
     ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
     example. Writes each example's prediction (after link and --binary) and raw score (before
     clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
-    ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization.
+    ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization; ``poly`` the
+    --stage_poly state (min_depth, flags, SSM sums, counters, origins; features/stage_poly.py).
     """
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
@@ -211,6 +218,15 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
     acc = state[S_REG:S_REG + regularize.SIZE]
     period = np.int64(params[P_HOLDOUT_PERIOD])
     after = np.int64(params[P_HOLDOUT_AFTER])
+    min_depth, flags, ssm, counters, origin = poly
+    poly_on = params[P_STAGE_POLY] != 0
+    constant = np.int64(params[P_CONSTANT])
+    exponent = params[P_SCHED_EXPONENT]
+    heuristic = int(params[P_HEURISTIC])
+    doubling = params[P_DOUBLING] != 0
+    normalized = params[P_NORMALIZED] != 0
+    s_idx = np.empty(16, dtype=np.uint32)
+    s_val = np.empty(16, dtype=np.float32)
     ranges = np.zeros((256, 2), dtype=np.int64)
     x_idx = np.empty(0, dtype=np.uint32)
     x_val = np.empty(0, dtype=np.float32)
@@ -240,6 +256,16 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
             counter = first_line + lines[e] + 1
             held = counter > after if after > 0 else counter % period == 0
         learn = labeled and imp > 0 and not test_only and not held
+        if poly_on:
+            if learn:
+                stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
+                                           heuristic, normalized)
+            s_idx, s_val, n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
+                                                    min_depth, flags, origin, learn, s_idx, s_val)
+            f_idx = s_idx
+            f_val = s_val
+            lo = 0
+            hi = n_syn
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
@@ -272,10 +298,14 @@ def learn_batch(W, lazy, state, stats, params, terms, numbers, offsets, index, v
                     stats[R_LABEL2] = y
                 elif y != stats[R_LABEL2]:
                     stats[R_MANY_LABELS] = 1.0
+            if learn and poly_on and heuristic == 1:
+                stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
             if learn and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
                 if regularized and eta_bar > 0.0:
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+            if learn and poly_on:
+                stage_poly.after_training(counters, first_line + lines[e], doubling)
         else:
             stats[R_W_UNLABELED] += imp
         state[S_T] += imp

@@ -1,0 +1,225 @@
+"""``--stage_poly``: APPLE, the adaptive polynomial expansion (algorithms.md §5; VW's behaviour in
+vw-reference.md §7).
+
+The learner sees, instead of an example's features, its *synthetic* example: every monomial of the
+current support present in the example. The support grows in stages: at each stage the ⌊s^α⌋
+best non-parent monomials (s = average number of input features per example) become parents, and
+a parent times any input feature present becomes a monomial of the support. Monomials are never
+materialized: a depth-first walk from the constant builds each example's synthetic features.
+
+State per weight slot: the smallest depth at which the monomial was seen in training
+(``min_depth``, 127 = never) and flag bits (``PARENT``; ``CYCLE`` marks a monomial already in the
+current example). Counters live in a small float64 array (``C_*`` below).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.features.interactions import FNV
+
+PARENT = np.uint8(1)
+CYCLE = np.uint8(2)
+NEVER = 127  # min_depth of a monomial never seen in training
+MAX_DEPTH = 127
+
+# Counters (float64 array).
+C_SPARSITY = 0     # sum over training examples of their input feature counts
+C_EXAMPLES = 1     # training examples counted in C_SPARSITY
+C_PERIOD = 2       # current example-counter period between stages
+C_PENDING = 3      # 1: a stage is due before the next training example
+C_COUNTER_BASE = 4  # example counter of the current pass's first line (VW's, §8.1)
+C_STAGES = 5       # stages done so far
+COUNTERS_SIZE = 6
+
+HEURISTICS = {"weight": 0, "ssm": 1}
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _child(a, g, constant, mask):
+    """The monomial index of input feature ``a`` times monomial ``g`` (VW's hashing)."""
+    if a == constant:
+        return g
+    if g == constant:
+        return a
+    return (np.int64(a) ^ (FNV * np.int64(g))) & mask
+
+
+@njit(cache=True, nogil=True)
+def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, training, out_idx,
+           out_val):
+    """Write the synthetic example of input features ``index/value[lo:hi]`` to ``out_*``.
+
+    A depth-first walk from the constant (depth 0): each input feature times the current
+    monomial is kept if it is not yet in the example and was first seen at this depth; kept
+    parents are walked into at depth + 1. In training, a shallower visit lowers a monomial's
+    min_depth and takes away its parent flag, and (when ``origin`` has a row per slot, for
+    --invert_hash) records the monomial as (parent, input feature). Returns (out_idx, out_val,
+    size), the arrays grown when needed (the walk changes the state as it goes, so it cannot be
+    restarted with larger arrays).
+    """
+    record = origin.shape[0] == min_depth.shape[0]
+    stack_g = np.empty(MAX_DEPTH + 1, dtype=np.int64)
+    stack_x = np.empty(MAX_DEPTH + 1, dtype=np.float32)
+    stack_k = np.empty(MAX_DEPTH + 1, dtype=np.int64)
+    stack_g[0] = constant
+    stack_x[0] = 1.0
+    stack_k[0] = lo
+    sp = 0
+    n = 0
+    while sp >= 0:
+        k = stack_k[sp]
+        if k == hi:
+            sp -= 1
+            continue
+        stack_k[sp] = k + 1
+        c = _child(np.int64(index[k]), stack_g[sp], constant, mask)
+        if training and sp < min_depth[c]:
+            flags[c] &= ~PARENT
+            min_depth[c] = sp
+            if record:
+                origin[c, 0] = stack_g[sp]
+                origin[c, 1] = index[k]
+        if flags[c] & CYCLE or min_depth[c] != sp:
+            continue
+        if n == out_idx.shape[0]:
+            out_idx = _grown(out_idx, n)
+            out_val = _grown(out_val, n)
+        flags[c] |= CYCLE
+        x = np.float32(value[k] * stack_x[sp])
+        out_idx[n] = c
+        out_val[n] = x
+        n += 1
+        if flags[c] & PARENT and sp < MAX_DEPTH:
+            sp += 1
+            stack_g[sp] = c
+            stack_x[sp] = x
+            stack_k[sp] = lo
+    for i in range(n):
+        flags[out_idx[i]] &= ~CYCLE
+    return out_idx, out_val, n
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, n):
+    out = np.empty(2 * n + 16, dtype=a.dtype)
+    out[:n] = a[:n]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(score, slot, size, i):
+    while True:
+        smallest = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < size and score[child] < score[smallest]:
+                smallest = child
+        if smallest == i:
+            return
+        score[i], score[smallest] = score[smallest], score[i]
+        slot[i], slot[smallest] = slot[smallest], slot[i]
+        i = smallest
+
+
+@njit(cache=True, nogil=True)
+def add_parents(W, flags, ssm, constant, count, heuristic, normalized):
+    """Make the ``count`` best non-parent monomials parents; returns how many were added.
+
+    The weight heuristic ranks by |w|·N (|w| without a normalizer), as VW; ssm ranks by the
+    stage's Σr²m² / Σm² (accumulated in ``ssm``, then reset). A min-heap keeps the best.
+    """
+    score = np.empty(count, dtype=np.float64)
+    slot = np.empty(count, dtype=np.int64)
+    size = 0
+    for j in range(W.shape[0]):
+        if flags[j] & PARENT or j == constant:
+            continue
+        if heuristic == 1:
+            s = ssm[j, 0] / ssm[j, 1] if ssm[j, 1] > 0 else 0.0
+        else:
+            s = abs(np.float32(W[j, 0]) * W[j, 2]) if normalized else abs(np.float64(W[j, 0]))
+        if s <= 1e-9:
+            continue
+        if size < count:
+            score[size] = s
+            slot[size] = j
+            size += 1
+            i = size - 1
+            while i > 0 and score[(i - 1) // 2] > score[i]:
+                p = (i - 1) // 2
+                score[i], score[p] = score[p], score[i]
+                slot[i], slot[p] = slot[p], slot[i]
+                i = p
+        elif s > score[0]:
+            score[0] = s
+            slot[0] = j
+            _sift_down(score, slot, size, 0)
+    for i in range(size):
+        flags[slot[i]] |= PARENT
+    if heuristic == 1:
+        ssm[:] = 0.0
+    return size
+
+
+@njit(cache=True, nogil=True)
+def parents_due(counters, exponent, table_size):
+    """How many parents the next stage adds: ⌊(average input features)^α⌋, capped."""
+    average = np.float32(counters[C_SPARSITY] / counters[C_EXAMPLES]) if counters[C_EXAMPLES] else 0
+    due = int(np.floor(np.float32(average) ** np.float32(exponent)))
+    return min(due, table_size)
+
+
+@njit(cache=True, nogil=True)
+def before_training(W, flags, ssm, counters, constant, n_input, exponent, heuristic, normalized):
+    """A training example is next: run a stage if one is due, then count its input features."""
+    if counters[C_PENDING] != 0:
+        add_parents(W, flags, ssm, constant, parents_due(counters, exponent, W.shape[0]),
+                    heuristic, normalized)
+        counters[C_PENDING] = 0.0
+        counters[C_STAGES] += 1
+    counters[C_SPARSITY] += n_input
+    counters[C_EXAMPLES] += 1
+
+
+@njit(cache=True, nogil=True)
+def after_training(counters, line, doubling):
+    """VW's schedule: a stage is due after the training example on counter k = B, 2B, 4B, ...
+    (B, 2B, 3B, ... without doubling); ``line`` is the example's line in the pass."""
+    k = np.int64(counters[C_COUNTER_BASE]) + line
+    period = np.int64(counters[C_PERIOD])
+    if period > 0 and k != 0 and k % period == 0:
+        counters[C_PENDING] = 1.0
+        if doubling:
+            counters[C_PERIOD] = 2 * period
+
+
+@njit(cache=True, nogil=True)
+def add_ssm(ssm, index, value, lo, hi, residual):
+    """Accumulate the SSM score's sums Σr²m² and Σm² for the monomials of an example."""
+    r2 = residual * residual
+    for k in range(lo, hi):
+        m2 = np.float64(value[k]) * value[k]
+        ssm[index[k], 0] += r2 * m2
+        ssm[index[k], 1] += m2
+
+
+def monomial_names(origin: np.ndarray, min_depth: np.ndarray, names: dict[int, str],
+                   constant: int) -> dict[int, str]:
+    """Names of the monomials seen in training, ``f^3*f^17*f^17``: a monomial is its parent's
+    name times its input feature's (``names`` holds the input features' names)."""
+    out: dict[int, str] = {}
+
+    def name(c: int, depth: int) -> str:
+        if c in out:
+            return out[c]
+        parent, atom = int(origin[c, 0]), int(origin[c, 1])
+        text = names.get(atom, "?")
+        if parent != constant and parent != c and depth < NEVER:
+            text = name(parent, depth + 1) + "*" + text
+        out[c] = text
+        return text
+
+    for c in np.flatnonzero(min_depth != NEVER).tolist():
+        if origin[c, 1] >= 0:
+            name(c, 0)
+    return out
