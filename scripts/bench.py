@@ -5,6 +5,14 @@ on the same files, alternating between the two: median wall times and their rati
 of each process and the average loss each reports. Inputs: a generated 200k-example file
 (``scripts/make_data.py``), that file fed several times over (peak memory must not grow), a
 10-line file (start-up time with a warm cache) and every ``train.vw.gz`` under ``../shared/data``.
+
+Four more measurements, each with its own target (skip them with --skip-l1, --skip-quadratic,
+--skip-stage-poly, --skip-cache): olearn on the 200k file with ``--l1 1e-6`` vs without
+regularization (VW with ``--l1 1e-6`` for reference); olearn vs VW on the 200k file with a
+quadratic interaction of its first namespace with itself (``-q ff`` on the generated file), and
+with ``--stage_poly``; and olearn on a copy of
+``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c`` cache, with the 10-line
+file's start-up time for context (also skipped by --skip-shared).
 """
 from __future__ import annotations
 
@@ -16,12 +24,13 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -31,6 +40,14 @@ WALL_TARGET = 2.0  # olearn / VW on the 200k file
 WALL_GOAL = 1.0
 RSS_TARGET_MB = 250.0
 SMALL_TARGET_S = 1.0
+L1_TARGET = 1.15  # olearn --l1 / olearn without regularization, on the 200k file
+L1_STRENGTH = "1e-6"
+QUAD_TARGET = 1.5  # olearn / VW with a quadratic interaction, on the 200k file
+POLY_TARGET = 1.0  # olearn / VW with --stage_poly, on the 200k file
+CACHE_TARGET = 2.0  # olearn text input / cache input, on the shared CACHE_DATASET
+CACHE_DATASET = "kddcup99"
+L1_PAIR = (f"olearn --l1 {L1_STRENGTH}", "olearn")  # the L1 ratio's numerator and denominator
+NAMESPACE = re.compile(r"\|([^\s|:])")  # a named namespace's first letter
 DASH = "—"
 
 
@@ -57,10 +74,12 @@ class Tool:
 
 @dataclass(frozen=True)
 class Timing:
-    """Alternated timed runs of one input per tool, and the average loss each reported."""
+    """Alternated timed runs of one input per tool (or per named command), the average loss each
+    reported and the stderr of its untimed run."""
 
     runs: dict[str, list[Run]]
     losses: dict[str, str | None]
+    warmup_stderr: dict[str, str]
 
     def median_s(self, tool: str) -> float:
         return statistics.median(r.seconds for r in self.runs[tool])
@@ -74,25 +93,26 @@ class Timing:
     def median_rss(self, tool: str) -> float:
         return statistics.median(r.rss_mb for r in self.runs[tool])
 
-    def ratio(self) -> float | None:
-        """olearn / VW median wall time; None without VW."""
-        if "VW" not in self.runs:
+    def ratio(self, num: str = "olearn", den: str = "VW") -> float | None:
+        """``num`` / ``den`` median wall time (olearn / VW by default); None if either is absent."""
+        if num not in self.runs or den not in self.runs:
             return None
-        return self.median_s("olearn") / self.median_s("VW")
+        return self.median_s(num) / self.median_s(den)
 
-    def cpu_ratio(self) -> float | None:
-        """olearn / VW median CPU time; None without VW."""
-        if "VW" not in self.runs:
+    def cpu_ratio(self, num: str = "olearn", den: str = "VW") -> float | None:
+        """``num`` / ``den`` median CPU time (olearn / VW by default); None if either is absent."""
+        if num not in self.runs or den not in self.runs:
             return None
-        return self.median_cpu("olearn") / self.median_cpu("VW")
+        return self.median_cpu(num) / self.median_cpu(den)
 
-    def loss_difference(self) -> float | None:
-        """|olearn - VW| / |VW| of the average losses; None without VW or a parsable loss."""
+    def loss_difference(self, ours: str = "olearn", theirs: str = "VW") -> float | None:
+        """|ours - theirs| / |theirs| of the average losses; None if either is absent or
+        unparsable."""
         try:
-            ours, theirs = float(self.losses["olearn"]), float(self.losses["VW"])  # type: ignore
+            a, b = float(self.losses[ours]), float(self.losses[theirs])  # type: ignore
         except (KeyError, TypeError, ValueError):
             return None
-        return abs(ours - theirs) / max(abs(theirs), 1e-12)
+        return abs(a - b) / max(abs(b), 1e-12)
 
 
 @dataclass(frozen=True)
@@ -110,6 +130,16 @@ class MemoryCheck:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """Alternated timed runs of named commands (shown as timed, with --quiet), or why none ran."""
+
+    commands: dict[str, str]
+    timing: Timing | None = None
+    note: str = ""  # why timing is None, or what was checked about the input
+    files_mb: dict[str, float] = field(default_factory=dict)  # input files and their sizes
+
+
+@dataclass(frozen=True)
 class Results:
     """Everything one benchmark run measured."""
 
@@ -124,6 +154,10 @@ class Results:
     small_command: str
     shared: dict[str, Timing]
     shared_note: str
+    l1: Comparison
+    quadratic: Comparison
+    stage_poly: Comparison
+    cache: Comparison
     seconds: float
     sources_changed: bool
     load_at_end: str
@@ -164,13 +198,26 @@ def alternate(commands: dict[str, list[str]], runs: int) -> dict[str, list[Run]]
     return results
 
 
-def time_tools(tools: list[Tool], args: list[str], runs: int) -> Timing:
-    """One untimed run per tool without --quiet (warms caches, gives the loss), then timed runs."""
+def time_commands(commands: dict[str, list[str]], runs: int) -> Timing:
+    """One untimed run per command without --quiet (warms caches, gives the loss), then ``runs``
+    alternated timed runs of each with --quiet."""
+    stderr = {name: run_once(cmd).stderr for name, cmd in commands.items()}
     losses = {}
-    for tool in tools:
-        match = LOSS.search(run_once(tool.command(*args)).stderr)
-        losses[tool.name] = match.group(1) if match else None
-    return Timing(alternate({t.name: t.command(*args, "--quiet") for t in tools}, runs), losses)
+    for name, text in stderr.items():
+        match = LOSS.search(text)
+        losses[name] = match.group(1) if match else None
+    timed = alternate({name: [*cmd, "--quiet"] for name, cmd in commands.items()}, runs)
+    return Timing(timed, losses, stderr)
+
+
+def time_tools(tools: list[Tool], args: list[str], runs: int) -> Timing:
+    """time_commands with the same arguments for each tool."""
+    return time_commands({t.name: t.command(*args) for t in tools}, runs)
+
+
+def as_timed(commands: dict[str, list[str]]) -> dict[str, str]:
+    """Each command as timed (with --quiet), for the report."""
+    return {name: shlex.join([*cmd, "--quiet"]) for name, cmd in commands.items()}
 
 
 def memory_check(olearn: Tool, path: str, copies: int, runs: int, pipe: bool) -> MemoryCheck:
@@ -280,6 +327,16 @@ def shared_datasets(shared: Path) -> list[str]:
     return sorted(p.name for p in shared.iterdir() if (p / "train.vw.gz").is_file())
 
 
+def namespaces(path: str, lines: int = 100) -> list[str]:
+    """First letters of the named namespaces in the first ``lines`` lines of a VW text file, in
+    order of appearance (the default namespace, ``| ...``, has none)."""
+    found: dict[str, None] = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for _, line in zip(range(lines), f):
+            found.update(dict.fromkeys(NAMESPACE.findall(line)))
+    return list(found)
+
+
 # --- the benchmark -----------------------------------------------------------------------------
 
 def log(message: str) -> None:
@@ -301,8 +358,81 @@ def run_shared(args: argparse.Namespace, tools: list[Tool]) -> tuple[dict[str, T
     return results, ""
 
 
+def run_l1(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
+    """olearn with and without --l1 on the 200k file (VW with --l1 for reference), alternated."""
+    if args.skip_l1:
+        return Comparison({}, note="Skipped (--skip-l1).")
+    olearn, data = tools[0], ["-d", args.data]
+    commands = {L1_PAIR[0]: olearn.command(*data, "--l1", L1_STRENGTH),
+                L1_PAIR[1]: olearn.command(*data)}
+    if len(tools) > 1:
+        commands[f"VW --l1 {L1_STRENGTH}"] = tools[1].command(*data, "--l1", L1_STRENGTH)
+    log(f"L1: {args.runs} alternated runs per command")
+    return Comparison(as_timed(commands), time_commands(commands, args.runs))
+
+
+def run_versus_vw(args: argparse.Namespace, tools: list[Tool], options: list[str],
+                  note: str = "") -> Comparison:
+    """olearn vs VW on the 200k file, both with ``options``; fewer runs (each takes seconds)."""
+    runs = max(3, args.runs // 2)
+    commands = {t.name: t.command("-d", args.data, *options) for t in tools}
+    log(f"{shlex.join(options)}: {runs} alternated runs per tool")
+    return Comparison(as_timed(commands), time_commands(commands, runs), note)
+
+
+def run_quadratic(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
+    """olearn vs VW on the 200k file, interacting its first namespace with itself."""
+    if args.skip_quadratic:
+        return Comparison({}, note="Skipped (--skip-quadratic).")
+    found = namespaces(args.data)
+    if not found:
+        return Comparison({}, note=f"Skipped: no named namespace in the first lines of "
+                                   f"`{args.data}`.")
+    pair = found[0] * 2
+    note = (f"Namespaces in the first 100 lines of `{args.data}`: "
+            + ", ".join(f"`{n}`" for n in found) + f"; `-q {pair}` interacts `{found[0]}` with "
+            "itself.")
+    return run_versus_vw(args, tools, ["-q", pair], note)
+
+
+def run_stage_poly(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
+    """olearn vs VW on the 200k file with --stage_poly (VW's defaults: α 1, batches of 1000
+    examples, doubling)."""
+    if args.skip_stage_poly:
+        return Comparison({}, note="Skipped (--skip-stage-poly).")
+    return run_versus_vw(args, tools, ["--stage_poly"])
+
+
+def run_cache(args: argparse.Namespace, olearn: Tool) -> Comparison:
+    """olearn on a copy of the shared CACHE_DATASET file, as text vs from its -c cache.
+
+    The copy lives in a temporary directory, so the cache (``<copy>.cache``) is written there;
+    one untimed -c run creates it, so every timed -c run reads it (``time_commands``' untimed
+    run without --quiet shows whether olearn says ``using cache_file``)."""
+    source = Path(args.shared) / CACHE_DATASET / "train.vw.gz"
+    if args.skip_cache:
+        return Comparison({}, note="Skipped (--skip-cache).")
+    if args.skip_shared:
+        return Comparison({}, note=f"Skipped (--skip-shared): it reads `{source}`.")
+    if not source.is_file():
+        return Comparison({}, note=f"Skipped: `{source}` not found.")
+    log(f"cache: {CACHE_DATASET}, {args.runs} alternated runs per input")
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = os.path.join(tmp, source.name)
+        shutil.copyfile(source, copy)
+        commands = {"text": olearn.command("-d", copy), "cache": olearn.command("-d", copy, "-c")}
+        run_once([*commands["cache"], "--quiet"])  # creates the cache; untimed
+        cache = Path(copy + ".cache")
+        if not cache.is_file():
+            raise RuntimeError(f"{shlex.join(commands['cache'])} wrote no {cache}")
+        timing = time_commands(commands, args.runs)
+        sizes = {str(source): source.stat().st_size / 1e6, cache.name: cache.stat().st_size / 1e6}
+    return Comparison(as_timed(commands), timing, files_mb=sizes)
+
+
 def benchmark(args: argparse.Namespace) -> Results:
-    """Run every measurement, in the order: 200k file, memory, 10-line file, shared data."""
+    """Run every measurement, in the order: 200k file, memory, 10-line file, L1, quadratic,
+    stage_poly, cache, shared data."""
     started, stamp = time.perf_counter(), source_stamp()
     env = environment()
     tools = find_tools(args.no_vw)
@@ -322,10 +452,15 @@ def benchmark(args: argparse.Namespace) -> Results:
         small_path = os.path.join(tmp, "small.vw")
         write_head(args.data, small_path, 10)
         small = time_tools(tools, ["-d", small_path], args.runs)
+    l1 = run_l1(args, tools)
+    quadratic = run_quadratic(args, tools)
+    stage_poly = run_stage_poly(args, tools)
+    cache = run_cache(args, olearn)
     shared, shared_note = run_shared(args, tools)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
-                   time.perf_counter() - started, source_stamp() != stamp, load_average())
+                   l1, quadratic, stage_poly, cache, time.perf_counter() - started,
+                   source_stamp() != stamp, load_average())
 
 
 # --- the report --------------------------------------------------------------------------------
@@ -388,7 +523,58 @@ def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
     secs = r.small.median_s("olearn")
     lines.append(f"- 10-line file in ≤ {SMALL_TARGET_S:g} s with a warm cache: median "
                  f"{secs:.3f} s, {verdict(secs <= SMALL_TARGET_S)}.")
-    return lines + [""]
+    return lines + [l1_target(r.l1),
+                    versus_target(r.quadratic, "a quadratic interaction", QUAD_TARGET),
+                    versus_target(r.stage_poly, "`--stage_poly`", POLY_TARGET),
+                    cache_target(r.cache), ""]
+
+
+def l1_target(c: Comparison) -> str:
+    head = (f"- Wall time with `--l1 {L1_STRENGTH}` ≤ {L1_TARGET:g}× without regularization "
+            "on the 200k file")
+    if c.timing is None:
+        return f"{head}: not measured. {c.note}"
+    ratio = c.timing.ratio(*L1_PAIR)
+    assert ratio is not None
+    return (f"{head}: ratio {ratio:.2f}, {verdict(ratio <= L1_TARGET)}. (CPU-time ratio, for "
+            f"reference: {fmt(c.timing.cpu_ratio(*L1_PAIR), '.2f')}.)")
+
+
+def versus_target(c: Comparison, what: str, target: float) -> str:
+    head = f"- Wall time with {what} ≤ {target:g}× VW's on the 200k file"
+    if c.timing is None:
+        return f"{head}: not measured. {c.note}"
+    ratio = c.timing.ratio()
+    if ratio is None:
+        return f"{head}: not measured (no VW)."
+    return (f"{head} (`{timed_options(c)}`): ratio {ratio:.2f}, "
+            f"{verdict(ratio <= target)}. (CPU-time ratio, for reference: "
+            f"{fmt(c.timing.cpu_ratio(), '.2f')}.)")
+
+
+def cache_target(c: Comparison) -> str:
+    head = (f"- Cache speed-up ≥ {CACHE_TARGET:g}× on {CACHE_DATASET} (olearn's median wall "
+            "time reading the text / reading its `-c` cache)")
+    if c.timing is None:
+        return f"{head}: not measured. {c.note}"
+    ratio = c.timing.ratio("text", "cache")
+    assert ratio is not None
+    reads = cache_line(c.timing) is not None
+    warning = ("" if reads else " The `-c` runs did not say `using cache_file`, so they may not "
+               "have read the cache.")
+    return f"{head}: ratio {ratio:.2f}, {verdict(reads and ratio >= CACHE_TARGET)}.{warning}"
+
+
+def timed_options(c: Comparison) -> str:
+    """The options after ``-d FILE`` in a comparison's commands, e.g. ``-q ff``."""
+    words = shlex.split(next(iter(c.commands.values())))
+    return shlex.join(w for w in words[words.index("-d") + 2:] if w != "--quiet")
+
+
+def cache_line(t: Timing) -> str | None:
+    """olearn's ``using cache_file ...`` line from the untimed -c run, if it printed one."""
+    return next((line.strip() for line in t.warmup_stderr["cache"].splitlines()
+                 if "using cache_file" in line), None)
 
 
 def big_file_section(r: Results) -> list[str]:
@@ -439,6 +625,79 @@ def small_section(r: Results) -> list[str]:
             table(["tool", "median s", "min s"], rows) + "\n"]
 
 
+def comparison_table(t: Timing) -> str:
+    rows = [[name, f"{t.median_s(name):.3f}", f"{t.min_s(name):.3f}",
+             f"{max(run.seconds for run in t.runs[name]):.3f}", f"{t.median_cpu(name):.3f}",
+             t.losses[name] or "not found"] for name in t.runs]
+    return table(["command", "median s", "min s", "max s", "median CPU s", "average loss"], rows)
+
+
+def comparison_lines(c: Comparison) -> list[str]:
+    """The commands as timed, then the table of their runs."""
+    assert c.timing is not None
+    return ["\n".join(f"    {cmd}" for cmd in c.commands.values()) + "\n",
+            comparison_table(c.timing) + "\n"]
+
+
+def l1_section(r: Results) -> list[str]:
+    title = f"## L1 regularization (`--l1 {L1_STRENGTH}`)\n"
+    t = r.l1.timing
+    if t is None:
+        return [title, r.l1.note + "\n"]
+    vw = f"VW --l1 {L1_STRENGTH}"
+    notes = [f"Wall-time ratio with / without `--l1 {L1_STRENGTH}` (medians): "
+             f"**{fmt(t.ratio(*L1_PAIR), '.2f')}**. CPU-time ratio: "
+             f"{fmt(t.cpu_ratio(*L1_PAIR), '.2f')}."]
+    if vw in t.runs:
+        notes.append(f"VW's run is for reference only: olearn applies L1 as lazy proximal (FOBOS) "
+                     "steps (`olearn --help`), so its average loss need not equal VW's; relative "
+                     f"difference {fmt(t.loss_difference(L1_PAIR[0], vw), '.1e')}.")
+    return [title,
+            f"`{r.data_path}`; {len(t.runs[L1_PAIR[0]])} timed runs per command, alternated.\n",
+            *comparison_lines(r.l1), " ".join(notes) + "\n"]
+
+
+def versus_section(c: Comparison, title: str) -> list[str]:
+    if c.timing is None:
+        return [title, c.note + "\n"]
+    runs = len(c.timing.runs["olearn"])
+    return [title,
+            f"{c.note} {runs} timed runs per tool, alternated (fewer than on the plain file: "
+            "each run takes several seconds).\n".lstrip(),
+            *comparison_lines(c),
+            f"Wall-time ratio olearn/VW (medians): **{fmt(c.timing.ratio(), '.2f')}**. CPU-time "
+            f"ratio: {fmt(c.timing.cpu_ratio(), '.2f')}. Relative difference of the average "
+            f"losses: {fmt(c.timing.loss_difference(), '.1e')}.\n"]
+
+
+def cache_section(r: Results) -> list[str]:
+    c, title = r.cache, f"## Cache (`-c`) speed-up on {CACHE_DATASET}\n"
+    if c.timing is None:
+        return [title, c.note + "\n"]
+    (source, source_mb), (cache, cache_mb) = c.files_mb.items()
+    line = cache_line(c.timing)
+    said = (f"its untimed run without `--quiet` said `{line}`" if line else
+            "**but its untimed run without `--quiet` did not say `using cache_file`**")
+    text, cached = c.timing.median_s("text"), c.timing.median_s("cache")
+    startup = r.small.median_s("olearn")
+    context = (f"For context, olearn's start-up time (median on the 10-line file, above) is "
+               f"{startup:.3f} s: {startup / text:.0%} of the text median and "
+               f"{startup / cached:.0%} of the cache median.")
+    if min(text, cached) > startup:
+        context += (" Subtracting it from both medians leaves a ratio of "
+                    f"{(text - startup) / (cached - startup):.2f} for the rest of the run.")
+    else:
+        context += (" (It was measured on another input at another moment, so on a busy machine "
+                    "it can exceed a whole run's median.)")
+    return [title,
+            f"`{source}` ({source_mb:.1f} MB) copied to a temporary directory. One untimed `-c` "
+            f"run there wrote `{cache}` ({cache_mb:.1f} MB), so every timed `-c` run reads the "
+            f"cache; {said}. {len(c.timing.runs['text'])} timed runs per input, alternated.\n",
+            *comparison_lines(c),
+            f"Wall-time ratio text / cache (medians): **{text / cached:.2f}**. CPU-time ratio: "
+            f"{fmt(c.timing.cpu_ratio('text', 'cache'), '.2f')}. {context}\n"]
+
+
 def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
     if not r.shared:
         return ["## Shared datasets\n", r.shared_note + "\n"]
@@ -472,6 +731,9 @@ def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
 def report(r: Results, args: argparse.Namespace) -> str:
     sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
+                + l1_section(r) + versus_section(r.quadratic, "## Quadratic interactions\n")
+                + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
+                + cache_section(r)
                 + shared_section(r, args.shared, args.shared_runs)
                 + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
                    f"{r.load_at_end}.\n"])
@@ -482,7 +744,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7,
-                        help="timed runs per tool on the 200k and 10-line files (default 7)")
+                        help="timed runs per tool on the 200k and 10-line files, per command "
+                        "in the L1 and cache checks, and, halved (at least 3), in the quadratic "
+                        "and stage_poly checks (default 7)")
     parser.add_argument("--shared-runs", type=int, default=3,
                         help="timed runs per tool per shared dataset (default 3)")
     parser.add_argument("--rss-runs", type=int, default=3,
@@ -495,7 +759,16 @@ def parse_args() -> argparse.Namespace:
                         help="generated file, relative to the repo (default data/bench200k.vw)")
     parser.add_argument("--shared", default="../shared/data",
                         help="shared datasets, relative to the repo (default ../shared/data)")
-    parser.add_argument("--skip-shared", action="store_true", help="skip the shared datasets")
+    parser.add_argument("--skip-shared", action="store_true",
+                        help=f"skip the shared datasets (and the cache check on {CACHE_DATASET})")
+    parser.add_argument("--skip-l1", action="store_true",
+                        help=f"skip olearn with vs without --l1 {L1_STRENGTH}")
+    parser.add_argument("--skip-quadratic", action="store_true",
+                        help="skip olearn vs VW with a quadratic interaction")
+    parser.add_argument("--skip-stage-poly", action="store_true",
+                        help="skip olearn vs VW with --stage_poly")
+    parser.add_argument("--skip-cache", action="store_true",
+                        help=f"skip olearn reading {CACHE_DATASET} as text vs from its -c cache")
     parser.add_argument("--no-vw", action="store_true",
                         help="run only olearn, even when vowpalwabbit is installed")
     parser.add_argument("--out", default="BENCHMARKS.md",
