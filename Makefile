@@ -20,7 +20,9 @@ demo: $(STAMP)
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
+# --warm-cache compiles the kernels first (and builds the ahead-of-time ones the CLI starts with).
 test: $(STAMP)
+	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -8,6 +8,16 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 
+def _source_hash() -> str:
+    digest = hashlib.sha1()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+SOURCE_HASH = _source_hash()
+
+
 def _use_kernel_cache_for_these_sources() -> None:
     """Point numba's on-disk kernel cache at a folder named by a hash of olearn's sources.
 
@@ -17,11 +27,8 @@ def _use_kernel_cache_for_these_sources() -> None:
     """
     if "NUMBA_CACHE_DIR" in os.environ:
         return
-    digest = hashlib.sha1()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    os.environ["NUMBA_CACHE_DIR"] = str(base / "olearn" / f"kernels-{digest.hexdigest()[:16]}")
+    os.environ["NUMBA_CACHE_DIR"] = str(base / "olearn" / f"kernels-{SOURCE_HASH}")
 
 
 _use_kernel_cache_for_these_sources()

@@ -1,3 +1,3 @@
-from olearn.cli import main
+from olearn.console import main
 
 main()

@@ -7,7 +7,7 @@ import tempfile
 
 import numpy as np
 
-from olearn import model, readable
+from olearn import aot, model, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.io import sources
@@ -147,8 +147,19 @@ def _save(path: str, config: Config, learner: OnlineLearner) -> None:
     model.save(path, config, learner.weights, learner.state, learner.poly)
 
 
+# Warm-up runs: between them they call every kernel entry point with every argument type the
+# command line uses (text and cache input, -p and -r, audit and names, regularization).
+# A value of TEMPORARY names a new file in a temporary folder.
+TEMPORARY = "<temporary file>"
+WARM_UP_OPTIONS = ({}, {"audit": True}, {"sgd": True, "raw_predictions": TEMPORARY},
+                   {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
+                    "quadratic": ["ab"]},
+                   {"cache": True, "passes": 2, "readable_model": TEMPORARY})
+
+
 def warm_cache() -> None:
-    """Compile every kernel once (numba caches them on disk), on a tiny built-in input."""
+    """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
+    build the ahead-of-time kernels the command line starts with (olearn/aot.py)."""
     lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
     with tempfile.TemporaryDirectory() as tmp:
         vw = os.path.join(tmp, "warm.vw")
@@ -157,11 +168,18 @@ def warm_cache() -> None:
             f.write(lines)
         with open(svm, "wb") as f:
             f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
-        out = os.path.join(tmp, "p")
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
-                for options in ({}, {"audit": True}, {"sgd": True}):
-                    run(Config(data=[vw, svm], quiet=True, predictions=out, **options))
+                for options in WARM_UP_OPTIONS:
+                    files = {name: os.path.join(tmp, name) for name, value in options.items()
+                             if value == TEMPORARY}
+                    run(Config(**{"data": [vw, svm], "quiet": True,
+                                  "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout
+    try:
+        aot.build()
+    except Exception as exc:  # no C compiler, say: the command line keeps using numba
+        sys.stderr.write(f"[warning] ahead-of-time kernels not built ({exc}); "
+                         "olearn starts more slowly\n")

@@ -1,0 +1,166 @@
+"""Ahead-of-time compiled kernels, so that the command line starts without numba.
+
+Importing numba and loading its first cached kernel cost about 0.7 s per run, far more than
+VW's whole start-up. ``olearn --warm-cache`` therefore also compiles the kernels that Python
+calls (the entry points below) into one extension module, with numba's ``pycc``, for exactly
+the argument types the warm-up runs used. The command line (and only it: the Python API keeps
+numba) then installs a stand-in ``numba`` module whose ``njit`` hands out the compiled entry
+points, and plain functions for everything else (those only run inside compiled code).
+
+Compiled code does not check its arguments' types, so every call is checked here first against
+the types the kernel was compiled for; a mismatch is an error, never a wrong read. The module is
+tied to a hash of olearn's sources and ignored when they change; without it (no C compiler,
+nothing built yet), the command line uses numba as before.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import olearn
+
+MODULE = "olearn_kernels"
+ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_batch"),
+                ("olearn.predictions", "format_predictions"),
+                ("olearn.optim.regularize", "flush"),
+                ("olearn.features.interactions", "expand"),
+                ("olearn.features.interactions", "expanded_size"),
+                ("olearn.features.interactions", "unseen_features"))
+
+
+def _directory() -> Path:
+    return Path(os.environ["NUMBA_CACHE_DIR"])
+
+
+# --- building (numba imported) ------------------------------------------------------------------
+
+def _spec(numba_type) -> list:
+    """A JSON description of a numba argument type, for the call-time check."""
+    from numba.core import types as nt
+    if isinstance(numba_type, nt.Array):
+        return ["array", np.dtype(numba_type.dtype.name).str, numba_type.ndim, numba_type.layout]
+    if isinstance(numba_type, nt.BaseTuple):
+        return ["tuple", [_spec(t) for t in numba_type.types]]
+    if isinstance(numba_type, nt.Boolean):
+        return ["bool"]
+    if isinstance(numba_type, nt.Integer):
+        return ["int"]
+    if isinstance(numba_type, nt.Float):
+        return ["float"]
+    raise TypeError(f"no call-time check for argument type {numba_type}")
+
+
+def build() -> Path:
+    """Compile every signature the entry points have been called with so far (run the warm-up
+    first) into the extension module; returns its path."""
+    from numba.core.compiler import Flags
+    from numba.pycc import CC, compiler as pycc_compiler
+
+    class GilReleasingFlags(Flags):
+        """pycc has no nogil option; the parser threads need the GIL released."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = GilReleasingFlags
+    cc = CC(MODULE)
+    cc.output_dir = str(_directory())
+    cc.target_cpu = "host"
+    cc.verbose = False
+    exports: dict[str, list] = {}
+    for module_name, name in ENTRY_POINTS:
+        kernel = getattr(importlib.import_module(module_name), name)
+        for signature in kernel.nopython_signatures:
+            symbol = f"{name}__{len(exports.get(f'{module_name}.{name}', []))}"
+            cc.export(symbol, signature)(kernel.py_func)
+            exports.setdefault(f"{module_name}.{name}", []).append(
+                [symbol, [_spec(t) for t in signature.args]])
+    cc.compile()
+    (_directory() / f"{MODULE}.json").write_text(json.dumps(
+        {"sources": olearn.SOURCE_HASH, "exports": exports}))
+    return _directory()
+
+
+# --- using (numba not imported) ------------------------------------------------------------------
+
+def _matches(value: Any, spec: list) -> bool:
+    kind = spec[0]
+    if kind == "array":
+        return (isinstance(value, np.ndarray) and value.dtype.str == spec[1]
+                and value.ndim == spec[2] and value.flags.aligned
+                and (spec[3] != "C" or value.flags.c_contiguous))
+    if kind == "tuple":
+        return (isinstance(value, tuple) and len(value) == len(spec[1])
+                and all(_matches(v, s) for v, s in zip(value, spec[1])))
+    if kind == "bool":
+        return isinstance(value, (bool, np.bool_))
+    if kind == "int":
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, (int, float, np.integer, np.floating))
+
+
+class _Compiled:
+    """An entry point: the compiled variant whose argument types match the call."""
+
+    def __init__(self, name: str, variants: list[tuple[Callable, list]]):
+        self._name = name
+        self._variants = variants
+
+    def __call__(self, *args):
+        for function, specs in self._variants:
+            if len(args) == len(specs) and all(map(_matches, args, specs)):
+                return function(*args)
+        described = ", ".join(f"{type(a).__name__}"
+                              + (f"[{a.dtype},{a.ndim}d]" if isinstance(a, np.ndarray) else "")
+                              for a in args)
+        raise TypeError(f"no compiled {self._name} for arguments ({described}); "
+                        "run olearn --warm-cache")
+
+
+def _stand_in_numba(exports: dict[str, list[tuple[Callable, list]]]) -> types.ModuleType:
+    stand_in = types.ModuleType("numba")
+
+    def njit(*args, **_options):
+        def decorate(function):
+            key = f"{function.__module__}.{function.__name__}"
+            return _Compiled(key, exports[key]) if key in exports else function
+        return decorate(args[0]) if args and callable(args[0]) else decorate
+
+    stand_in.njit = njit
+    return stand_in
+
+
+def install() -> bool:
+    """Use the compiled kernels for this process if they match the sources; True if so.
+    Must run before any kernel module is imported."""
+    if "numba" in sys.modules:
+        return False
+    directory = _directory()
+    try:
+        described = json.loads((directory / f"{MODULE}.json").read_text())
+        path = next(directory.glob(f"{MODULE}.*.so"))
+    except (OSError, ValueError, StopIteration):
+        return False
+    if described.get("sources") != olearn.SOURCE_HASH:
+        return False
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
+    spec = importlib.util.spec_from_file_location(MODULE, str(path), loader=loader)
+    try:
+        compiled = importlib.util.module_from_spec(spec)
+        loader.exec_module(compiled)
+    except ImportError:
+        return False
+    exports = {key: [(getattr(compiled, symbol), specs) for symbol, specs in variants]
+               for key, variants in described["exports"].items()}
+    sys.modules["numba"] = _stand_in_numba(exports)
+    return True

@@ -1,0 +1,13 @@
+"""The ``olearn`` console command: compiled kernels when they are built (olearn/aot.py), then the
+command line. Kept apart from cli.py so that importing the CLI never swaps numba out."""
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    if "--warm-cache" not in sys.argv[1:]:
+        from olearn import aot
+        aot.install()
+    from olearn.cli import main as cli_main
+    cli_main()
