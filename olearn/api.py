@@ -17,16 +17,23 @@ from typing import Iterable, Iterator, Union
 import numpy as np
 
 from olearn import model as model_file
+from olearn.batch import ExampleBatch
 from olearn.config import Config
+from olearn.errors import OlearnError
 from olearn.io import sources
 from olearn.learner import OnlineLearner
+from olearn.passes import DataPlan, Holdout, finish_pass
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
 
 
+def _is_path(data: Data) -> bool:
+    return isinstance(data, (str, os.PathLike))
+
+
 def _blocks(data: Data) -> Iterator[sources.Block]:
     """A path (VW text or svmlight, plain or gzip) or an iterable of example lines."""
-    if isinstance(data, (str, os.PathLike)):
+    if _is_path(data):
         path = os.fspath(data)
         sources.check_readable([path])
         return sources.all_blocks([path])
@@ -37,7 +44,7 @@ class Learner:
     """An online learner with VW's options, as keyword arguments (``-b`` is ``bit_precision``,
     ``-l`` is ``learning_rate``, ``--loss_function`` is ``loss_function``, ...).
 
-    ``fit`` and ``partial_fit`` learn online, one pass over the data, predicting each example
+    ``fit`` and ``partial_fit`` learn online (one pass, or ``passes``), predicting each example
     before learning it (progressive validation); ``predict`` only predicts. The state carries
     over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
     """
@@ -48,21 +55,43 @@ class Learner:
         self._learner = OnlineLearner(self.config)
 
     def fit(self, data: Data) -> "Learner":
-        """Learn online from ``data`` (a path, or example lines); returns ``self``."""
-        self._run(data, learn=True)
+        """Learn online from ``data`` (a path, or example lines); returns ``self``.
+
+        With ``passes`` > 1, ``data`` must be a path or a list: each pass reads it again (from
+        the cache with ``cache=True``), with VW's holdout and early termination; the learner
+        keeps the last pass's state.
+        """
+        config = self.config
+        if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
+            raise OlearnError("several passes need a path or a list of lines to read again")
+        plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
+        holdout = Holdout(config)
+        try:
+            for pass_no in range(config.passes):
+                batches = (plan.batches(self._learner, pass_no) if plan is not None
+                           else self._learner.batches(_blocks(data)))
+                _, lines = self._run(batches, learn=True)
+                finish_pass(self._learner, holdout, lines, pass_no + 1)
+                if holdout.stopped_early:
+                    break
+        except BaseException:
+            if plan is not None:
+                plan.discard()
+            raise
         return self
 
     partial_fit = fit
 
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data``; no learning."""
-        return self._run(data, learn=False)
+        return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
 
-    def _run(self, data: Data, learn: bool) -> np.ndarray:
+    def _run(self, batches: Iterator[ExampleBatch], learn: bool) -> tuple[np.ndarray, int]:
+        """Outputs of every example, and the number of lines read."""
         learner = self._learner
         outputs = []
         lines = 0
-        for batch in learner.batches(_blocks(data)):
+        for batch in batches:
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if learn:
                 learner.learn(batch, preds)
@@ -70,9 +99,7 @@ class Learner:
                 learner.predict(batch, preds)
             outputs.append(preds[:, 0])
             lines = batch.pass_line + batch.n_lines
-        if learn:
-            learner.end_pass(lines, last=True)
-        return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32)
+        return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32), lines
 
     @property
     def average_loss(self) -> float:

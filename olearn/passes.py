@@ -103,3 +103,13 @@ class Holdout:
             self._no_win += 1
         self.stopped_early = self._no_win >= self.patience
         return False
+
+
+def finish_pass(learner, holdout: Holdout, lines: int, passes_done: int) -> bool:
+    """Bookkeeping after a pass of ``lines`` lines (``passes_done`` counting it): the example
+    counter, the holdout score, the learning-rate decay. True when the pass is the best so far
+    on the holdout examples."""
+    learner.end_pass(lines, last=passes_done == learner.config.passes)
+    improved = holdout.end_pass(learner.stats)
+    learner.params[gd.P_ETA] *= learner.config.decay_learning_rate
+    return improved

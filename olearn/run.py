@@ -14,7 +14,7 @@ from olearn.io import sources
 from olearn.learner import OnlineLearner, check_strict
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.io.atomic import AtomicOutput
-from olearn.passes import DataPlan, Holdout
+from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.optim import gd
 from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
@@ -112,10 +112,8 @@ def run(config: Config) -> OnlineLearner:
                 console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
             bytes_done += bytes_read
             passes_used += 1
-            learner.end_pass(lines, last=passes_used == config.passes)
-            if holdout.end_pass(learner.stats) and config.final_regressor:
+            if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
                 _save(config.final_regressor, config, learner)
-            learner.params[gd.P_ETA] *= config.decay_learning_rate
             if config.save_per_pass and config.final_regressor:
                 _save(f"{config.final_regressor}.{passes_used}", config, learner)
             if holdout.stopped_early:

@@ -2,9 +2,11 @@
 import doctest
 
 import numpy as np
+import pytest
 
 import olearn
 from conftest import olearn_cmd, run_cmd
+from olearn.errors import OlearnError
 
 
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
@@ -55,3 +57,22 @@ def test_cli_reads_a_model_saved_from_python(tmp_path):
     assert code == 0
     api = olearn.Learner.load(tmp_path / "m.olearn").predict(data)
     np.testing.assert_allclose([float(x) for x in out.split()], api, atol=1e-6)
+
+
+@pytest.mark.parametrize("source", ["path", "list", "cache"])
+def test_several_passes_match_the_command_line(tmp_path, source):
+    data = tmp_path / "d.vw"
+    data.write_text("\n".join(LINES) + "\n")
+    model = tmp_path / "cli.olearn"
+    code, _, err = run_cmd(olearn_cmd("-d", data, "--passes", "3", "-c", "--holdout_period", "7",
+                                      "-f", model, "--quiet"))
+    assert code == 0, err
+    options = {"passes": 3, "holdout_period": 7, "cache": source == "cache"}
+    learner = olearn.Learner(**options).fit(LINES if source == "list" else data)
+    cli = olearn.Learner.load(model)
+    np.testing.assert_array_equal(learner.predict(LINES), cli.predict(LINES))
+
+
+def test_several_passes_over_a_one_time_iterable_are_refused():
+    with pytest.raises(OlearnError, match="several passes"):
+        olearn.Learner(passes=2).fit(iter(LINES))
