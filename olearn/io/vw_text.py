@@ -32,8 +32,7 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
         if at(buf, p) == 9:  # everything up to the first TAB is ignored
             s = p + 1
             break
-    starts = np.empty(4, dtype=np.int64)
-    ends = np.empty(4, dtype=np.int64)
+    # Two scans and no scratch arrays: this runs once per line.
     ntok = 0
     last_s = last_e = 0
     p = s
@@ -45,9 +44,6 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
         q = p
         while q < bar and at(buf, q) != 32:
             q += 1
-        if ntok < 4:
-            starts[ntok] = p
-            ends[ntok] = q
         last_s = p
         last_e = q
         ntok += 1
@@ -61,11 +57,21 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
     ex_num[ex, 2] = 0.0
     if ntok > 3:
         return add_warning(warns, nw, line, W_TOO_MANY, s, bar)
+    p = s
+    importance_s = importance_e = 0
     for k in range(ntok):
-        value, nw = _label_number(buf, starts[k], ends[k], warns, nw, line)
+        while at(buf, p) == 32:
+            p += 1
+        q = p
+        while q < bar and at(buf, q) != 32:
+            q += 1
+        value, nw = _label_number(buf, p, q, warns, nw, line)
         ex_num[ex, k] = value
+        if k == 1:
+            importance_s, importance_e = p, q
+        p = q
     if ntok >= 2 and not ex_num[ex, 1] >= 0:
-        nw = add_warning(warns, nw, line, W_BAD_IMPORTANCE, starts[1], ends[1])
+        nw = add_warning(warns, nw, line, W_BAD_IMPORTANCE, importance_s, importance_e)
     return nw
 
 
