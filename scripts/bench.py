@@ -13,6 +13,9 @@ quadratic interaction of its first namespace with itself (``-q ff`` on the gener
 with ``--stage_poly``; and olearn on a copy of
 ``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c`` cache, with the 10-line
 file's start-up time for context (also skipped by --skip-shared).
+
+The report ends with the APPLE experiment's tables, copied from ``experiments/*/summary.md``
+(written by ``scripts/apple_experiment.py``, which takes 10-15 minutes and is not rerun here).
 """
 from __future__ import annotations
 
@@ -728,6 +731,33 @@ def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
             " ".join(notes) + "\n"]
 
 
+EXPERIMENTS = (("experiments/apple", "tuned learning rates"),
+               ("experiments/apple-default-rate", "default learning rate, `--quick`"))
+
+
+def experiment_section() -> list[str]:
+    """The APPLE experiment's per-method table and acceptance checks, copied from the summary
+    that ``scripts/apple_experiment.py`` wrote (it is not rerun here: it takes 10-15 minutes)."""
+    lines = ["## APPLE experiment (`scripts/apple_experiment.py`)\n",
+             "Copied from the experiment's own summaries (not rerun by this script); the plots "
+             "are `experiments/apple/rel_err_cdf.png` and `rel_time_cdf.png`, the per-dataset "
+             "tables in each `summary.md`.\n"]
+    for folder, what in EXPERIMENTS:
+        summary_path = REPO / folder / "summary.md"
+        if not summary_path.is_file():
+            lines.append(f"`{folder}`: not run.\n")
+            continue
+        text = summary_path.read_text()
+        header = [line for line in text.splitlines() if line.startswith("- command")
+                  or line.startswith("- date")]
+        sections = re.findall(r"^## (Per method.*?|Acceptance checks)\n(.*?)(?=^## |\Z)", text,
+                              re.M | re.S)
+        lines.append(f"### {what} (`{folder}/summary.md`)\n")
+        lines.append("\n".join(header) + "\n")
+        lines += [f"{body.strip()}\n" for _, body in sections]
+    return lines
+
+
 def report(r: Results, args: argparse.Namespace) -> str:
     sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
@@ -735,6 +765,7 @@ def report(r: Results, args: argparse.Namespace) -> str:
                 + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
                 + cache_section(r)
                 + shared_section(r, args.shared, args.shared_runs)
+                + experiment_section()
                 + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
                    f"{r.load_at_end}.\n"])
     return "\n".join(sections)
