@@ -36,8 +36,8 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, 1] = t0
-        # per-coordinate snapshots of the lazy regularization (unused without --l1/--l2)
-        self.lazy = np.zeros((len(self.weights) if config.regularized else 1, regularize.SIZE))
+        # per-coordinate snapshots of a lazy L2 (L1 alone keeps its own in weights[:, 3])
+        self.lazy = np.zeros((len(self.weights) if config.l2 > 0 else 1, regularize.SIZE))
         self.poly = self._new_poly(config)
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0

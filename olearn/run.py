@@ -1,6 +1,7 @@
 """One command-line run: header, the streaming loop, outputs and summary."""
 from __future__ import annotations
 
+import compileall
 import os
 import sys
 import tempfile
@@ -157,7 +158,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True}, {"sgd": True, "raw_predictions": TEMPORA
 
 def warm_cache() -> None:
     """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
-    build the ahead-of-time kernels the command line starts with (olearn/aot.py)."""
+    byte-compile olearn and build the ahead-of-time kernels the command line starts with
+    (olearn/aot.py)."""
     lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
     with tempfile.TemporaryDirectory() as tmp:
         vw = os.path.join(tmp, "warm.vw")
@@ -176,6 +178,8 @@ def warm_cache() -> None:
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout
+    # Environments with PYTHONDONTWRITEBYTECODE never cache olearn's bytecode: do it here.
+    compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
     try:
         aot.build()
     except Exception as exc:  # no C compiler, say: the command line keeps using numba

@@ -1,7 +1,9 @@
 """VW's gradient descent family (vw-reference.md §3) over a batch, in one numba kernel.
 
 State per coordinate j is the row ``W[j] = (w, G, N, s)``: weight, sum of squared gradients,
-largest |x| seen, and the scratch rate of the current update — one 16-byte row per feature.
+largest |x| seen, and s: the scratch rate of the current update (as VW's, so a feature repeated
+in an example uses the last rate computed for it), otherwise the snapshot of a lazy --l1
+(optim/regularize.py) — one 16-byte row per feature.
 """
 from __future__ import annotations
 
@@ -302,8 +304,10 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
                 stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
             if learn and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
-                if regularized and eta_bar > 0.0:
-                    regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+                if regularized:
+                    regularize.keep_snapshots(W, acc, lam2 > 0, f_idx, lo, hi)
+                    if eta_bar > 0.0:
+                        regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
                 stage_poly.after_training(counters, first_line + lines[e], doubling)
         else:

@@ -7,6 +7,10 @@ of two of them taken when that coordinate was last brought up to date; a coordin
 all its skipped steps at once when an example next touches it, and everything catches up before
 a model is saved or printed. The result equals the dense computation up to rounding.
 
+With L1 alone a snapshot is one number, S_j, kept in float32 in the weight row itself
+(``W[j, 3]``, the update's scratch slot, see gd.py), so catching up reads no other memory; with
+L2 the two snapshots (Φ_j, S_j) live in ``lazy``, in float64.
+
 ``η̄`` is the example's global step, VW's ``−u / loss′`` (vw-reference.md §3.3): the same
 regularization strength as VW's ``--l1``/``--l2``. VW applies its L1 as a truncation of the
 stored weight at prediction time and its L2 as a gradient step ``(1 − λ2η̄)``; we apply true
@@ -44,13 +48,31 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     """Bring the coordinates ``index[lo:hi]`` up to date with the accumulators ``acc``."""
     phi = acc[PHI]
     s = acc[SUM]
-    for k in range(lo, hi):
-        j = index[k]
-        w = np.float64(W[j, 0])
-        if w != 0.0:
-            W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], l2)
-        lazy[j, PHI] = phi
-        lazy[j, SUM] = s
+    if l2:
+        for k in range(lo, hi):
+            j = index[k]
+            w = np.float64(W[j, 0])
+            if w != 0.0:
+                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], True)
+            lazy[j, PHI] = phi
+            lazy[j, SUM] = s
+    else:
+        for k in range(lo, hi):
+            j = index[k]
+            w = np.float64(W[j, 0])
+            if w != 0.0:
+                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, np.float64(W[j, 3]), False)
+            W[j, 3] = s
+
+
+@njit(cache=True, nogil=True)
+def keep_snapshots(W, acc, l2, index, lo, hi):
+    """After an update, which used ``W[j, 3]`` as scratch: put back the L1 snapshots of the
+    example's coordinates (all equal to the accumulator they were caught up to)."""
+    if not l2:
+        s = acc[SUM]
+        for k in range(lo, hi):
+            W[index[k], 3] = s
 
 
 @njit(cache=True, nogil=True)
@@ -60,10 +82,15 @@ def flush(W, lazy, acc, lam1, l2):
     s = acc[SUM]
     for j in range(W.shape[0]):
         w = np.float64(W[j, 0])
-        if w != 0.0:
-            W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], l2)
-        lazy[j, PHI] = 0.0
-        lazy[j, SUM] = 0.0
+        if l2:
+            if w != 0.0:
+                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], True)
+            lazy[j, PHI] = 0.0
+            lazy[j, SUM] = 0.0
+        else:
+            if w != 0.0:
+                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, np.float64(W[j, 3]), False)
+            W[j, 3] = 0.0
     acc[PHI] = 0.0
     acc[SUM] = 0.0
 
