@@ -59,6 +59,13 @@ def _spec(numba_type) -> list:
     raise TypeError(f"no call-time check for argument type {numba_type}")
 
 
+def _has_literal(numba_type) -> bool:
+    from numba.core import types as nt
+    if isinstance(numba_type, (nt.Literal, nt.Omitted)):
+        return True
+    return isinstance(numba_type, nt.BaseTuple) and any(map(_has_literal, numba_type.types))
+
+
 def build() -> Path:
     """Compile every signature the entry points have been called with so far (run the warm-up
     first) into the extension module; returns its path."""
@@ -80,11 +87,18 @@ def build() -> Path:
     exports: dict[str, list] = {}
     for module_name, name in ENTRY_POINTS:
         kernel = getattr(importlib.import_module(module_name), name)
+        variants = exports.setdefault(f"{module_name}.{name}", [])
         for signature in kernel.nopython_signatures:
-            symbol = f"{name}__{len(exports.get(f'{module_name}.{name}', []))}"
+            # A kernel also gets the signatures of calls from other kernels, where a constant
+            # argument is typed as a literal (compiled in, not passed): never for Python.
+            if any(_has_literal(t) for t in signature.args):
+                continue
+            specs = [_spec(t) for t in signature.args]
+            if any(specs == known for _, known in variants):
+                continue
+            symbol = f"{name}__{len(variants)}"
             cc.export(symbol, signature)(kernel.py_func)
-            exports.setdefault(f"{module_name}.{name}", []).append(
-                [symbol, [_spec(t) for t in signature.args]])
+            variants.append([symbol, specs])
     cc.compile()
     (_directory() / f"{MODULE}.json").write_text(json.dumps(
         {"sources": olearn.SOURCE_HASH, "exports": exports}))

@@ -69,3 +69,13 @@ def test_command_line_runs_without_importing_numba(tmp_path):
     assert (tmp_path / "p").read_text().count("\n") == 100
     imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()]
     assert "olearn.learner" in imported and "numba" not in imported
+
+
+def test_signatures_with_compiled_in_constants_are_not_exported():
+    # calls between kernels type constant arguments as literals, which are not passed at all:
+    # exporting such a signature for Python calls would misread the arguments
+    from numba.core import types as nt
+    assert aot._has_literal(nt.literal(True))
+    assert aot._has_literal(nt.Tuple((nt.float64, nt.literal(3))))
+    assert not aot._has_literal(nt.boolean)
+    assert not aot._has_literal(nt.Tuple((nt.float64, nt.Array(nt.uint8, 1, "C"))))
