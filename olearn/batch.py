@@ -1,6 +1,7 @@
 """ExampleBatch: a block of parsed, hashed examples in CSR layout."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,3 +39,11 @@ class ExampleBatch:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+    def example(self, e: int) -> "ExampleBatch":
+        """Example ``e`` alone, for the learner (views of its arrays; names stay batch-wide)."""
+        lo, hi = self.offsets[e], self.offsets[e + 1]
+        return dataclasses.replace(
+            self, numbers=self.numbers[e:e + 1], tags=self.tags[e:e + 1], lines=self.lines[e:e + 1],
+            offsets=self.offsets[e:e + 2] - lo, index=self.index[lo:hi], value=self.value[lo:hi],
+            namespace=self.namespace[lo:hi])

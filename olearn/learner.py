@@ -193,21 +193,21 @@ class OnlineLearner:
         self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
-        count = gd.learn_batch(self.weights, self.lazy, self.poly, self.state, self.stats,
-                               self.params, self.terms, batch.numbers, batch.offsets,
-                               batch.index, batch.value, batch.namespace, batch.lines,
-                               batch.pass_line, preds, rows)
-        return rows[:count]
+        return rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
         self._see_namespaces(batch)
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
-        rows = np.empty((0, gd.ROW_COLS))
-        gd.learn_batch(self.weights, self.lazy, self.poly, self.state.copy(), self.new_stats(),
-                       params, self.terms, batch.numbers, batch.offsets, batch.index,
-                       batch.value, batch.namespace, batch.lines, batch.pass_line, preds, rows)
+        self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
+                     self.new_stats())
+
+    def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
+                params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
+        return gd.learn_batch(self.weights, self.lazy, self.poly, state, stats, params,
+                              self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
+                              batch.namespace, batch.lines, batch.pass_line, preds, rows)
 
     @property
     def average_loss(self) -> float:
@@ -222,12 +222,9 @@ class OnlineLearner:
         rows = []
         for e in range(len(batch)):
             features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
-            lo, hi = batch.offsets[e], batch.offsets[e + 1]
             row = np.empty((1, gd.ROW_COLS))
-            if gd.learn_batch(self.weights, self.lazy, self.poly, self.state, self.stats,
-                              self.params, self.terms, batch.numbers[e:e + 1], batch.offsets[e:e + 2] - lo,
-                              batch.index[lo:hi], batch.value[lo:hi], batch.namespace[lo:hi],
-                              batch.lines[e:e + 1], batch.pass_line, preds[e:e + 1], row):
+            if self._kernel(batch.example(e), preds[e:e + 1], row, self.params, self.state,
+                            self.stats):
                 rows.append(row)
             line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")

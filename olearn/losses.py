@@ -1,4 +1,4 @@
-"""Loss functions (vw-reference.md §4): value, derivative, squared gradient and updates.
+"""Loss functions (vw-reference.md §4): value, derivative and updates.
 
 Each function takes the loss code first (and τ, used by quantile); the learner kernel branches
 on it once per example. ``p`` is the clipped prediction, ``s`` the update scale, ``q`` the
@@ -51,12 +51,6 @@ def derivative(code: int, tau: float, p: float, y: float) -> float:
     if e > 0:
         return -tau
     return 1.0 - tau if e < 0 else 0.0
-
-
-@njit(cache=True, nogil=True)
-def square_grad(code: int, tau: float, p: float, y: float) -> float:
-    d = derivative(code, tau, p, y)
-    return d * d
 
 
 @njit(cache=True, nogil=True)

@@ -790,16 +790,12 @@ def parse_args() -> argparse.Namespace:
                         help="generated file, relative to the repo (default data/bench200k.vw)")
     parser.add_argument("--shared", default="../shared/data",
                         help="shared datasets, relative to the repo (default ../shared/data)")
-    parser.add_argument("--skip-shared", action="store_true",
-                        help=f"skip the shared datasets (and the cache check on {CACHE_DATASET})")
-    parser.add_argument("--skip-l1", action="store_true",
-                        help=f"skip olearn with vs without --l1 {L1_STRENGTH}")
-    parser.add_argument("--skip-quadratic", action="store_true",
-                        help="skip olearn vs VW with a quadratic interaction")
-    parser.add_argument("--skip-stage-poly", action="store_true",
-                        help="skip olearn vs VW with --stage_poly")
-    parser.add_argument("--skip-cache", action="store_true",
-                        help=f"skip olearn reading {CACHE_DATASET} as text vs from its -c cache")
+    for name, what in (("shared", f"the shared datasets (and the cache check on {CACHE_DATASET})"),
+                       ("l1", f"olearn with vs without --l1 {L1_STRENGTH}"),
+                       ("quadratic", "olearn vs VW with a quadratic interaction"),
+                       ("stage-poly", "olearn vs VW with --stage_poly"),
+                       ("cache", f"olearn reading {CACHE_DATASET} as text vs from its -c cache")):
+        parser.add_argument(f"--skip-{name}", action="store_true", help=f"skip {what}")
     parser.add_argument("--no-vw", action="store_true",
                         help="run only olearn, even when vowpalwabbit is installed")
     parser.add_argument("--out", default="BENCHMARKS.md",

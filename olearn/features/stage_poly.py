@@ -29,8 +29,7 @@ C_EXAMPLES = 1     # training examples counted in C_SPARSITY
 C_PERIOD = 2       # current example-counter period between stages
 C_PENDING = 3      # 1: a stage is due before the next training example
 C_COUNTER_BASE = 4  # example counter of the current pass's first line (VW's, §8.1)
-C_STAGES = 5       # stages done so far
-COUNTERS_SIZE = 6
+COUNTERS_SIZE = 5
 
 HEURISTICS = {"weight": 0, "ssm": 1}
 
@@ -46,8 +45,16 @@ def _child(a, g, constant, mask):
 
 
 @njit(cache=True, nogil=True)
+def new_stack():
+    """Scratch for :func:`expand`'s walk (monomial, value, next input feature per depth),
+    allocated once per batch rather than per example."""
+    return (np.empty(MAX_DEPTH + 1, dtype=np.int64), np.empty(MAX_DEPTH + 1, dtype=np.float32),
+            np.empty(MAX_DEPTH + 1, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
 def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, training, out_idx,
-           out_val):
+           out_val, stack):
     """Write the synthetic example of input features ``index/value[lo:hi]`` to ``out_*``.
 
     A depth-first walk from the constant (depth 0): each input feature times the current
@@ -56,12 +63,10 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
     min_depth and takes away its parent flag, and (when ``origin`` has a row per slot, for
     --invert_hash) records the monomial as (parent, input feature). Returns (out_idx, out_val,
     size), the arrays grown when needed (the walk changes the state as it goes, so it cannot be
-    restarted with larger arrays).
+    restarted with larger arrays). ``stack`` comes from :func:`new_stack`.
     """
     record = origin.shape[0] == min_depth.shape[0]
-    stack_g = np.empty(MAX_DEPTH + 1, dtype=np.int64)
-    stack_x = np.empty(MAX_DEPTH + 1, dtype=np.float32)
-    stack_k = np.empty(MAX_DEPTH + 1, dtype=np.int64)
+    stack_g, stack_x, stack_k = stack
     stack_g[0] = constant
     stack_x[0] = 1.0
     stack_k[0] = lo
@@ -176,7 +181,6 @@ def before_training(W, flags, ssm, counters, constant, n_input, exponent, heuris
         add_parents(W, flags, ssm, constant, parents_due(counters, exponent, W.shape[0]),
                     heuristic, normalized)
         counters[C_PENDING] = 0.0
-        counters[C_STAGES] += 1
     counters[C_SPARSITY] += n_input
     counters[C_EXAMPLES] += 1
 

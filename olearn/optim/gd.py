@@ -12,7 +12,7 @@ from numba import njit
 
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size
-from olearn.losses import derivative, gradient_update, invariant_update, loss_value, square_grad
+from olearn.losses import derivative, gradient_update, invariant_update, loss_value
 from olearn.optim import regularize
 
 # Learner state (float64 array).
@@ -104,7 +104,8 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     power_t = params[P_POWER_T]
     sqrt_rate = power_t == 0.5
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
-    g2 = imp * square_grad(loss, tau, p, y) if adaptive else 0.0
+    d1 = derivative(loss, tau, p, y)
+    g2 = imp * d1 * d1 if adaptive else 0.0
     stateful = adaptive or normalized
     norm_x = 0.0
     ppu = 0.0
@@ -158,7 +159,6 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         u = gradient_update(loss, tau, p, y, scale)
     if np.isnan(u):
         u = 0.0
-    d1 = derivative(loss, tau, p, y)
     eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
     u *= multiplier
     for k in range(lo, hi):
@@ -227,6 +227,7 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
     heuristic = int(params[P_HEURISTIC])
     doubling = params[P_DOUBLING] != 0
     normalized = params[P_NORMALIZED] != 0
+    stack = stage_poly.new_stack()
     s_idx = np.empty(16, dtype=np.uint32)
     s_val = np.empty(16, dtype=np.float32)
     ranges = np.zeros((256, 2), dtype=np.int64)
@@ -263,7 +264,8 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
                 stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
                                            heuristic, normalized)
             s_idx, s_val, n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
-                                                    min_depth, flags, origin, learn, s_idx, s_val)
+                                                    min_depth, flags, origin, learn, s_idx, s_val,
+                                                    stack)
             f_idx = s_idx
             f_val = s_val
             lo = 0
