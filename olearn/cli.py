@@ -6,7 +6,8 @@ import sys
 
 import click
 
-from olearn.config import FORMATS, HASHES, POLY_HEURISTICS, Config
+from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
+                           SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
 from olearn.errors import OlearnError
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
@@ -56,6 +57,49 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 @click.option("--poly_heuristic", type=click.Choice(POLY_HEURISTICS), default="weight",
               show_default=True,
               help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score.")
+@click.option("--eg", is_flag=True,
+              help="EG±: exponential weights on the 2d corners of the l1 ball of --radius, "
+                   "online-calibrated learning rate, O(nonzeros) per example.")
+@click.option("--boa", is_flag=True,
+              help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
+                   "per-corner adaptive rates, O(features seen) per example.")
+@click.option("--saew", is_flag=True,
+              help="SAEW: sessions of BOA or EG on shrinking l1 balls around sparse centers.")
+@click.option("--radius", type=float, default=1.0, show_default=True,
+              help="--eg/--boa/--saew: l1 radius U of the ball the weights live in.")
+@click.option("--saew_sub", type=click.Choice(SAEW_SUBROUTINES), default="boa", show_default=True,
+              help="SAEW's subroutine.")
+@click.option("--saew_d0", type=int, default=SAEW_DEFAULTS["saew_d0"], show_default=True,
+              help="SAEW: centers keep their d0 largest coordinates (the sparsity sought).")
+@click.option("--saew_alpha", type=float, default=1.0, show_default=True,
+              help="SAEW: strong-convexity constant of the risk (stopping rule).")
+@click.option("--saew_B", "saew_B", type=float, default=0.0, show_default=True,
+              help="SAEW: bound on ||gradient||∞ in the stopping rule; 0: its running max.")
+@click.option("--saew_C", "saew_C", type=float, default=SAEW_DEFAULTS["saew_C"],
+              show_default=True, help="SAEW: constant of the stopping rule (smaller: shorter "
+                                      "sessions).")
+@click.option("--saew_a", type=float, default=0.0, show_default=True,
+              help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d).")
+@click.option("--saew_b", type=float, default=0.0, show_default=True,
+              help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d.")
+@click.option("--saew_center", type=click.Choice(SAEW_CENTERS),
+              default=SAEW_DEFAULTS["saew_center"], show_default=True,
+              help="SAEW: recenter on the truncated session average (the paper) or last iterate.")
+@click.option("--saew_output", type=click.Choice(SAEW_OUTPUTS), default="iterate",
+              show_default=True,
+              help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
+                   "iterate, the session average, or its d0-sparse truncation.")
+@click.option("--saew_calibrate", is_flag=True,
+              help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
+                   "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1)).")
+@click.option("--saew_grid_d0", type=int, default=3, show_default=True,
+              help="--saew_calibrate: d0 values 1, 4, 16, ...")
+@click.option("--saew_grid_alpha", type=int, default=3, show_default=True,
+              help="--saew_calibrate: alpha values --saew_alpha × 4^k, k centered on 0.")
+@click.option("--saew_grid_radius", type=int, default=3, show_default=True,
+              help="--saew_calibrate: radius values --radius × 4^k, k centered on 0.")
+@click.option("--saew_grid_B", "saew_grid_B", type=int, default=3, show_default=True,
+              help="--saew_calibrate: B values (running max of ||g||∞) × 4^k, k centered on 0.")
 @click.option("--l1", type=float, default=0.0, show_default=True,
               help="L1 regularization, applied lazily as exact proximal (FOBOS) steps.")
 @click.option("--l2", type=float, default=0.0, show_default=True,
@@ -127,6 +171,7 @@ def command(paths, data, format_, hash_, warm_cache, **options):
       olearn -d train.vw --audit              features of each example, as VW prints them
       olearn -d train.vw -c --passes 10       cache, holdout and early termination
       olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
+      olearn -d train.vw --saew --radius 1 --saew_d0 5   sparse exponential weights (SAEW)
     """
     from olearn.run import run, warm_cache as warm
     if warm_cache:

@@ -15,9 +15,17 @@ MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd"
                  "normalized", "invariant", "loss_function", "quantile_tau", "link", "binary",
                  "min_prediction", "max_prediction", "l1", "l2", "noconstant", "hash", "hash_seed",
                  "quadratic", "cubic", "interactions", "permutations", "stage_poly",
-                 "sched_exponent", "batch_sz", "batch_sz_no_doubling", "poly_heuristic")
+                 "sched_exponent", "batch_sz", "batch_sz_no_doubling", "poly_heuristic",
+                 "eg", "boa", "saew", "radius", "saew_sub", "saew_d0", "saew_alpha", "saew_B",
+                 "saew_C", "saew_a", "saew_b", "saew_center", "saew_output", "saew_calibrate",
+                 "saew_grid_d0", "saew_grid_alpha", "saew_grid_radius", "saew_grid_B")
 HASHES = ("strings", "all")
 POLY_HEURISTICS = ("weight", "ssm")
+SAEW_SUBROUTINES = ("boa", "eg")
+SAEW_CENTERS = ("average", "last")
+SAEW_OUTPUTS = ("iterate", "average", "sparse")
+# chosen by scripts/saew_experiment.py (BENCHMARKS.md, "SAEW")
+SAEW_DEFAULTS = {"saew_d0": 5, "saew_C": 2.0, "saew_center": "last"}
 
 
 @dataclass
@@ -52,6 +60,24 @@ class Config:
     batch_sz: int = 1000
     batch_sz_no_doubling: bool = False
     poly_heuristic: str = "weight"
+    eg: bool = False
+    boa: bool = False
+    saew: bool = False
+    radius: float = 1.0
+    saew_sub: str = "boa"
+    saew_d0: int = SAEW_DEFAULTS["saew_d0"]
+    saew_alpha: float = 1.0
+    saew_B: float = 0.0
+    saew_C: float = SAEW_DEFAULTS["saew_C"]
+    saew_a: float = 0.0
+    saew_b: float = 0.0
+    saew_center: str = SAEW_DEFAULTS["saew_center"]
+    saew_output: str = "iterate"
+    saew_calibrate: bool = False
+    saew_grid_d0: int = 3
+    saew_grid_alpha: int = 3
+    saew_grid_radius: int = 3
+    saew_grid_B: int = 3
     leave_duplicate_interactions: bool = False
     hash: str = "strings"
     hash_seed: int = 0
@@ -112,12 +138,56 @@ class Config:
             raise OlearnError(f"--decay_learning_rate must be > 0, got {self.decay_learning_rate}")
         if self.power_t < 0:
             raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
+        self._check_experts()
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
         self.quadratic, self.cubic, self.interactions = (
             list(self.quadratic), list(self.cubic), list(self.interactions))
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
                               self.leave_duplicate_interactions,
                               lambda text: self.quiet or sys.stderr.write(text + "\n"))
+
+    def _check_experts(self) -> None:
+        """--eg, --boa, --saew: one of them, and not with gradient descent's own options."""
+        if self.saew_calibrate:
+            self.saew = True
+        if self.eg + self.boa + self.saew > 1:
+            raise OlearnError("choose one of --eg, --boa and --saew "
+                              "(--saew_sub chooses SAEW's subroutine)")
+        for name, choices in (("saew_sub", SAEW_SUBROUTINES), ("saew_center", SAEW_CENTERS),
+                              ("saew_output", SAEW_OUTPUTS)):
+            if getattr(self, name) not in choices:
+                raise OlearnError(f"--{name} must be one of {', '.join(choices)}, "
+                                  f"got {getattr(self, name)!r}")
+        for name in ("radius", "saew_alpha", "saew_C"):
+            if not getattr(self, name) > 0:
+                raise OlearnError(f"--{name} must be > 0, got {getattr(self, name)}")
+        for name in ("saew_B", "saew_a", "saew_b"):
+            if not getattr(self, name) >= 0:
+                raise OlearnError(f"--{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("saew_d0", "saew_grid_d0", "saew_grid_alpha", "saew_grid_radius",
+                     "saew_grid_B"):
+            if getattr(self, name) < 1:
+                raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.experts:
+            for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
+                             ("stage_poly", self.stage_poly)):
+                if on:
+                    raise OlearnError(f"--{name} works with gradient descent, not with "
+                                      f"--{self.expert_learner}")
+
+    @property
+    def experts(self) -> bool:
+        """Exponential weights (EG, BOA, SAEW) instead of gradient descent."""
+        return self.eg or self.boa or self.saew
+
+    @property
+    def expert_learner(self) -> str:
+        return "eg" if self.eg else "boa" if self.boa else "saew"
+
+    @property
+    def subroutine(self) -> str:
+        """The experts' algorithm: EG or BOA (alone, or inside SAEW)."""
+        return "eg" if self.eg else "boa" if self.boa else self.saew_sub
 
     @staticmethod
     def _parse_progress(text: str | None) -> tuple[bool, float]:

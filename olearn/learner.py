@@ -17,7 +17,8 @@ from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.losses import NAMES as LOSS_CODES
-from olearn.optim import gd, regularize
+from olearn.optim import boa, gd, regularize, saew
+from olearn.optim import layout as ew_layout
 from olearn.predictions import format_predictions
 from olearn.report import warning_text
 
@@ -39,6 +40,7 @@ class OnlineLearner:
         # per-coordinate snapshots of a lazy L2 (L1 alone keeps its own in weights[:, 3])
         self.lazy = np.zeros((len(self.weights) if config.l2 > 0 else 1, regularize.SIZE))
         self.poly = self._new_poly(config)
+        self.ew = new_experts(config)
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
@@ -69,6 +71,7 @@ class OnlineLearner:
         params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
         params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
         params[gd.P_CONSTANT] = CONSTANT_HASH & config.mask
+        params[gd.P_EXPERTS] = config.experts
         if config.holdout:
             params[gd.P_HOLDOUT_PERIOD] = config.holdout_period
             params[gd.P_HOLDOUT_AFTER] = config.holdout_after
@@ -129,6 +132,8 @@ class OnlineLearner:
 
         Called before a model is saved or printed; learning continues exactly as without it.
         """
+        if self.config.experts:
+            saew.export(self.ew, self.weights)
         if self.config.regularized:
             regularize.flush(self.weights, self.lazy, self.state[gd.S_REG:], self.config.l1,
                              self.config.l2 > 0)
@@ -198,6 +203,8 @@ class OnlineLearner:
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
         self._see_namespaces(batch)
+        if self.config.experts:
+            self.sync()
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
@@ -205,7 +212,7 @@ class OnlineLearner:
 
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
-        return gd.learn_batch(self.weights, self.lazy, self.poly, state, stats, params,
+        return gd.learn_batch(self.weights, self.lazy, self.poly, self.ew, state, stats, params,
                               self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
                               batch.namespace, batch.lines, batch.pass_line, preds, rows)
 
@@ -229,6 +236,52 @@ class OnlineLearner:
             line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
         return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
+
+
+def calibration_grid(config: Config) -> np.ndarray:
+    """--saew_calibrate's instances, one row (d0, alpha, U, B scale) each: d0 in 1, 4, 16, ...;
+    alpha, radius and the B scale × 4^k around the options' values (k centered on 0)."""
+    def around(center: float, size: int) -> np.ndarray:
+        return center * 4.0 ** (np.arange(size) - (size - 1) / 2)
+    axes = (4.0 ** np.arange(config.saew_grid_d0), around(config.saew_alpha, config.saew_grid_alpha),
+            around(config.radius, config.saew_grid_radius), around(1.0, config.saew_grid_B))
+    return np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
+
+
+def new_experts(config: Config) -> tuple:
+    """The state of --eg/--boa/--saew (optim/layout.py); tiny arrays when unused.
+
+    Coordinate arrays are sized 2^b but only the active prefix is ever touched, so the memory
+    actually used grows with the features seen.
+    """
+    L = ew_layout
+    cap = 1 << config.bit_precision if config.experts else 1
+    if config.saew_calibrate:
+        grid = calibration_grid(config)
+    else:
+        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
+    instances = len(grid)
+    corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
+    es = np.zeros((instances, L.E_SIZE))
+    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE] = grid.T
+    es[:, L.E_B] = config.saew_B
+    shared = np.zeros(L.SH_SIZE)
+    shared[L.SH_META_SUM] = instances
+    meta = np.zeros((boa.ROWS + 1, instances))
+    for k in range(instances):
+        boa.reset(meta, k)
+    settings = np.zeros(L.S_SIZE)
+    settings[L.S_SUB] = config.subroutine == "eg"
+    settings[L.S_SESSIONS] = config.saew
+    settings[L.S_C] = config.saew_C
+    settings[L.S_A] = config.saew_a
+    settings[L.S_B] = config.saew_b
+    settings[L.S_CENTER_LAST] = config.saew_center == "last"
+    settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
+    settings[L.S_CALIBRATE] = config.saew_calibrate
+    return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
+            np.zeros(cap, dtype=np.int64), np.zeros((instances, boa.ROWS, corner_columns)),
+            np.zeros((instances, L.K_ROWS, cap)), es, shared, meta, settings)
 
 
 def check_strict(batch: ExampleBatch) -> None:

@@ -193,3 +193,140 @@ def best_monomials(scores, count, excluded):
     """The ``count`` indices of largest score above 1e-9, not in ``excluded`` (no ties)."""
     ranked = sorted((s, j) for j, s in enumerate(scores) if j not in excluded and s > 1e-9)
     return {j for _, j in ranked[-count:]} if count else set()
+
+
+def _at_least(b: float, x: float) -> float:
+    while b < x:
+        b *= 2.0
+    return b
+
+
+class _Instance:
+    """One SAEW instance over every coordinate of the data, updated densely; only the active
+    ones (seen in a learned example) count in the normalization, as olearn's compact index."""
+
+    def __init__(self, n_coords, sub, d0, alpha, radius):
+        self.sub, self.d0, self.alpha, self.radius = sub, d0, alpha, radius
+        self.n = n_coords
+        self.session, self.b_max = 0, 0.0
+        self.center = np.zeros(n_coords)
+        self.eps = radius
+        self.fresh()
+
+    def fresh(self):
+        n = self.n
+        self.steps, self.q = 0, 0.0
+        self.avg = np.zeros(n)
+        self.V, self.B2, self.R = np.zeros((2, n)), np.full((2, n), 2.0 ** -20), np.zeros((2, n))
+        self.eta_b = np.full((2, n), 2.0 ** 20)
+        self.floor = 2.0 ** -20
+        self.G, self.eta, self.var, self.range = np.zeros(n), 0.0, 0.0, 0.0
+
+    def weights(self, active):
+        """(π+, π-) over the coordinates, 0 outside ``active``."""
+        if self.sub == "eg":
+            log_w = np.stack([self.eta * self.G, -self.eta * self.G])
+        else:
+            log_w = np.log(self.eta_b) + self.eta_b * self.R
+        log_w = np.where(active, log_w, -np.inf)
+        w = np.exp(log_w - log_w.max())
+        return w / w.sum()
+
+    def theta(self, active):
+        pi = self.weights(active)
+        return self.center + self.eps * (pi[0] - pi[1])
+
+    def learn(self, g, active, settings):
+        n_active = active.sum()
+        pi = self.weights(active)
+        theta = self.center + self.eps * (pi[0] - pi[1])
+        g_inf = np.abs(g).max()
+        self.b_max = max(self.b_max, g_inf)
+        self.q += g_inf ** 2
+        self.steps += 1
+        self.avg += theta - self.center
+        m = float(g @ (pi[0] - pi[1]))
+        if self.sub == "eg":
+            self.var += self.eps ** 2 * max(float((pi[0] + pi[1]) @ g ** 2) - m * m, 0.0)
+            if g_inf > 0:
+                self.range = _at_least(max(self.range, 2.0 ** -20), 2 * self.eps * g_inf)
+            self.G -= self.eps * g
+            if self.range > 0:
+                target = 1.0 / self.range
+                if self.var > 0:
+                    c = math.sqrt(2 * (math.sqrt(2) - 1) / (math.e - 2))
+                    target = min(target, c * math.sqrt(math.log(2 * n_active) / self.var))
+                eta = 2.0 ** math.floor(math.log2(target))
+                if self.eta == 0 or eta < self.eta:
+                    self.eta = eta
+        else:
+            self.floor = _at_least(self.floor, 2 * self.eps * g_inf)
+            r = self.eps * np.stack([m - g, m + g])
+            self.V += r * r
+            for s in (0, 1):
+                for k in range(self.n):
+                    b = _at_least(max(self.B2[s, k], self.floor), abs(r[s, k]))
+                    self.B2[s, k] = b
+                    eta = 1.0 / b
+                    if self.V[s, k] > 0:
+                        eta = min(eta, math.sqrt(math.log(2 * n_active) / self.V[s, k]))
+                    self.eta_b[s, k] = eta
+                    self.R[s, k] += 0.5 * (r[s, k] - eta * r[s, k] ** 2
+                                           + (b if eta * r[s, k] > 0.5 else 0.0))
+        if settings.get("sessions"):
+            log_2d = math.log(2 * n_active)
+            need = (settings["C"] * self.d0 * 2 ** (self.session / 2)
+                    * (math.sqrt(log_2d) * math.sqrt(self.q) + log_2d * self.b_max)
+                    / (self.alpha * self.radius))
+            if self.steps >= need:
+                source = (self.theta(active) if settings.get("center_last")
+                          else self.center + self.avg / self.steps)
+                self.center = self.truncated(source)
+                self.session += 1
+                self.eps = self.radius * 2.0 ** (-self.session / 2)
+                self.fresh()
+
+    def truncated(self, values):
+        out = np.zeros_like(values)
+        keep = np.argsort(np.abs(values))[len(values) - min(self.d0, len(values)):]
+        out[keep] = values[keep]
+        return out
+
+    def estimate(self, active, output):
+        if output == "iterate":
+            return self.theta(active)
+        average = self.center + (self.avg / self.steps if self.steps else 0.0)
+        return self.truncated(average) if output == "sparse" else average
+
+
+def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
+                        output="iterate", **settings):
+    """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in optim/saew.py) in plain numpy,
+    squared loss: progressive predictions of (label or None, importance, [(index, value)])
+    examples. Every corner is updated at every step, including those of features not seen yet.
+    ``final`` (a dict) receives the exported θ by feature index. ``settings``: sessions, C,
+    center_last."""
+    coords = sorted({j for _, _, feats in examples for j, _ in feats})
+    position = {j: i for i, j in enumerate(coords)}
+    inst = _Instance(len(coords), sub, d0, alpha, radius)
+    active = np.zeros(len(coords), dtype=bool)
+    lo = hi = 0.0
+    out = []
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        x = np.zeros(len(coords))
+        for j, v in feats:
+            x[position[j]] += v
+        if learn:
+            lo, hi = min(lo, label), max(hi, label)
+            for j, _ in feats:
+                active[position[j]] = True
+        raw = float(inst.theta(active) @ x) if active.any() else 0.0
+        p = min(max(raw, lo), hi)
+        out.append(p)
+        if learn:
+            inst.learn(imp * 2 * (p - label) * x, active, settings)
+    if final is not None:
+        theta = inst.estimate(active, output)
+        final.update({j: theta[position[j]] for j in coords if active[position[j]]})
+    return out

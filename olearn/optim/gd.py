@@ -13,7 +13,7 @@ from numba import njit
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size
 from olearn.losses import derivative, gradient_update, invariant_update, loss_value
-from olearn.optim import regularize
+from olearn.optim import regularize, saew
 
 # Learner state (float64 array).
 S_NORM = 0        # S: sum of importance-weighted normalized norms
@@ -71,7 +71,8 @@ P_SCHED_EXPONENT = 21
 P_DOUBLING = 22
 P_HEURISTIC = 23
 P_CONSTANT = 24        # the constant feature's index
-PARAMS_SIZE = 25
+P_EXPERTS = 25         # learn with exponential weights (optim/saew.py), not gradient descent
+PARAMS_SIZE = 26
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
 
@@ -194,7 +195,7 @@ def _holdout_averages(stats, row):
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, index, value,
+def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index, value,
                 namespace, lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
@@ -205,7 +206,9 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
     example. Writes each example's prediction (after link and --binary) and raw score (before
     clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
     ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization; ``poly`` the
-    --stage_poly state (min_depth, flags, SSM sums, counters, origins; features/stage_poly.py).
+    --stage_poly state (min_depth, flags, SSM sums, counters, origins; features/stage_poly.py);
+    ``ew`` the state of the exponential-weights learners (optim/layout.py), which predict from
+    their own state except in test-only mode, where ``W`` holds the model they exported.
     """
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
@@ -227,6 +230,7 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
     heuristic = int(params[P_HEURISTIC])
     doubling = params[P_DOUBLING] != 0
     normalized = params[P_NORMALIZED] != 0
+    experts = params[P_EXPERTS] != 0
     stack = stage_poly.new_stack()
     s_idx = np.empty(16, dtype=np.uint32)
     s_val = np.empty(16, dtype=np.float32)
@@ -275,7 +279,11 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
             state[S_MAX] = max(state[S_MAX], y)
         if regularized:
             regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
-        raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
+        if experts and not test_only:
+            raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
+                                               state[S_MAX], learn)
+        else:
+            raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
         if np.isnan(raw):
             raw = 0.0
         p = min(max(raw, state[S_MIN]), state[S_MAX])
@@ -304,7 +312,9 @@ def learn_batch(W, lazy, poly, state, stats, params, terms, numbers, offsets, in
                     stats[R_MANY_LABELS] = 1.0
             if learn and poly_on and heuristic == 1:
                 stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
-            if learn and loss > 0:
+            if learn and experts:
+                saew.learn(ew, loss_code, tau, p, y, imp, numbers[e, 2])
+            elif learn and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
                 if regularized:
                     regularize.keep_snapshots(W, acc, lam2 > 0, f_idx, lo, hi)

@@ -1,0 +1,91 @@
+"""BOA, Bernstein Online Aggregation with multiple adaptive learning rates (algorithms.md §3).
+
+Each expert j keeps, in a column of a ``(ROWS, n)`` array: V (sum of squared regrets), B2 (the
+largest |regret| rounded up to a power of 2), R (the regularized cumulative regret) and w (its
+unnormalized weight ``eta * exp(eta * R - offset)``), plus a scratch row for eta. With the
+gradient trick the regret of expert j is ``r_j = l'(ŷ) (ŷ - f_j)``; the weights are
+
+    eta_j = min(1 / B2_j, sqrt(ln N / V_j)),   R_j += (r_j - eta_j r_j² + B2_j 1{eta_j r_j > 1/2}) / 2,
+    pi_j ∝ eta_j exp(eta_j R_j)                 (uniform prior: the form that matches the theory)
+
+On the corners of an l1 ball every regret is at most 2 eps ||g||∞, and saew.py gives that
+bound (running max, as a power of 2) as every corner's range floor. Without it a corner whose
+regrets so far are tiny (its feature absent from the examples) gets eta ~ 1/|r| and a weight
+inflated by that eta, which drains the mass of the other corners to such ± pairs and
+shrinks θ̂ to the center on sparse data (a run of 4 examples predicted 0 after one update).
+
+The same per-expert step serves the 2d corners of an l1 ball (saew.py) and the calibration's
+aggregation of SAEW instances; both call :func:`expert_step` inside their own loop.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+V = 0
+B2 = 1
+R = 2
+W = 3
+ETA = 4
+ROWS = 5
+
+B2_START = 2.0 ** -20  # as opera: the first weights equal the prior
+
+
+@njit(cache=True, nogil=True, inline="always")
+def at_least(b, x):
+    """The least b·2^k (k >= 0) that is >= x: ranges are kept as powers of 2."""
+    while b < x:
+        b *= 2.0
+    return b
+
+
+@njit(cache=True, nogil=True)
+def reset(experts, j):
+    """A fresh expert ``j``: no regret yet, weight 1 (offset 0)."""
+    experts[V, j] = 0.0
+    experts[B2, j] = B2_START
+    experts[R, j] = 0.0
+    experts[W, j] = 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def expert_step(experts, j, r, log_n, floor):
+    """Feed regret ``r`` to expert ``j``; returns ``eta R``, its log-weight less log(eta), which
+    stays in the weight row (and eta in the scratch row) until :func:`weigh`. The range used is
+    at least ``floor``."""
+    r2 = r * r
+    v = experts[V, j] + r2
+    experts[V, j] = v
+    b = at_least(max(experts[B2, j], floor), abs(r))
+    experts[B2, j] = b
+    eta = 1.0 / b
+    if v > 0.0:
+        eta = min(eta, np.sqrt(log_n / v))
+    rr = experts[R, j] + 0.5 * (r - eta * r2 + (b if eta * r > 0.5 else 0.0))
+    experts[R, j] = rr
+    experts[ETA, j] = eta
+    experts[W, j] = eta * rr
+    return eta * rr
+
+
+@njit(cache=True, nogil=True, inline="always")
+def weigh(experts, j, offset):
+    """Expert ``j``'s unnormalized weight after :func:`expert_step`, relative to ``offset``."""
+    w = experts[ETA, j] * np.exp(experts[W, j] - offset)
+    experts[W, j] = w
+    return w
+
+
+@njit(cache=True, nogil=True)
+def aggregate_step(experts, regrets, n):
+    """One BOA step over ``n`` general experts with the given regrets; returns the weight sum
+    (the normalized weights are ``experts[W, :n] / sum``)."""
+    log_n = np.log(max(n, 2))
+    top = -np.inf
+    for j in range(n):
+        top = max(top, expert_step(experts, j, regrets[j], log_n, 0.0))
+    total = 0.0
+    for j in range(n):
+        total += weigh(experts, j, top)
+    return total

@@ -1,0 +1,283 @@
+"""SAEW, sparse accelerated exponential weights (algorithms.md §4), and plain BOA / EG± as its
+single-session case; with calibration (Algorithm 3), BOA over a grid of SAEW instances.
+
+An instance runs a subroutine (BOA on the 2d corners of B1(center, eps), or EG±) in sessions:
+session i has radius eps = U 2^(-i/2) and is centered on the previous session's average (or
+last iterate) truncated to its d0 largest coordinates. A session ends at the first example
+where its length n satisfies the stopping rule (algorithms.md §4, constant C):
+
+    n >= C d0 2^(i/2) (a sqrt(Q) + b B) / (alpha U),   Q = Σ_session ||g||∞²
+
+The learner kernel (gd.learn_batch) calls :func:`predict` then :func:`learn` per example; the
+state layout is in layout.py. Coordinates are the features seen so far: a new one starts in
+every instance as if it had been there all along with a zero gradient (BOA: the ghost corner's
+state; EG: weight e^0), so the result does not depend on when a feature first appears.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.losses import derivative
+from olearn.optim import boa, eg
+from olearn.optim import layout as L
+
+
+# --- one instance -------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True, inline="always")
+def _deviation(corners, coord, es, eg_sub, s):
+    """θ̂_s - center_s of one instance."""
+    if eg_sub:
+        return eg.deviation(coord, es, s)
+    return es[L.E_EPS] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / es[L.E_SUM]
+
+
+@njit(cache=True, nogil=True)
+def _add_coordinate(corners, coord, es, eg_sub, s):
+    coord[L.K_CENTER, s] = 0.0
+    coord[L.K_AVG, s] = 0.0
+    if eg_sub:
+        eg.add_coordinate(coord, es, s)
+        return
+    ghost = corners.shape[1] - 1
+    for j in (2 * s, 2 * s + 1):
+        for row in (boa.V, boa.B2, boa.R, boa.W):
+            corners[row, j] = corners[row, ghost]
+    es[L.E_SUM] += 2.0 * corners[boa.W, ghost]
+
+
+@njit(cache=True, nogil=True)
+def _fresh_subroutine(corners, coord, es, eg_sub, n):
+    """A new subroutine on the ball of the current session (uniform weights)."""
+    if eg_sub:
+        eg.reset(coord, es, n)
+        return
+    for j in range(2 * n):
+        boa.reset(corners, j)
+    boa.reset(corners, corners.shape[1] - 1)
+    es[L.E_SUM] = 2.0 * n
+    es[L.E_RANGE] = boa.B2_START
+
+
+@njit(cache=True, nogil=True)
+def _restart(corners, coord, es, eg_sub, n):
+    """Session 0: center 0, radius U."""
+    es[L.E_SESSION] = 0.0
+    es[L.E_EPS] = es[L.E_U]
+    es[L.E_N] = es[L.E_Q] = es[L.E_B_MAX] = 0.0
+    for s in range(n):
+        coord[L.K_CENTER, s] = 0.0
+        coord[L.K_AVG, s] = 0.0
+    _fresh_subroutine(corners, coord, es, eg_sub, n)
+
+
+@njit(cache=True, nogil=True)
+def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n, g_inf):
+    """BOA on the 2n corners: one dense pass (regrets, rates, the session sum of θ̂), then the
+    weights. Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s); every corner's
+    range is at least 2 eps max ||g||∞ (boa.py)."""
+    eps = es[L.E_EPS]
+    total = es[L.E_SUM]
+    m = 0.0
+    for i in range(nt):
+        s = touched[i]
+        m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
+    floor = boa.at_least(es[L.E_RANGE], 2.0 * eps * g_inf)
+    es[L.E_RANGE] = floor
+    log_n = np.log(2.0 * n)
+    top = -np.inf
+    for s in range(n):
+        coord[L.K_AVG, s] += eps * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
+        g = d1 * x_buf[s]
+        top = max(top, boa.expert_step(corners, 2 * s, eps * (m - g), log_n, floor),
+                  boa.expert_step(corners, 2 * s + 1, eps * (m + g), log_n, floor))
+    ghost = corners.shape[1] - 1
+    top = max(top, boa.expert_step(corners, ghost, eps * m, log_n, floor))
+    total = 0.0
+    for j in range(2 * n):
+        total += boa.weigh(corners, j, top)
+    boa.weigh(corners, ghost, top)
+    es[L.E_SUM] = total
+
+
+@njit(cache=True, nogil=True)
+def _truncate(values, out, n, d0):
+    """out[:n] = values[:n] with all but its d0 largest |entries| set to 0."""
+    keep = min(int(d0), n)
+    order = np.argsort(np.abs(values[:n]))
+    out[:n] = 0.0
+    for i in range(n - keep, n):
+        out[order[i]] = values[order[i]]
+
+
+@njit(cache=True, nogil=True)
+def _estimate(corners, coord, es, eg_sub, n, kind, out):
+    """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2)."""
+    if eg_sub:
+        eg.settle_all(coord, es, n)
+    steps = es[L.E_N]
+    for s in range(n):
+        if kind == 0:
+            dev = _deviation(corners, coord, es, eg_sub, s)
+        else:
+            dev = coord[L.K_AVG, s] / steps if steps > 0 else 0.0
+        out[s] = coord[L.K_CENTER, s] + dev
+    if kind == 2:
+        scratch = coord[L.K_SCRATCH]
+        scratch[:n] = out[:n]
+        _truncate(scratch, out, n, es[L.E_D0])
+
+
+@njit(cache=True, nogil=True)
+def _next_session(corners, coord, es, eg_sub, n, center_last):
+    source = coord[L.K_SCRATCH]
+    _estimate(corners, coord, es, eg_sub, n, 0 if center_last else 1, source)
+    _truncate(source, coord[L.K_CENTER], n, es[L.E_D0])
+    es[L.E_SESSION] += 1.0
+    es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)
+    es[L.E_N] = es[L.E_Q] = 0.0
+    for s in range(n):
+        coord[L.K_AVG, s] = 0.0
+    _fresh_subroutine(corners, coord, es, eg_sub, n)
+
+
+@njit(cache=True, nogil=True)
+def _session_over(es, settings, n):
+    """The stopping rule, after the session's latest example."""
+    log_2d = np.log(2.0 * n)
+    a = settings[L.S_A] if settings[L.S_A] > 0 else np.sqrt(log_2d)
+    b = settings[L.S_B] if settings[L.S_B] > 0 else log_2d
+    bound = es[L.E_B] if es[L.E_B] > 0 else es[L.E_B_SCALE] * es[L.E_B_MAX]
+    need = (settings[L.S_C] * es[L.E_D0] * 2.0 ** (es[L.E_SESSION] / 2.0)
+            * (a * np.sqrt(es[L.E_Q]) + b * bound) / (es[L.E_ALPHA] * es[L.E_U]))
+    return es[L.E_N] >= need
+
+
+@njit(cache=True, nogil=True)
+def _instance_learn(corners, coord, es, settings, x_buf, touched, nt, d1, n):
+    g_inf = 0.0
+    for i in range(nt):
+        g_inf = max(g_inf, abs(d1 * x_buf[touched[i]]))
+    es[L.E_B_MAX] = max(es[L.E_B_MAX], g_inf)
+    es[L.E_Q] += g_inf * g_inf
+    es[L.E_N] += 1.0
+    eg_sub = settings[L.S_SUB] != 0
+    if eg_sub:
+        eg.learn(coord, es, x_buf, touched, nt, d1, n)
+    else:
+        _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n, g_inf)
+    if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
+        _next_session(corners, coord, es, eg_sub, n, settings[L.S_CENTER_LAST] != 0)
+
+
+@njit(cache=True, nogil=True)
+def _instance_raw(corners, coord, es, eg_sub, slot, f_idx, f_val, lo, hi):
+    raw = 0.0
+    for k in range(lo, hi):
+        s = slot[f_idx[k]]
+        if s >= 0:
+            raw += (coord[L.K_CENTER, s] + _deviation(corners, coord, es, eg_sub, s)) * f_val[k]
+    return raw
+
+
+# --- the learner: K instances sharing the active index ----------------------------------------
+
+@njit(cache=True, nogil=True)
+def _block_start(t, calibrate):
+    """Whether example t (1-based) starts a block: the first, or with calibration 2^j."""
+    return t == 1 or (calibrate and (t & (t - 1)) == 0)
+
+
+@njit(cache=True, nogil=True)
+def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
+    """The raw prediction (without the example's initial value) for features ``f_idx[lo:hi]``.
+
+    When the example will be learned, its new features join the active index first and its
+    values are gathered per coordinate for :func:`learn`; with calibration, each instance's
+    forecast (clipped to [y_min, y_max]) is kept for :func:`learn`.
+    """
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    eg_sub = settings[L.S_SUB] != 0
+    calibrate = settings[L.S_CALIBRATE] != 0
+    instances = es.shape[0]
+    n = int(shared[L.SH_ACTIVE])
+    if learn:
+        if _block_start(int(shared[L.SH_T]) + 1, calibrate):
+            for k in range(instances):
+                _restart(corners[k], coord[k], es[k], eg_sub, n)
+            for k in range(instances):
+                boa.reset(meta, k)
+            shared[L.SH_META_SUM] = instances
+        nt = 0
+        for i in range(lo, hi):
+            h = f_idx[i]
+            s = slot[h]
+            if s < 0:
+                s = n
+                slot[h] = s
+                hashes[s] = h
+                n += 1
+                for k in range(instances):
+                    _add_coordinate(corners[k], coord[k], es[k], eg_sub, s)
+            if x_buf[s] == 0.0:
+                touched[nt] = s
+                nt += 1
+            x_buf[s] += f_val[i]
+            if x_buf[s] == 0.0:  # values that cancel: keep the coordinate listed once
+                x_buf[s] = 5e-324
+        shared[L.SH_ACTIVE] = n
+        shared[L.SH_TOUCHED] = nt
+    if not calibrate:
+        return _instance_raw(corners[0], coord[0], es[0], eg_sub, slot, f_idx, f_val, lo, hi)
+    raw = 0.0
+    for k in range(instances):
+        f = _instance_raw(corners[k], coord[k], es[k], eg_sub, slot, f_idx, f_val, lo, hi)
+        f = min(max(f, y_min), y_max)
+        meta[boa.ROWS, k] = f
+        raw += meta[boa.W, k] * f
+    return raw / shared[L.SH_META_SUM]
+
+
+@njit(cache=True, nogil=True)
+def learn(ew, loss_code, tau, p, y, imp, initial):
+    """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
+    value included), its label ``y``, importance ``imp``."""
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    n = int(shared[L.SH_ACTIVE])
+    nt = int(shared[L.SH_TOUCHED])
+    shared[L.SH_T] += 1.0
+    instances = es.shape[0]
+    if settings[L.S_CALIBRATE] != 0:
+        d1 = imp * derivative(loss_code, tau, p, y)
+        for k in range(instances):
+            f = meta[boa.ROWS, k] + initial
+            meta[boa.ROWS, k] = d1 * (p - f)
+            _instance_learn(corners[k], coord[k], es[k], settings, x_buf, touched, nt,
+                            imp * derivative(loss_code, tau, f, y), n)
+        shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
+    else:
+        _instance_learn(corners[0], coord[0], es[0], settings, x_buf, touched, nt,
+                        imp * derivative(loss_code, tau, p, y), n)
+    for i in range(nt):
+        x_buf[touched[i]] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def export(ew, weights):
+    """Write the model's θ (iterate, session average or its truncation, as the settings say;
+    with calibration, the instances' θ mixed by the aggregation's weights) into
+    ``weights[:, 0]``."""
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    n = int(shared[L.SH_ACTIVE])
+    eg_sub = settings[L.S_SUB] != 0
+    kind = int(settings[L.S_OUTPUT])
+    instances = es.shape[0]
+    theta = np.zeros(n)
+    part = np.empty(n)
+    for k in range(instances):
+        share = meta[boa.W, k] / shared[L.SH_META_SUM] if settings[L.S_CALIBRATE] != 0 else 1.0
+        _estimate(corners[k], coord[k], es[k], eg_sub, n, kind, part)
+        theta += share * part
+    for s in range(n):
+        weights[hashes[s], 0] = theta[s]
