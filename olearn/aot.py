@@ -32,6 +32,7 @@ MODULE = "olearn_kernels"
 ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_batch"),
                 ("olearn.predictions", "format_predictions"),
                 ("olearn.optim.regularize", "flush"),
+                ("olearn.optim.saew", "export"),
                 ("olearn.features.interactions", "expand"),
                 ("olearn.features.interactions", "expanded_size"),
                 ("olearn.features.interactions", "unseen_features"))

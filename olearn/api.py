@@ -110,7 +110,7 @@ class Learner:
         """Write a model file (the same format as ``olearn -f``)."""
         self._learner.sync()
         model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state,
-                        self._learner.poly)
+                        self._learner.poly, self._learner.ew)
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> "Learner":
@@ -123,5 +123,5 @@ class Learner:
         learner = cls.__new__(cls)
         learner.config = config
         learner._learner = OnlineLearner(config)
-        saved.restore(learner._learner)
+        saved.restore(learner._learner, path)
         return learner

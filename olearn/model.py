@@ -19,9 +19,10 @@ from olearn.config import MODEL_OPTIONS, Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
+from olearn.optim import layout as ew_layout
 
 MAGIC = b"OLEARN-MODEL\n"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _DIGEST = 32
 
 
@@ -34,14 +35,49 @@ def _default_row(config: Config) -> np.ndarray:
 
 
 POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
+EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "ew_meta")
+
+
+def _expert_arrays(ew: tuple) -> dict:
+    """The --eg/--boa/--saew state of the active coordinates (and BOA's ghost corner)."""
+    slot, hashes, _, _, corners, coord, es, shared, meta, _ = ew
+    n = int(shared[ew_layout.SH_ACTIVE])
+    if corners.shape[2] > 1:
+        corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
+    return dict(zip(EXPERT_ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta)))
+
+
+def _restore_experts(arrays: dict, ew: tuple, path: str) -> None:
+    slot, hashes, _, _, corners, coord, es, shared, meta, _ = ew
+    n = len(arrays["ew_hashes"])
+    boa_sub = corners.shape[2] > 1
+    expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
+                "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
+                "ew_shared": shared.shape, "ew_meta": meta.shape}
+    if (any(arrays[name].shape != shape for name, shape in expected.items())
+            or int(arrays["ew_shared"][ew_layout.SH_ACTIVE]) != n or n > len(hashes)):
+        raise OlearnError("model's --eg/--boa/--saew state does not fit these options "
+                          "(a different calibration grid or subroutine?)", path)
+    hashes[:n] = arrays["ew_hashes"]
+    slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
+    if boa_sub:
+        corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
+        corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
+    coord[:, :, :n] = arrays["ew_coord"]
+    es[:] = arrays["ew_es"]
+    shared[:] = arrays["ew_shared"]
+    meta[:] = arrays["ew_meta"]
 
 
 def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
-         poly: tuple | None = None) -> None:
+         poly: tuple | None = None, ew: tuple | None = None) -> None:
     """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
-    with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums)."""
+    with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums); with
+    --eg/--boa/--saew, the experts' state."""
     changed = np.flatnonzero(np.any(weights != _default_row(config), axis=1)).astype(np.uint32)
     arrays = {"index": changed, "rows": weights[changed], "state": state}
+    if config.experts:
+        arrays.update(_expert_arrays(ew))
     if config.stage_poly:
         min_depth, flags, ssm, counters, _ = poly
         seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0)).astype(np.uint32)
@@ -84,9 +120,11 @@ class Model:
         weights[self.arrays["index"]] = self.arrays["rows"]
         return weights
 
-    def restore(self, learner) -> None:
+    def restore(self, learner, path: str) -> None:
         """Put the saved state into ``learner`` (an OnlineLearner for the merged options)."""
         learner.restore(self.weights(learner.config), self.state)
+        if learner.config.experts:
+            _restore_experts(self.arrays, learner.ew, path)
         if learner.config.stage_poly and "poly_index" in self.arrays:
             min_depth, flags, ssm, counters, _ = learner.poly
             seen = self.arrays["poly_index"]
@@ -131,7 +169,9 @@ def load(path: str) -> Model:
         arrays[name] = np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
     from olearn.optim import gd
     poly = POLY_ARRAYS if header["options"].get("stage_poly") else set()
-    if (set(arrays) != {"index", "rows", "state"} | poly
+    experts = set(EXPERT_ARRAYS) if any(header["options"].get(n) for n in ("eg", "boa", "saew")) \
+        else set()
+    if (set(arrays) != {"index", "rows", "state"} | poly | experts
             or arrays["state"].shape != (gd.STATE_SIZE,)
             or arrays["rows"].shape != (len(arrays["index"]), 4)
             or set(header["options"]) != set(MODEL_OPTIONS)
@@ -140,7 +180,7 @@ def load(path: str) -> Model:
                                                           "poly_flags")}) != 1))):
         raise OlearnError("corrupted model file (unexpected contents)", path)
     bits = header["options"]["bit_precision"]
-    for name in ("index", "poly_index"):
+    for name in ("index", "poly_index", "ew_hashes"):
         if name in arrays and len(arrays[name]) and int(arrays[name].max()) >> bits:
             raise OlearnError("corrupted model file (index out of range)", path)
     return Model(header["options"], arrays)

@@ -27,9 +27,10 @@ def _kept_options(config: Config) -> str:
 def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
           names: dict[int, str] | None = None, predict_only: bool = False) -> None:
     """Write the text model: a header, then ``index:w G N`` per nonzero weight (``index:w`` with
-    --predict_only_model or plain SGD), each prefixed by the feature's name with --invert_hash."""
+    --predict_only_model, plain SGD or the experts' θ), each prefixed by the feature's name with --invert_hash."""
     nonzero = np.flatnonzero(weights[:, 0])
-    stateful = (config.update_rule[0] or config.update_rule[1]) and not predict_only
+    stateful = ((config.update_rule[0] or config.update_rule[1]) and not predict_only
+                and not config.experts)
     checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, 0]).tobytes())
     lines = [f"Version olearn {olearn.__version__}", "Id",
              f"Min label:{state[gd.S_MIN]:g}", f"Max label:{state[gd.S_MAX]:g}",

@@ -52,7 +52,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    lines += [f"Enabled learners: gd ({', '.join(rule)}), "
+    lines += [f"Enabled learners: {_learner_name(config, rule)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + f"loss = {config.loss_function}"
               + (f" (tau {config.quantile_tau:g})" if config.loss_function == "quantile" else "")
@@ -61,6 +61,17 @@ def header(config: Config, data_lines: list[str]) -> str:
               "Input label = SIMPLE",
               "Output pred = SCALAR"]
     return "\n".join(lines) + "\n"
+
+
+def _learner_name(config: Config, rule: list[str]) -> str:
+    if not config.experts:
+        return f"gd ({', '.join(rule)})"
+    if not config.saew:
+        return f"{config.subroutine} (radius {config.radius:g})"
+    if config.saew_calibrate:
+        return f"saew calibrated ({config.subroutine})"
+    return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
+            f"C {config.saew_C:g}, center {config.saew_center})")
 
 
 def run(config: Config) -> OnlineLearner:
@@ -75,7 +86,7 @@ def run(config: Config) -> OnlineLearner:
                                      lambda text: config.quiet or sys.stderr.write(text + "\n"))
     learner = OnlineLearner(config)
     if saved is not None:
-        saved.restore(learner)
+        saved.restore(learner, config.initial_regressor)
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
@@ -143,17 +154,18 @@ def run(config: Config) -> OnlineLearner:
 
 def _save(path: str, config: Config, learner: OnlineLearner) -> None:
     learner.sync()
-    model.save(path, config, learner.weights, learner.state, learner.poly)
+    model.save(path, config, learner.weights, learner.state, learner.poly, learner.ew)
 
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the
-# command line uses (text and cache input, -p and -r, audit and names, regularization).
+# command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
 # A value of TEMPORARY names a new file in a temporary folder.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True}, {"sgd": True, "raw_predictions": TEMPORARY},
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
                     "quadratic": ["ab"]},
-                   {"cache": True, "passes": 2, "readable_model": TEMPORARY})
+                   {"cache": True, "passes": 2, "readable_model": TEMPORARY},
+                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY})
 
 
 def warm_cache() -> None:

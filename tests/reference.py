@@ -205,8 +205,8 @@ class _Instance:
     """One SAEW instance over every coordinate of the data, updated densely; only the active
     ones (seen in a learned example) count in the normalization, as olearn's compact index."""
 
-    def __init__(self, n_coords, sub, d0, alpha, radius):
-        self.sub, self.d0, self.alpha, self.radius = sub, d0, alpha, radius
+    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0):
+        self.sub, self.d0, self.alpha, self.radius, self.b_scale = sub, d0, alpha, radius, b_scale
         self.n = n_coords
         self.session, self.b_max = 0, 0.0
         self.center = np.zeros(n_coords)
@@ -276,7 +276,7 @@ class _Instance:
         if settings.get("sessions"):
             log_2d = math.log(2 * n_active)
             need = (settings["C"] * self.d0 * 2 ** (self.session / 2)
-                    * (math.sqrt(log_2d) * math.sqrt(self.q) + log_2d * self.b_max)
+                    * (math.sqrt(log_2d) * math.sqrt(self.q) + log_2d * self.b_scale * self.b_max)
                     / (self.alpha * self.radius))
             if self.steps >= need:
                 source = (self.theta(active) if settings.get("center_last")
@@ -329,4 +329,59 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     if final is not None:
         theta = inst.estimate(active, output)
         final.update({j: theta[position[j]] for j in coords if active[position[j]]})
+    return out
+
+
+def _boa_step(V, B2, R, regrets):
+    """BOA over general experts (no range floor); returns the normalized weights."""
+    n = len(regrets)
+    eta = np.empty(n)
+    for j, r in enumerate(regrets):
+        V[j] += r * r
+        B2[j] = _at_least(B2[j], abs(r))
+        eta[j] = min(1.0 / B2[j], math.sqrt(math.log(max(n, 2)) / V[j])) if V[j] > 0 else 1 / B2[j]
+        R[j] += 0.5 * (r - eta[j] * r * r + (B2[j] if eta[j] * r > 0.5 else 0.0))
+    log_w = np.log(eta) + eta * R
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
+
+
+def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
+    """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
+    instances, one per ``grid`` row (d0, alpha, radius, B scale), all restarted at learned
+    examples 1, 2, 4, 8, ...; each instance learns from its own clipped forecast."""
+    coords = sorted({j for _, _, feats in examples for j, _ in feats})
+    position = {j: i for i, j in enumerate(coords)}
+    active = np.zeros(len(coords), dtype=bool)
+    settings = {"sessions": True, "C": C, "center_last": center_last}
+    k = len(grid)
+    lo = hi = 0.0
+    t = 0
+    out = []
+
+    def restart():
+        return ([_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b in grid],
+                np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k))
+
+    insts, V, B2, R, pi = restart()
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        x = np.zeros(len(coords))
+        for j, v in feats:
+            x[position[j]] += v
+        if learn:
+            if (t + 1) & t == 0:
+                insts, V, B2, R, pi = restart()
+            lo, hi = min(lo, label), max(hi, label)
+            for j, _ in feats:
+                active[position[j]] = True
+        forecasts = np.array([min(max(float(i.theta(active) @ x), lo), hi) if active.any() else 0.0
+                              for i in insts])
+        p = min(max(float(pi @ forecasts), lo), hi)
+        out.append(p)
+        if learn:
+            t += 1
+            for inst, f in zip(insts, forecasts):
+                inst.learn(imp * 2 * (f - label) * x, active, settings)
+            pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts))
     return out

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from olearn.config import Config
-from olearn.errors import OlearnError
 from olearn.learner import OnlineLearner
 
+from conftest import olearn_cmd, run_cmd
 from examples import kernel_predictions
 from reference import experts_predictions
 
@@ -65,3 +65,107 @@ def test_kernel_matches_dense_reference(case, output):
     keys = sorted(set(theta) | {j for j, v in want_theta.items() if v != 0})
     np.testing.assert_allclose([theta.get(j, 0.0) for j in keys],
                                [want_theta.get(j, 0.0) for j in keys], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("sub", ["boa", "eg"])
+def test_calibration_matches_dense_reference(sub):
+    from olearn.learner import calibration_grid
+    from reference import calibrated_predictions
+    examples = _sparse_regression(n=150)
+    config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
+                    saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=2, saew_grid_B=1,
+                    saew_C=0.05, saew_center="average")
+    grid = calibration_grid(config)
+    assert grid.shape == (4, 4)
+    got = kernel_predictions(examples, config)
+    want = calibrated_predictions(examples, grid, sub=sub, C=0.05)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _olearn(*args):
+    return run_cmd(olearn_cmd(*args, "--quiet"))
+
+
+@pytest.fixture
+def halves(tmp_path):
+    rng = np.random.default_rng(11)
+    lines = []
+    for i in range(300):
+        x = rng.normal(size=6)
+        y = 0.6 * x[0] - 0.3 * x[3] + 0.1 * rng.normal()
+        feats = " ".join(f"f{j}:{x[j]:.4f}" for j in range(6) if rng.random() < 0.7)
+        lines.append(f"{y:.4f} |a {feats}\n")
+    first, second, whole = tmp_path / "a.vw", tmp_path / "b.vw", tmp_path / "all.vw"
+    first.write_text("".join(lines[:150]))
+    second.write_text("".join(lines[150:]))
+    whole.write_text("".join(lines))
+    return first, second, whole
+
+
+LEARNERS = [("--boa",), ("--eg", "--radius", "2"), ("--saew", "--saew_C", "0.05"),
+            ("--saew", "--saew_sub", "eg", "--saew_C", "0.05", "--saew_output", "sparse"),
+            ("--saew_calibrate", "--saew_grid_d0", "2", "--saew_grid_alpha", "1",
+             "--saew_grid_B", "1")]
+
+
+@pytest.mark.parametrize("learner", LEARNERS, ids=" ".join)
+def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves, learner):
+    first, second, whole = halves
+    model = tmp_path / "m.olearn"
+    assert _olearn("-d", whole, "-p", tmp_path / "all.p", *learner)[0] == 0
+    assert _olearn("-d", first, "-f", model, "-p", tmp_path / "a.p", *learner)[0] == 0
+    assert _olearn("-d", second, "-i", model, "-p", tmp_path / "b.p")[0] == 0
+    joined = np.concatenate([np.loadtxt(tmp_path / "a.p"), np.loadtxt(tmp_path / "b.p")])
+    np.testing.assert_allclose(joined, np.loadtxt(tmp_path / "all.p"), rtol=1e-4, atol=1e-5)
+
+
+def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
+    import olearn
+    _, second, whole = halves
+    options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2}
+    learner = olearn.Learner(**options)
+    learner.fit(str(whole))
+    learner.save(tmp_path / "m.olearn")
+    assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 2
+    code, _, _ = _olearn("-t", "-i", tmp_path / "m.olearn", "-d", second, "-p", tmp_path / "t.p")
+    assert code == 0
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "t.p"), learner.predict(str(second)),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--eg", "--boa"), "choose one of --eg, --boa and --saew"),
+    (("--saew", "--l1", "1e-6"), "--l1 works with gradient descent, not with --saew"),
+    (("--boa", "--stage_poly"), "--stage_poly works with gradient descent, not with --boa"),
+    (("--saew", "--radius", "0"), "--radius must be > 0, got 0.0"),
+])
+def test_conflicting_options_are_one_line_errors(halves, args, message):
+    code, _, err = _olearn("-d", halves[2], *args)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith(f"olearn: error: {message}")
+
+
+def test_invert_hash_names_theta_with_quantile_loss_and_passes(tmp_path, halves):
+    code, _, err = run_cmd(olearn_cmd("-d", halves[2], "--saew", "--loss_function", "quantile",
+                                      "--quantile_tau", "0.8", "-c", "--passes", "3",
+                                      "--invert_hash", tmp_path / "theta.txt"))
+    assert code == 0, err
+    assert "passes used = 3" in err and " h\n" in err
+    entries = [line for line in (tmp_path / "theta.txt").read_text().splitlines()
+               if line.startswith("a^f")]
+    assert sorted(e.split(":")[0] for e in entries) == [f"a^f{j}" for j in range(6)]
+
+
+def test_boa_stays_in_its_l1_ball(tmp_path, halves):
+    assert _olearn("-d", halves[2], "--boa", "--radius", "0.5",
+                   "--readable_model", tmp_path / "r.txt")[0] == 0
+    lines = (tmp_path / "r.txt").read_text().splitlines()
+    weights = [float(line.split(":")[1]) for line in lines[lines.index(":1") + 7:]]
+    assert len(weights) == 7 and 0.2 < sum(abs(w) for w in weights) <= 0.5 + 1e-6
+
+
+def test_model_refuses_a_different_calibration_grid(tmp_path, halves):
+    model = tmp_path / "m.olearn"
+    assert _olearn("-d", halves[0], "--saew_calibrate", "-f", model)[0] == 0
+    code, _, err = _olearn("-d", halves[1], "-i", model, "--saew_grid_d0", "2")
+    assert code == 1 and "does not fit these options" in err and len(err.strip().splitlines()) == 2
