@@ -219,7 +219,6 @@ class _Instance:
         self.avg = np.zeros(n)
         self.V, self.B2, self.R = np.zeros((2, n)), np.full((2, n), 2.0 ** -20), np.zeros((2, n))
         self.eta_b = np.full((2, n), 2.0 ** 20)
-        self.floor = 2.0 ** -20
         self.G, self.eta, self.var, self.range = np.zeros(n), 0.0, 0.0, 0.0
 
     def weights(self, active):
@@ -260,12 +259,11 @@ class _Instance:
                 if self.eta == 0 or eta < self.eta:
                     self.eta = eta
         else:
-            self.floor = _at_least(self.floor, 2 * self.eps * g_inf)
             r = self.eps * np.stack([m - g, m + g])
             self.V += r * r
             for s in (0, 1):
                 for k in range(self.n):
-                    b = _at_least(max(self.B2[s, k], self.floor), abs(r[s, k]))
+                    b = _at_least(self.B2[s, k], abs(r[s, k]))
                     self.B2[s, k] = b
                     eta = 1.0 / b
                     if self.V[s, k] > 0:
@@ -333,7 +331,7 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
 
 
 def _boa_step(V, B2, R, regrets):
-    """BOA over general experts (no range floor); returns the normalized weights."""
+    """One BOA step over general experts; returns the normalized weights."""
     n = len(regrets)
     eta = np.empty(n)
     for j, r in enumerate(regrets):

@@ -8,12 +8,6 @@ gradient trick the regret of expert j is ``r_j = l'(ŷ) (ŷ - f_j)``; the weight
     eta_j = min(1 / B2_j, sqrt(ln N / V_j)),   R_j += (r_j - eta_j r_j² + B2_j 1{eta_j r_j > 1/2}) / 2,
     pi_j ∝ eta_j exp(eta_j R_j)                 (uniform prior: the form that matches the theory)
 
-On the corners of an l1 ball every regret is at most 2 eps ||g||∞, and saew.py gives that
-bound (running max, as a power of 2) as every corner's range floor. Without it a corner whose
-regrets so far are tiny (its feature absent from the examples) gets eta ~ 1/|r| and a weight
-inflated by that eta, which drains the mass of the other corners to such ± pairs and
-shrinks θ̂ to the center on sparse data (a run of 4 examples predicted 0 after one update).
-
 The same per-expert step serves the 2d corners of an l1 ball (saew.py) and the calibration's
 aggregation of SAEW instances; both call :func:`expert_step` inside their own loop.
 """
@@ -50,14 +44,13 @@ def reset(experts, j):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def expert_step(experts, j, r, log_n, floor):
+def expert_step(experts, j, r, log_n):
     """Feed regret ``r`` to expert ``j``; returns ``eta R``, its log-weight less log(eta), which
-    stays in the weight row (and eta in the scratch row) until :func:`weigh`. The range used is
-    at least ``floor``."""
+    stays in the weight row (and eta in the scratch row) until :func:`weigh`."""
     r2 = r * r
     v = experts[V, j] + r2
     experts[V, j] = v
-    b = at_least(max(experts[B2, j], floor), abs(r))
+    b = at_least(experts[B2, j], abs(r))
     experts[B2, j] = b
     eta = 1.0 / b
     if v > 0.0:
@@ -84,7 +77,7 @@ def aggregate_step(experts, regrets, n):
     log_n = np.log(max(n, 2))
     top = -np.inf
     for j in range(n):
-        top = max(top, expert_step(experts, j, regrets[j], log_n, 0.0))
+        top = max(top, expert_step(experts, j, regrets[j], log_n))
     total = 0.0
     for j in range(n):
         total += weigh(experts, j, top)

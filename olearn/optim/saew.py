@@ -57,7 +57,6 @@ def _fresh_subroutine(corners, coord, es, eg_sub, n):
         boa.reset(corners, j)
     boa.reset(corners, corners.shape[1] - 1)
     es[L.E_SUM] = 2.0 * n
-    es[L.E_RANGE] = boa.B2_START
 
 
 @njit(cache=True, nogil=True)
@@ -73,27 +72,24 @@ def _restart(corners, coord, es, eg_sub, n):
 
 
 @njit(cache=True, nogil=True)
-def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n, g_inf):
+def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n):
     """BOA on the 2n corners: one dense pass (regrets, rates, the session sum of θ̂), then the
-    weights. Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s); every corner's
-    range is at least 2 eps max ||g||∞ (boa.py)."""
+    weights. Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s)."""
     eps = es[L.E_EPS]
     total = es[L.E_SUM]
     m = 0.0
     for i in range(nt):
         s = touched[i]
         m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
-    floor = boa.at_least(es[L.E_RANGE], 2.0 * eps * g_inf)
-    es[L.E_RANGE] = floor
     log_n = np.log(2.0 * n)
     top = -np.inf
     for s in range(n):
         coord[L.K_AVG, s] += eps * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
         g = d1 * x_buf[s]
-        top = max(top, boa.expert_step(corners, 2 * s, eps * (m - g), log_n, floor),
-                  boa.expert_step(corners, 2 * s + 1, eps * (m + g), log_n, floor))
+        top = max(top, boa.expert_step(corners, 2 * s, eps * (m - g), log_n),
+                  boa.expert_step(corners, 2 * s + 1, eps * (m + g), log_n))
     ghost = corners.shape[1] - 1
-    top = max(top, boa.expert_step(corners, ghost, eps * m, log_n, floor))
+    top = max(top, boa.expert_step(corners, ghost, eps * m, log_n))
     total = 0.0
     for j in range(2 * n):
         total += boa.weigh(corners, j, top)
@@ -166,7 +162,7 @@ def _instance_learn(corners, coord, es, settings, x_buf, touched, nt, d1, n):
     if eg_sub:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
     else:
-        _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n, g_inf)
+        _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n)
     if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
         _next_session(corners, coord, es, eg_sub, n, settings[L.S_CENTER_LAST] != 0)
 
