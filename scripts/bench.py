@@ -14,6 +14,10 @@ with ``--stage_poly``; and olearn on a copy of
 ``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c`` cache, with the 10-line
 file's start-up time for context (also skipped by --skip-shared).
 
+The exponential-weights learners (--skip-experts): BOA's, SAEW's and EG's learning kernels alone,
+in-process on parsed batches of dense examples (the SAEW paper's d = 500, every feature active
+from the first example), as corner updates per second (2d per example; target ≥ 50 million).
+
 The report ends with the APPLE experiment's tables, copied from ``experiments/*/summary.md``
 (written by ``scripts/apple_experiment.py``, which takes 10-15 minutes and is not rerun here).
 """
@@ -49,6 +53,9 @@ QUAD_TARGET = 1.5  # olearn / VW with a quadratic interaction, on the 200k file
 POLY_TARGET = 1.0  # olearn / VW with --stage_poly, on the 200k file
 CACHE_TARGET = 2.0  # olearn text input / cache input, on the shared CACHE_DATASET
 CACHE_DATASET = "kddcup99"
+BOA_TARGET = 50e6  # BOA corner updates per second
+EXPERTS_SHAPE = (20000, 500)  # examples, dense features (the SAEW paper's d)
+EXPERT_LEARNERS = (("BOA", "boa"), ("SAEW (BOA)", "saew"), ("EG", "eg"))  # name, option
 L1_PAIR = (f"olearn --l1 {L1_STRENGTH}", "olearn")  # the L1 ratio's numerator and denominator
 NAMESPACE = re.compile(r"\|([^\s|:])")  # a named namespace's first letter
 DASH = "—"
@@ -143,6 +150,20 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class Throughput:
+    """Learning-kernel time of each exponential-weights learner on the same parsed batches."""
+
+    seconds: dict[str, list[float]]
+    corners_per_example: int
+    examples: int
+    note: str = ""
+
+    def rate(self, name: str) -> float:
+        """Corner updates per second (median time)."""
+        return self.corners_per_example * self.examples / statistics.median(self.seconds[name])
+
+
+@dataclass
 class Results:
     """Everything one benchmark run measured."""
 
@@ -161,6 +182,7 @@ class Results:
     quadratic: Comparison
     stage_poly: Comparison
     cache: Comparison
+    experts: "Throughput"
     seconds: float
     sources_changed: bool
     load_at_end: str
@@ -433,6 +455,43 @@ def run_cache(args: argparse.Namespace, olearn: Tool) -> Comparison:
     return Comparison(as_timed(commands), timing, files_mb=sizes)
 
 
+def run_experts(args: argparse.Namespace) -> Throughput:
+    """BOA, SAEW and EG on dense examples, timed in-process around the learning kernel only
+    (parsing happens before), alternated; every run starts from a fresh learner."""
+    examples, d = EXPERTS_SHAPE
+    if args.skip_experts:
+        return Throughput({}, 2 * d, examples, "Skipped (--skip-experts).")
+    import numpy as np
+    from olearn.config import Config
+    from olearn.io import sources
+    from olearn.learner import OnlineLearner
+    rng = np.random.default_rng(0)
+    theta = np.zeros(d)
+    theta[:5] = [0.4, -0.3, 0.15, -0.1, 0.05]
+    x = rng.normal(size=(examples, d)).astype(np.float32)
+    y = x @ theta + 0.1 * rng.normal(size=examples)
+    lines = [f"{label:.5f} |x " + " ".join(f"{j}:{v:.4f}" for j, v in enumerate(row))
+             for label, row in zip(y, x)]
+    runs = max(3, args.runs // 2)
+    log(f"experts: {examples} x {d} dense examples, {runs} alternated runs per learner")
+
+    def learn_all(option: str, count: int) -> float:
+        learner = OnlineLearner(Config(noconstant=True, quiet=True, **{option: True}))
+        batches = list(learner.batches(sources.blocks_of_lines(lines[:count])))
+        start = time.perf_counter()
+        for batch in batches:
+            learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
+        return time.perf_counter() - start
+
+    seconds: dict[str, list[float]] = {name: [] for name, _ in EXPERT_LEARNERS}
+    for _, option in EXPERT_LEARNERS:
+        learn_all(option, 10)  # loads the compiled kernels
+    for _ in range(runs):
+        for name, option in EXPERT_LEARNERS:
+            seconds[name].append(learn_all(option, examples))
+    return Throughput(seconds, 2 * d, examples)
+
+
 def benchmark(args: argparse.Namespace) -> Results:
     """Run every measurement, in the order: 200k file, memory, 10-line file, L1, quadratic,
     stage_poly, cache, shared data."""
@@ -459,10 +518,11 @@ def benchmark(args: argparse.Namespace) -> Results:
     quadratic = run_quadratic(args, tools)
     stage_poly = run_stage_poly(args, tools)
     cache = run_cache(args, olearn)
+    experts = run_experts(args)
     shared, shared_note = run_shared(args, tools)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
-                   l1, quadratic, stage_poly, cache, time.perf_counter() - started,
+                   l1, quadratic, stage_poly, cache, experts, time.perf_counter() - started,
                    source_stamp() != stamp, load_average())
 
 
@@ -529,7 +589,35 @@ def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
     return lines + [l1_target(r.l1),
                     versus_target(r.quadratic, "a quadratic interaction", QUAD_TARGET),
                     versus_target(r.stage_poly, "`--stage_poly`", POLY_TARGET),
-                    cache_target(r.cache), ""]
+                    cache_target(r.cache), experts_target(r.experts), ""]
+
+
+def experts_target(t: Throughput) -> str:
+    head = f"- BOA ≥ {BOA_TARGET / 1e6:g} million corner updates per second"
+    if not t.seconds:
+        return f"{head}: not measured. {t.note}"
+    rate = t.rate("BOA")
+    return f"{head}: {rate / 1e6:.1f} million, {verdict(rate >= BOA_TARGET)}."
+
+
+def experts_section(r: Results) -> list[str]:
+    title = "## Exponential weights (`--boa`, `--saew`, `--eg`)\n"
+    t = r.experts
+    if not t.seconds:
+        return [title, t.note + "\n"]
+    rows = [[name, f"--{option}", f"{statistics.median(t.seconds[name]):.3f}",
+             f"{min(t.seconds[name]):.3f}", f"{t.rate(name) / 1e6:.1f}"]
+            for name, option in EXPERT_LEARNERS]
+    d = t.corners_per_example // 2
+    return [title,
+            f"{t.examples:,} dense examples of d = {d} features (every one active from the "
+            "first example, `--noconstant`), parsed first; the time is the learning kernel "
+            f"alone, in-process, {len(t.seconds['BOA'])} alternated runs per learner. A corner "
+            f"update is one of the 2d = {2 * d} experts' steps per example (BOA's cost is "
+            "Θ(d); SAEW adds its session bookkeeping; EG± is O(nonzeros), here all d, "
+            "so its figure is examples × 2d / time for comparison).\n",
+            table(["learner", "options", "median s", "min s", "million corner updates / s"],
+                  rows) + "\n"]
 
 
 def l1_target(c: Comparison) -> str:
@@ -763,7 +851,7 @@ def report(r: Results, args: argparse.Namespace) -> str:
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
                 + l1_section(r) + versus_section(r.quadratic, "## Quadratic interactions\n")
                 + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
-                + cache_section(r)
+                + cache_section(r) + experts_section(r)
                 + shared_section(r, args.shared, args.shared_runs)
                 + experiment_section()
                 + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
@@ -794,7 +882,8 @@ def parse_args() -> argparse.Namespace:
                        ("l1", f"olearn with vs without --l1 {L1_STRENGTH}"),
                        ("quadratic", "olearn vs VW with a quadratic interaction"),
                        ("stage-poly", "olearn vs VW with --stage_poly"),
-                       ("cache", f"olearn reading {CACHE_DATASET} as text vs from its -c cache")):
+                       ("cache", f"olearn reading {CACHE_DATASET} as text vs from its -c cache"),
+                       ("experts", "the BOA/SAEW/EG throughput")):
         parser.add_argument(f"--skip-{name}", action="store_true", help=f"skip {what}")
     parser.add_argument("--no-vw", action="store_true",
                         help="run only olearn, even when vowpalwabbit is installed")

@@ -40,7 +40,7 @@ def _exported(config, examples):
 
 
 CASES = {
-    "boa": ({"boa": True}, {"sub": "boa"}),
+    "boa": ({"boa": True, "radius": 0.5}, {"sub": "boa", "radius": 0.5}),
     "eg": ({"eg": True}, {"sub": "eg"}),
     "saew-boa-average": ({"saew": True, "saew_C": 0.05, "saew_center": "average"},
                          {"sub": "boa", "sessions": True, "C": 0.05}),

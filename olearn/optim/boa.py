@@ -2,7 +2,7 @@
 
 Each expert j keeps, in a column of a ``(ROWS, n)`` array: V (sum of squared regrets), B2 (the
 largest |regret| rounded up to a power of 2), R (the regularized cumulative regret) and w (its
-unnormalized weight ``eta * exp(eta * R - offset)``), plus a scratch row for eta. With the
+unnormalized weight ``eta * exp(eta * R - offset)``, the offset kept by the caller). With the
 gradient trick the regret of expert j is ``r_j = l'(ŷ) (ŷ - f_j)``; the weights are
 
     eta_j = min(1 / B2_j, sqrt(ln N / V_j)),   R_j += (r_j - eta_j r_j² + B2_j 1{eta_j r_j > 1/2}) / 2,
@@ -20,8 +20,7 @@ V = 0
 B2 = 1
 R = 2
 W = 3
-ETA = 4
-ROWS = 5
+ROWS = 4
 
 B2_START = 2.0 ** -20  # as opera: the first weights equal the prior
 
@@ -36,7 +35,7 @@ def at_least(b, x):
 
 @njit(cache=True, nogil=True)
 def reset(experts, j):
-    """A fresh expert ``j``: no regret yet, weight 1 (offset 0)."""
+    """A fresh expert ``j``: no regret yet, weight 1 (as every fresh expert)."""
     experts[V, j] = 0.0
     experts[B2, j] = B2_START
     experts[R, j] = 0.0
@@ -44,28 +43,34 @@ def reset(experts, j):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def rate(v, b, log_n):
+    """eta = min(1 / B2, sqrt(ln N / V))."""
+    eta = 1.0 / b
+    if v > 0.0:
+        eta = min(eta, np.sqrt(log_n / v))
+    return eta
+
+
+@njit(cache=True, nogil=True, inline="always")
 def expert_step(experts, j, r, log_n):
-    """Feed regret ``r`` to expert ``j``; returns ``eta R``, its log-weight less log(eta), which
-    stays in the weight row (and eta in the scratch row) until :func:`weigh`."""
+    """Feed regret ``r`` to expert ``j``; returns (eta R, eta): its weight is
+    eta exp(eta R), the caller stores it in the W row relative to its offset."""
     r2 = r * r
     v = experts[V, j] + r2
     experts[V, j] = v
     b = at_least(experts[B2, j], abs(r))
     experts[B2, j] = b
-    eta = 1.0 / b
-    if v > 0.0:
-        eta = min(eta, np.sqrt(log_n / v))
+    eta = rate(v, b, log_n)
     rr = experts[R, j] + 0.5 * (r - eta * r2 + (b if eta * r > 0.5 else 0.0))
     experts[R, j] = rr
-    experts[ETA, j] = eta
-    experts[W, j] = eta * rr
-    return eta * rr
+    return eta * rr, eta
 
 
 @njit(cache=True, nogil=True, inline="always")
-def weigh(experts, j, offset):
-    """Expert ``j``'s unnormalized weight after :func:`expert_step`, relative to ``offset``."""
-    w = experts[ETA, j] * np.exp(experts[W, j] - offset)
+def weigh(experts, j, log_n, offset):
+    """Expert ``j``'s weight eta exp(eta R - offset), recomputed from its state."""
+    eta = rate(experts[V, j], experts[B2, j], log_n)
+    w = eta * np.exp(eta * experts[R, j] - offset)
     experts[W, j] = w
     return w
 
@@ -77,8 +82,8 @@ def aggregate_step(experts, regrets, n):
     log_n = np.log(max(n, 2))
     top = -np.inf
     for j in range(n):
-        top = max(top, expert_step(experts, j, regrets[j], log_n))
+        top = max(top, expert_step(experts, j, regrets[j], log_n)[0])
     total = 0.0
     for j in range(n):
-        total += weigh(experts, j, top)
+        total += weigh(experts, j, log_n, top)
     return total

@@ -27,7 +27,7 @@ K_ROWS = 5
 
 # es fields
 E_SUM = 0       # BOA: Σ w over the corners; EG: Z / e^offset
-E_TOP = 1       # BOA: the log-offset of the weights
+E_TOP = 1       # BOA: the offset of the corners' log-weights
 E_EPS = 2       # radius of the current session
 E_SESSION = 3
 E_N = 4         # examples in the session

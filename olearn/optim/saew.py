@@ -22,6 +22,8 @@ from olearn.losses import derivative
 from olearn.optim import boa, eg
 from olearn.optim import layout as L
 
+REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
+
 
 # --- one instance -------------------------------------------------------------------------
 
@@ -57,6 +59,7 @@ def _fresh_subroutine(corners, coord, es, eg_sub, n):
         boa.reset(corners, j)
     boa.reset(corners, corners.shape[1] - 1)
     es[L.E_SUM] = 2.0 * n
+    es[L.E_TOP] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -71,29 +74,46 @@ def _restart(corners, coord, es, eg_sub, n):
     _fresh_subroutine(corners, coord, es, eg_sub, n)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _corner(corners, j, r, log_n, offset):
+    """Corner j's BOA step; returns (its weight relative to ``offset``, its log-weight)."""
+    a, eta = boa.expert_step(corners, j, r, log_n)
+    w = eta * np.exp(a - offset)
+    corners[boa.W, j] = w
+    return w, a
+
+
 @njit(cache=True, nogil=True)
 def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n):
-    """BOA on the 2n corners: one dense pass (regrets, rates, the session sum of θ̂), then the
-    weights. Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s)."""
+    """BOA on the 2n corners in one dense pass (regrets, rates, weights, the session sum of θ̂).
+    Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s). Weights are relative to
+    the offset E_TOP, moved (one more pass) only when the largest log-weight drifts far from it."""
     eps = es[L.E_EPS]
-    total = es[L.E_SUM]
-    m = 0.0
+    scale = eps / es[L.E_SUM]
+    offset = es[L.E_TOP]
+    eps_m = 0.0
     for i in range(nt):
         s = touched[i]
-        m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
+        eps_m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
+    eps_m *= scale
     log_n = np.log(2.0 * n)
     top = -np.inf
-    for s in range(n):
-        coord[L.K_AVG, s] += eps * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / total
-        g = d1 * x_buf[s]
-        top = max(top, boa.expert_step(corners, 2 * s, eps * (m - g), log_n),
-                  boa.expert_step(corners, 2 * s + 1, eps * (m + g), log_n))
-    ghost = corners.shape[1] - 1
-    top = max(top, boa.expert_step(corners, ghost, eps * m, log_n))
     total = 0.0
-    for j in range(2 * n):
-        total += boa.weigh(corners, j, top)
-    boa.weigh(corners, ghost, top)
+    for s in range(n):
+        coord[L.K_AVG, s] += scale * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
+        eps_g = eps * d1 * x_buf[s]
+        w_plus, a_plus = _corner(corners, 2 * s, eps_m - eps_g, log_n, offset)
+        w_minus, a_minus = _corner(corners, 2 * s + 1, eps_m + eps_g, log_n, offset)
+        total += w_plus + w_minus
+        top = max(top, a_plus, a_minus)
+    ghost = corners.shape[1] - 1
+    top = max(top, _corner(corners, ghost, eps_m, log_n, offset)[1])
+    if abs(top - offset) > REBASE:
+        total = 0.0
+        for j in range(2 * n):
+            total += boa.weigh(corners, j, log_n, top)
+        boa.weigh(corners, ghost, log_n, top)
+        es[L.E_TOP] = top
     es[L.E_SUM] = total
 
 
