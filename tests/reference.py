@@ -297,6 +297,27 @@ class _Instance:
         return self.truncated(average) if output == "sparse" else average
 
 
+def _dense_stream(examples):
+    """The coordinates (sorted feature indices), then per example (label, importance, learn,
+    dense x, active, [lo, hi]): ``active`` (the features of learned examples so far) and the
+    label range are updated before the example is yielded, as olearn does before predicting."""
+    coords = sorted({j for _, _, feats in examples for j, _ in feats})
+    position = {j: i for i, j in enumerate(coords)}
+    yield coords
+    active = np.zeros(len(coords), dtype=bool)
+    bounds = [0.0, 0.0]
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        x = np.zeros(len(coords))
+        for j, v in feats:
+            x[position[j]] += v
+        if learn:
+            bounds[:] = min(bounds[0], label), max(bounds[1], label)
+            for j, _ in feats:
+                active[position[j]] = True
+        yield label, imp, learn, x, active, bounds
+
+
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
                         output="iterate", **settings):
     """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in optim/saew.py) in plain numpy,
@@ -304,21 +325,12 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     examples. Every corner is updated at every step, including those of features not seen yet.
     ``final`` (a dict) receives the exported θ by feature index. ``settings``: sessions, C,
     center_last."""
-    coords = sorted({j for _, _, feats in examples for j, _ in feats})
-    position = {j: i for i, j in enumerate(coords)}
+    stream = _dense_stream(examples)
+    coords = next(stream)
     inst = _Instance(len(coords), sub, d0, alpha, radius)
     active = np.zeros(len(coords), dtype=bool)
-    lo = hi = 0.0
     out = []
-    for label, imp, feats in examples:
-        learn = label is not None and imp > 0
-        x = np.zeros(len(coords))
-        for j, v in feats:
-            x[position[j]] += v
-        if learn:
-            lo, hi = min(lo, label), max(hi, label)
-            for j, _ in feats:
-                active[position[j]] = True
+    for label, imp, learn, x, active, (lo, hi) in stream:
         raw = float(inst.theta(active) @ x) if active.any() else 0.0
         p = min(max(raw, lo), hi)
         out.append(p)
@@ -326,7 +338,7 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
             inst.learn(imp * 2 * (p - label) * x, active, settings)
     if final is not None:
         theta = inst.estimate(active, output)
-        final.update({j: theta[position[j]] for j in coords if active[position[j]]})
+        final.update({j: theta[i] for i, j in enumerate(coords) if active[i]})
     return out
 
 
@@ -348,12 +360,10 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
     """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
     instances, one per ``grid`` row (d0, alpha, radius, B scale), all restarted at learned
     examples 1, 2, 4, 8, ...; each instance learns from its own clipped forecast."""
-    coords = sorted({j for _, _, feats in examples for j, _ in feats})
-    position = {j: i for i, j in enumerate(coords)}
-    active = np.zeros(len(coords), dtype=bool)
+    stream = _dense_stream(examples)
+    coords = next(stream)
     settings = {"sessions": True, "C": C, "center_last": center_last}
     k = len(grid)
-    lo = hi = 0.0
     t = 0
     out = []
 
@@ -362,17 +372,9 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
                 np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k))
 
     insts, V, B2, R, pi = restart()
-    for label, imp, feats in examples:
-        learn = label is not None and imp > 0
-        x = np.zeros(len(coords))
-        for j, v in feats:
-            x[position[j]] += v
-        if learn:
-            if (t + 1) & t == 0:
-                insts, V, B2, R, pi = restart()
-            lo, hi = min(lo, label), max(hi, label)
-            for j, _ in feats:
-                active[position[j]] = True
+    for label, imp, learn, x, active, (lo, hi) in stream:
+        if learn and (t + 1) & t == 0:
+            insts, V, B2, R, pi = restart()
         forecasts = np.array([min(max(float(i.theta(active) @ x), lo), hi) if active.any() else 0.0
                               for i in insts])
         p = min(max(float(pi @ forecasts), lo), hi)
