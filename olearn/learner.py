@@ -25,6 +25,8 @@ from olearn.report import warning_text
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
+# Address space the experts' state may reserve (pages are touched only for the active features).
+MAX_EXPERTS_BYTES = 16 << 30
 
 
 class OnlineLearner:
@@ -262,6 +264,12 @@ def new_experts(config: Config) -> tuple:
         grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
     instances = len(grid)
     corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
+    needed = 8 * instances * cap * (boa.ROWS * corner_columns / cap + L.K_ROWS)
+    if needed > MAX_EXPERTS_BYTES:
+        raise OlearnError(f"--{config.expert_learner} with -b {config.bit_precision} and "
+                          f"{instances} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
+                          f"(at most {MAX_EXPERTS_BYTES // 2 ** 30}); use a smaller -b"
+                          + (" or calibration grid" if instances > 1 else ""))
     es = np.zeros((instances, L.E_SIZE))
     es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE] = grid.T
     es[:, L.E_B] = config.saew_B

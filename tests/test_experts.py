@@ -169,3 +169,9 @@ def test_model_refuses_a_different_calibration_grid(tmp_path, halves):
     assert _olearn("-d", halves[0], "--saew_calibrate", "-f", model)[0] == 0
     code, _, err = _olearn("-d", halves[1], "-i", model, "--saew_grid_d0", "2")
     assert code == 1 and "does not fit these options" in err and len(err.strip().splitlines()) == 1
+
+
+def test_state_too_large_for_the_address_space_is_a_clear_error(halves):
+    code, _, err = _olearn("-d", halves[2], "--saew_calibrate", "-b", "22")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and "use a smaller -b or calibration grid" in lines[0]
