@@ -69,7 +69,7 @@ def test_kernel_matches_dense_reference(case, output):
 
 @pytest.mark.parametrize("sub", ["boa", "eg"])
 def test_calibration_matches_dense_reference(sub):
-    from olearn.learner import calibration_grid
+    from olearn.optim.experts import calibration_grid
     from reference import calibrated_predictions
     examples = _sparse_regression(n=150)
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
