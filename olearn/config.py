@@ -25,7 +25,7 @@ SAEW_SUBROUTINES = ("boa", "eg")
 SAEW_CENTERS = ("average", "last")
 SAEW_OUTPUTS = ("iterate", "average", "sparse")
 # chosen by scripts/saew_experiment.py (BENCHMARKS.md, "SAEW")
-SAEW_DEFAULTS = {"saew_d0": 5, "saew_C": 2.0, "saew_center": "last"}
+SAEW_DEFAULTS = {"saew_d0": 5, "saew_C": 0.5, "saew_center": "last"}
 
 
 @dataclass

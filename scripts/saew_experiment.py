@@ -50,8 +50,8 @@ import datetime
 import hashlib
 import importlib.util
 import json
-import math
 import os
+import pickle
 import shlex
 import shutil
 import subprocess
@@ -76,6 +76,7 @@ C_GRID = (16.0, 4.0, 2.0, 1.0, 0.5, 0.25)
 CENTERS = ("average", "last")
 N_CHECKPOINTS = 25
 N_TAIL_CHECKPOINTS = 40
+PICKLE = Path(tempfile.gettempdir()) / "saew-experiment-state.pkl"
 
 
 @dataclass
@@ -157,11 +158,9 @@ def make_data(d: int, T: int, run: int) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def vw_lines(X: np.ndarray, y: np.ndarray) -> list[str]:
-    names = [f"{j}:" for j in range(X.shape[1])]
-    out = []
-    for t in range(X.shape[0]):
-        out.append(f"{y[t]:.6g} |x " + " ".join(n + f"{v:.6g}" for n, v in zip(names, X[t])))
-    return out
+    template = "%.6g |x " + " ".join(f"{j}:%.6g" for j in range(X.shape[1]))
+    data = np.column_stack([y, X]).tolist()
+    return [template % tuple(row) for row in data]
 
 
 def checkpoints(T: int, tail: bool) -> np.ndarray:
@@ -275,12 +274,13 @@ def sweep_methods(setting: Setting, quick: bool, c_grid: tuple[float, ...],
             m[f"saew-C{C:g}-{center}"] = saew_opts(C, center, r)
     if quick:
         return m
-    for C in (2.0, 1.0, 0.5):
+    long = setting.name == "long"
+    for C in ((1.0, 0.5) if long else (2.0, 1.0, 0.5)):
         if C in c_grid:
             m[f"saew-eg-C{C:g}-last"] = saew_opts(C, "last", r, sub="eg")
     for C in (2.0, 0.5):
         if C in c_grid:
-            for out in ("average", "sparse"):
+            for out in (("average",) if long else ("average", "sparse")):
                 m[f"saew-C{C:g}-last-out{out}"] = saew_opts(C, "last", r, saew_output=out)
     if setting.name != "long":
         for C in (2.0, 0.5):
@@ -400,7 +400,32 @@ def choose_defaults(records: dict, settings: list[str], c_grid) -> tuple[tuple, 
                        for C, center, meds in rows]
 
 
+def session_counts(olearn, settings: dict[str, Setting], c_grid, runs: int = 3) -> dict:
+    """Sessions SAEW started by T (0: it stayed BOA) per (C, center), on the first runs of each
+    setting (1 run of the long one)."""
+    import importlib  # noqa: PLC0415
+    layout = importlib.import_module("olearn.optim.layout")
+    out: dict[str, dict[str, list[int]]] = {}
+    for sname, s in settings.items():
+        for r in range(1 if sname == "long" else runs):
+            X, y, _ = make_data(s.d, s.T, r)
+            lines = vw_lines(X, y)
+            for C in c_grid:
+                for center in CENTERS:
+                    learner = olearn.Learner(**s.base(), **saew_opts(C, center, s.radius))
+                    learner.fit(lines)
+                    es = learner._learner.ew[6]
+                    out.setdefault(sname, {}).setdefault(f"saew-C{C:g}-{center}", []).append(
+                        int(es[0, layout.E_SESSION]))
+    return out
+
+
 # --- plots ---------------------------------------------------------------------------------------
+
+PALETTE = ("tab:blue", "tab:red", "tab:orange", "tab:cyan", "tab:pink", "tab:olive", "tab:green",
+           "navy", "gold", "lime", "maroon", "teal")
+SAEW_COLORS: dict[str, str] = {}
+
 
 def style(name: str) -> dict:
     if name.startswith("sgd"):
@@ -411,13 +436,15 @@ def style(name: str) -> dict:
         return {"color": "tab:brown", "linestyle": "-."}
     if name == "calibrated":
         return {"color": "tab:purple", "linestyle": "-"}
-    if "average" in name:
-        return {"color": "tab:blue", "linestyle": "-"}
-    return {"color": "tab:red", "linestyle": "-"}
+    if name not in SAEW_COLORS:
+        SAEW_COLORS[name] = PALETTE[len(SAEW_COLORS) % len(PALETTE)]
+    return {"color": SAEW_COLORS[name], "linestyle": "--" if "-C16-" in name else "-"}
 
 
 def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: dict[str, list],
              rec_name: str, long_methods: list[str]) -> list[Path]:
+    headline = {k: list(dict.fromkeys(v)) for k, v in headline.items()}
+    long_methods = list(dict.fromkeys(long_methods))
     import matplotlib  # noqa: PLC0415
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -431,7 +458,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         for n in names:
             rec = records[sname][n]
             data.append(rec.cli_final if rec.cli_final else [c[-1] for c in rec.curves])
-        ax.boxplot(data, labels=[n.replace("saew-", "saew\n") for n in names])
+        ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
         if sname == "square":
             ax.axhline(LASSO_REF, color="green", linestyle="--", label="batch Lasso+CV (paper) -8.8")
             ax.legend(loc="upper right", fontsize=8)
@@ -497,8 +524,9 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         x0 = np.log(s.T / 10)
         y0 = np.mean(records["long"]["boa"].curves, axis=0)[np.searchsorted(s.cps, s.T / 10)]
         xs = np.array([x0, np.log(s.T)])
-        ax.plot(xs, y0 + 0.5 + (-1.0) * (xs - x0), color="green", linewidth=0.8, label="slope -1")
-        ax.plot(xs, y0 + 0.5 + (-0.5) * (xs - x0), color="olive", linewidth=0.8,
+        ax.plot(xs, y0 + 0.5 + (-1.0) * (xs - x0), color="black", linewidth=0.8, linestyle=":",
+                label="slope -1")
+        ax.plot(xs, y0 + 0.5 + (-0.5) * (xs - x0), color="gray", linewidth=0.8, linestyle=":",
                 label="slope -1/2")
         ax.set_xlabel("ln t")
         ax.set_ylabel("mean over runs of ln ||theta_hat_t - theta*||^2")
@@ -514,7 +542,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         fig, ax = plt.subplots(figsize=(7.5, 5))
         names = [n for n in long_methods if records["long"].get(n) and records["long"][n].curves]
         data = [[slope(s.cps, c, s.T) for c in records["long"][n].curves] for n in names]
-        ax.boxplot(data, labels=[n.replace("saew-", "saew\n") for n in names])
+        ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
         ax.axhline(-1.0, color="green", linewidth=0.8, label="-1 (fast rate)")
         ax.axhline(-0.5, color="olive", linewidth=0.8, label="-1/2 (slow rate)")
         ax.axhline(-0.9, color="red", linewidth=0.8, linestyle=":", label="-0.9 (criterion)")
@@ -575,6 +603,8 @@ def parse_args(argv):
                    help="smoke test: 3 runs, C in {2, 0.5}, long T = 1e4 for 1 minute")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--skip_long", action="store_true")
+    p.add_argument("--replot", action="store_true",
+                   help=f"redo figures and summary from the last run's state ({PICKLE})")
     args = p.parse_args(argv)
     if args.quick:
         args.runs = min(args.runs, 3)
@@ -587,6 +617,11 @@ def parse_args(argv):
 def main(argv=None) -> int:
     args = parse_args(argv)
     wall0 = time.perf_counter()
+    if args.replot:
+        with open(PICKLE, "rb") as f:
+            state = pickle.load(f)
+        args.out.mkdir(parents=True, exist_ok=True)
+        return report(args, argv, *state)
     snapshot, digest = snapshot_olearn()
     olearn = import_snapshot(snapshot)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -627,6 +662,10 @@ def main(argv=None) -> int:
             timing[f"{sname} API sweep"] = time.perf_counter() - t0
         if "long" in settings:
             s = settings["long"]
+            sq = records["square"]
+            best_lr = min((n for n in sq if n.startswith("sgd-l")),
+                          key=lambda n: np.median([c[-1] for c in sq[n].curves]))
+            s.methods = {best_lr: settings["square"].methods[best_lr], **s.methods}
             t0 = time.perf_counter()
             n = run_sweep(runner, s, s.runs, t0 + 60 * args.long_minutes, records, s.cps, None)
             s.runs = n
@@ -654,7 +693,7 @@ def main(argv=None) -> int:
             run_cli(runner, s, s.runs, records, cli_methods, args.calib_runs, caches[sname],
                     workdir)
             timing[f"{sname} CLI runs"] = time.perf_counter() - t0
-            others = ["eg", "saew-C16-average", "saew-C2-average", "saew-C0.5-last"]
+            others = ["saew-C16-average", "saew-C2-average", "saew-C0.5-last"]
             headline[sname] = (["sgd", "eg", "boa"]
                                + [n for n in others if n in records[sname] and n != rec_name]
                                + [rec_name, "calibrated"])
@@ -666,20 +705,35 @@ def main(argv=None) -> int:
                 headline[sname].insert(-1, best_saew)
             caches[sname].clear()
 
+    state = (settings, records, headline, rec_name, default_rows, scored_best, sgd_best, timing,
+             digest, snapshot, wall0)
+    with open(PICKLE, "wb") as f:
+        pickle.dump(state, f)
+    return report(args, argv, *state)
+
+
+def report(args, argv, settings, records, headline, rec_name, default_rows, scored_best,
+           sgd_best, timing, digest, snapshot, wall0) -> int:
     long_methods = []
     if "long" in settings:
         long_methods = ["boa"] + [n for n in records["long"] if n.startswith("saew")]
 
     out = args.out
+    c_grid = sorted({float(n.split("-C")[1].split("-")[0]) for n in records["square"]
+                     if n.startswith("saew-C") and n.count("-") == 2}, reverse=True)
+    progress("counting SAEW sessions on the first runs")
+    sessions = session_counts(import_snapshot(snapshot), settings, c_grid)
     plots = plot_all(out, records, settings, headline, rec_name,
-                     ["boa", "saew-C16-average", "saew-C2-average", "saew-C2-last",
+                     [n for n in records.get("long", {}) if n.startswith("sgd")]
+                     + ["boa", "saew-C16-average", "saew-C2-average", "saew-C2-last",
                       "saew-C0.5-average", "saew-C0.5-last", rec_name,
                       f"{rec_name}-outaverage", "saew-C2-last-outaverage",
                       "saew-C0.5-last-outsparse"] if "long" in settings else [])
-    wall = time.perf_counter() - wall0
-    timing["total"] = wall
+    if "total" not in timing:
+        timing["total"] = time.perf_counter() - wall0
     text, results = summary(args, argv, settings, records, headline, rec_name, default_rows,
-                            scored_best, sgd_best, timing, plots, digest, snapshot, long_methods)
+                            scored_best, sgd_best, timing, plots, digest, snapshot, long_methods,
+                            sessions)
     (out / "summary.md").write_text(text)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     print(text)
@@ -693,10 +747,11 @@ def final_values(rec: Record) -> tuple[list, str]:
 
 
 def summary(args, argv, settings, records, headline, rec_name, default_rows, scored_best,
-            sgd_best, timing, plots, digest, snapshot, long_methods):
+            sgd_best, timing, plots, digest, snapshot, long_methods, sessions):
     L = []
     results = {"settings": {}, "recommended": rec_name, "timing_s": timing}
-    cmd = shlex.join(["python", "scripts/saew_experiment.py", *(argv or sys.argv[1:])])
+    cmd = shlex.join(["python", "scripts/saew_experiment.py",
+                      *[a for a in (argv or sys.argv[1:]) if a != "--replot"]])
     L.append("# SAEW paper, Section 5, with olearn (scripts/saew_experiment.py)\n")
     L.append(f"- command: `{cmd}` (from the repository root, with the project's venv)")
     L.append(f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; total wall "
@@ -773,8 +828,9 @@ def summary(args, argv, settings, records, headline, rec_name, default_rows, sco
     sq = results["settings"].get("square", {}).get("methods", {})
     if sq:
         boa = sq["boa"]["median"]
-        saew_best_name = min((n for n in sq if n.startswith("saew-")),
-                             key=lambda n: sq[n]["median"])
+        # configurations exporting the iterate with d0 = 5, as BOA's (-outsparse etc. below)
+        saew_best_name = min((n for n in sq if n.startswith("saew-") and "-out" not in n
+                              and "-d0" not in n), key=lambda n: sq[n]["median"])
         saew_best = sq[saew_best_name]["median"]
         sgd = sq["sgd"]["median"]
         ok1 = boa < -6.7
@@ -785,6 +841,11 @@ def summary(args, argv, settings, records, headline, rec_name, default_rows, sco
                  f"{saew_best:.2f} <= BOA {boa:.2f}")
         L.append(f"- [{'PASS' if ok3 else 'FAIL'}] square: BOA and best SAEW at least 2 below "
                  f"plain SGD ({sgd:.2f}): gaps {sgd - boa:.2f}, {sgd - saew_best:.2f}")
+        out_best = min((n for n in sq if "-out" in n), key=lambda n: sq[n]["median"],
+                       default=None)
+        if out_best:
+            L.append(f"- (info) square: best exported estimate other than the iterate: {out_best} "
+                     f"median {sq[out_best]['median']:.2f}")
         rec = sq.get(rec_name)
         if rec:
             L.append(f"- (info) square: recommended {rec_name} median {rec['median']:.2f}; "
@@ -821,7 +882,7 @@ def summary(args, argv, settings, records, headline, rec_name, default_rows, sco
            if k in results["settings"]]
     cal = [c for c in cal if c]
     if cal:
-        L.append(f"- [PASS] `--saew_calibrate` ran with none of d0/alpha/U/B given: "
+        L.append("- [PASS] `--saew_calibrate` ran with none of d0/alpha/U/B given: "
                  + "; ".join(f"{k} median {c['median']:.2f} over {c['n']} runs" for k, c in
                              zip(("square", "quantile"), cal)))
     L.append("")
@@ -834,6 +895,25 @@ def summary(args, argv, settings, records, headline, rec_name, default_rows, sco
     for C, center, meds, gap in default_rows:
         L.append(f"| {C:g} | {center} | " + " | ".join(fmt(meds.get(k)) for k in names)
                  + f" | {fmt(gap)} |")
+    L.append("")
+    L.append("Sessions started by T (SAEW restarts; 0 = identical to BOA), first 3 runs "
+             "(long: first run):\n")
+    L.append("| C | center | " + " | ".join(names) + " |")
+    L.append("|---|---|" + "---|" * len(names))
+    for C, center, _, _ in default_rows:
+        key = f"saew-C{C:g}-{center}"
+        L.append(f"| {C:g} | {center} | " + " | ".join(
+            ",".join(str(v) for v in sessions.get(k, {}).get(key, [])) for k in names) + " |")
+    results["sessions"] = sessions
+    same = [(k, n) for k in names for n in ("saew-C16-average", "saew-C16-last")
+            if n in records[k] and records[k][n].curves]
+    diffs = []
+    for k, n in same:
+        diff = max(abs(a[-1] - b[-1]) for a, b in zip(records[k][n].curves,
+                                                       records[k]["boa"].curves))
+        diffs.append(f"{k} {n} {diff:.2g}")
+    if diffs:
+        L.append("\nmax over runs of |ln err(SAEW C = 16) - ln err(BOA)| at T: " + "; ".join(diffs))
     L.append("")
     L.append("BOA for comparison: " + ", ".join(
         f"{k} {np.median([c[-1] for c in records[k]['boa'].curves]):.2f}" for k in names))
