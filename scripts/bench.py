@@ -18,8 +18,9 @@ The exponential-weights learners (--skip-experts): BOA's, SAEW's and EG's learni
 in-process on parsed batches of dense examples (the SAEW paper's d = 500, every feature active
 from the first example), as corner updates per second (2d per example; target ≥ 50 million).
 
-The report ends with the APPLE experiment's tables, copied from ``experiments/*/summary.md``
-(written by ``scripts/apple_experiment.py``, which takes 10-15 minutes and is not rerun here).
+The report ends with the APPLE and SAEW experiments' tables and figures, copied from
+``experiments/*/summary.md`` (written by ``scripts/apple_experiment.py`` and
+``scripts/saew_experiment.py``, which take 10-30 minutes each and are not rerun here).
 """
 from __future__ import annotations
 
@@ -819,30 +820,44 @@ def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
             " ".join(notes) + "\n"]
 
 
-EXPERIMENTS = (("experiments/apple", "tuned learning rates"),
-               ("experiments/apple-default-rate", "default learning rate, `--quick`"))
+# (title, script, intro, [(folder, what)], the summary.md sections to copy)
+EXPERIMENTS = (
+    ("APPLE experiment", "scripts/apple_experiment.py",
+     "The plots are `experiments/apple/rel_err_cdf.png` and `rel_time_cdf.png`, the per-dataset "
+     "tables in each `summary.md`.",
+     [("experiments/apple", "tuned learning rates"),
+      ("experiments/apple-default-rate", "default learning rate, `--quick`")],
+     r"Per method.*?|Acceptance checks"),
+    ("SAEW paper, Section 5", "scripts/saew_experiment.py",
+     "ln‖θ̂ − θ*‖² of plain SGD, EG±, BOA, SAEW variants and calibrated SAEW on the paper's "
+     "synthetic data; the full tables (every variant) and the session counts are in the "
+     "summary.",
+     [("experiments/saew", "square loss, quantile loss, long horizon")],
+     r"Done-when criteria|Defaults evidence.*?|Figures"),
+)
 
 
 def experiment_section() -> list[str]:
-    """The APPLE experiment's per-method table and acceptance checks, copied from the summary
-    that ``scripts/apple_experiment.py`` wrote (it is not rerun here: it takes 10-15 minutes)."""
-    lines = ["## APPLE experiment (`scripts/apple_experiment.py`)\n",
-             "Copied from the experiment's own summaries (not rerun by this script); the plots "
-             "are `experiments/apple/rel_err_cdf.png` and `rel_time_cdf.png`, the per-dataset "
-             "tables in each `summary.md`.\n"]
-    for folder, what in EXPERIMENTS:
-        summary_path = REPO / folder / "summary.md"
-        if not summary_path.is_file():
-            lines.append(f"`{folder}`: not run.\n")
-            continue
-        text = summary_path.read_text()
-        header = [line for line in text.splitlines() if line.startswith("- command")
-                  or line.startswith("- date")]
-        sections = re.findall(r"^## (Per method.*?|Acceptance checks)\n(.*?)(?=^## |\Z)", text,
-                              re.M | re.S)
-        lines.append(f"### {what} (`{folder}/summary.md`)\n")
-        lines.append("\n".join(header) + "\n")
-        lines += [f"{body.strip()}\n" for _, body in sections]
+    """Each experiment's main tables, checks and figures, copied from the summary its script
+    wrote (not rerun here: each takes 10-30 minutes); figure links point into its folder."""
+    lines = []
+    for title, script, intro, runs, wanted in EXPERIMENTS:
+        lines += [f"## {title} (`{script}`)\n",
+                  f"Copied from the experiment's own summaries (not rerun by this script). "
+                  f"{intro}\n"]
+        for folder, what in runs:
+            summary_path = REPO / folder / "summary.md"
+            if not summary_path.is_file():
+                lines.append(f"`{folder}`: not run.\n")
+                continue
+            text = summary_path.read_text()
+            header = [line for line in text.splitlines() if line.startswith("- command")
+                      or line.startswith("- date")]
+            sections = re.findall(rf"^## ({wanted})\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+            lines.append(f"### {what} (`{folder}/summary.md`)\n")
+            lines.append("\n".join(header) + "\n")
+            lines += [re.sub(r"\]\((?!https?:)([^)/]+\.png)\)", rf"]({folder}/\1)", body.strip())
+                      + "\n" for _, body in sections]
     return lines
 
 
