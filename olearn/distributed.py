@@ -53,6 +53,7 @@ from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.passes import Holdout, finish_pass
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+from olearn.run import header
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_WARNINGS = 100  # parse warnings a partition reports per pass (the rest are counted)
@@ -163,17 +164,27 @@ class Partial:
     row: np.ndarray | None      # the last progress row of the last partition
     warnings: list[str]
     lines: int
+    # with --adaptive: the pass's increase of G per coordinate, summed, and the weight rows'
+    # mean weighted by it
+    gradient: np.ndarray | None = None
+    rows_by_gradient: np.ndarray | None = None
 
 
-def _partial(snap: Snapshot, stats: np.ndarray, row: np.ndarray | None, warnings: list[str],
-             lines: int) -> Partial:
+def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
+             row: np.ndarray | None, warnings: list[str], lines: int) -> Partial:
+    """A partition's final state as a Partial; ``start_g`` is G at the start of the pass
+    (None without --adaptive)."""
     depth, flags, ssm, counters = snap.poly
+    rows = snap.weights[:, W_MEAN]  # float32 on the wire; combine() averages in float64
+    gradient = None
+    if start_g is not None:
+        gradient = snap.weights[:, 1] - start_g
     # flags hold only the PARENT bit between examples, so their max is the union of parents
-    # weights travel in float32 (half the bytes); combine() averages in float64
     return Partial(float(stats[gd.R_W_LABELED]),
-                   [snap.weights[:, W_MEAN], snap.state[S_MEAN], snap.lazy, ssm, counters],
+                   [rows, snap.state[S_MEAN], snap.lazy, ssm, counters],
                    [snap.weights[:, 2], snap.state[[gd.S_MAX]], flags],
-                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines)
+                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines, gradient,
+                   None if gradient is None else rows)
 
 
 def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -191,17 +202,28 @@ def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _mix(x: np.ndarray, y: np.ndarray, share) -> np.ndarray:
+    """The running weighted mean: x moved ``share`` of the way to y, in float64 (exactly x
+    where share is 0)."""
+    x = np.asarray(x, np.float64)
+    return x + share * (np.asarray(y, np.float64) - x)
+
+
 def combine(a: Partial, b: Partial) -> Partial:
-    """Two partials as one: a running weighted mean (exact when one side weighs nothing)."""
+    """Two partials as one."""
     weight = a.weight + b.weight
     share = b.weight / weight if weight > 0 else 0.0
-    means = [np.asarray(x, np.float64) + share * (np.asarray(y, np.float64) - x)
-             for x, y in zip(a.means, b.means)]
-    return Partial(weight, means,
+    gradient = rows_by_gradient = None
+    if a.gradient is not None:
+        gradient = a.gradient.astype(np.float64) + b.gradient
+        to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient), where=gradient > 0)
+        rows_by_gradient = _mix(a.rows_by_gradient, b.rows_by_gradient, to_b[:, None])
+    return Partial(weight, [_mix(x, y, share) for x, y in zip(a.means, b.means)],
                    [np.maximum(x, y) for x, y in zip(a.highs, b.highs)],
                    [np.minimum(x, y) for x, y in zip(a.lows, b.lows)],
                    merge_stats(a.stats, b.stats), b.row if b.row is not None else a.row,
-                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines)
+                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines, gradient,
+                   rows_by_gradient)
 
 
 def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
@@ -212,6 +234,8 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     norm, top, flags = p.highs
     bottom, depth = p.lows
     weights = np.empty((len(norm), 4), dtype=np.float32)
+    if p.gradient is not None:  # coordinates no partition moved keep the example-weighted mean
+        w_mean = np.where((p.gradient > 0)[:, None], p.rows_by_gradient, w_mean)
     weights[:, W_MEAN] = w_mean
     weights[:, 2] = norm
     state = np.empty(gd.STATE_SIZE)
@@ -238,6 +262,7 @@ def learn_partition(config: Config, part: Partition, start: Snapshot | None,
     if start is not None:
         start.put(learner)
     learner.params[:] = params
+    start_g = learner.weights[:, 1].copy() if config.update_rule[0] else None
     warnings: list[str] = []
     row = None
     lines = 0
@@ -255,7 +280,7 @@ def learn_partition(config: Config, part: Partition, start: Snapshot | None,
         # rebuilt from its text alone, so that it pickles to the client whole
         raise OlearnError(str(exc)) from None
     learner.sync()  # the true weights, with the lazy regularization's snapshots at zero
-    return _partial(Snapshot.of(learner), learner.stats, row, warnings, lines)
+    return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings, lines)
 
 
 def tree_reduce(client, futures: list, key: str):
@@ -307,7 +332,6 @@ def check_options(config: Config) -> None:
 
 def run(config: Config) -> OnlineLearner:
     """``olearn --dask``: as run.run, with each pass learned in parallel over the partitions."""
-    from olearn.run import header
     check_options(config)
     parts = partitions(config.data, config.dask_partitions)
     saved = None
@@ -319,46 +343,18 @@ def run(config: Config) -> OnlineLearner:
     if saved is not None:
         saved.restore(learner)
     console = Console(config.quiet, None)
-    with connect(config.dask) as client:
-        workers = len(client.scheduler_info()["workers"])
-        data_lines = [f"dask scheduler = {client.scheduler.address} ({workers} workers)",
-                      f"partitions = {len(parts)} (each parsed by its worker in every pass)",
-                      "Reading datafile = " + ", ".join(config.data)]
-        console.print(header(config, data_lines) + TABLE_HEADER.rstrip("\n"))
-        run_key = f"olearn-{uuid.uuid4().hex[:12]}"
-        current = client.scatter(Snapshot.of(learner)) if saved is not None else None
-        holdout = Holdout(config)
-        best = last = None
-        passes_used = 0
-        for pass_no in range(config.passes):
-            learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
-            tasks = [client.submit(learn_partition, config, part, current, learner.params.copy(),
-                                   key=f"{run_key}-pass{pass_no}-part{k}")
-                     for k, part in enumerate(parts)]
-            root = tree_reduce(client, tasks, f"{run_key}-pass{pass_no}")
-            current = client.submit(finish, root, config, pass_no == 0,
-                                    key=f"{run_key}-pass{pass_no}-state")
-            stats, row, warnings, lines = client.submit(
-                report, root, key=f"{run_key}-pass{pass_no}-report").result()
-            del tasks, root
-            for message in warnings:
-                console.print(message)
-            learner.stats = merge_stats(learner.stats, stats)
-            console.progress(0, int(learner.stats[gd.R_EXAMPLES]))
-            if row is not None:
-                console.print(format_row(_pass_row(learner.stats, stats, row,
-                                                   bool(learner.params[gd.P_HOLDOUT_ROWS]))))
-            passes_used += 1
-            last = current
-            if finish_pass(learner, holdout, lines, passes_used):
-                best = current
-            if config.save_per_pass and config.final_regressor:
-                _save(f"{config.final_regressor}.{passes_used}", config, learner,
-                      current.result())
-            if holdout.stopped_early:
-                break
-        final = (best if holdout.stopped_early and best is not None else last).result()
-    console.close()
+    holdout = Holdout(config)
+    try:
+        with connect(config.dask) as client:
+            workers = len(client.scheduler_info()["workers"])
+            console.print(header(config, [
+                f"dask scheduler = {client.scheduler.address} ({workers} workers)",
+                f"partitions = {len(parts)} (each parsed by its worker in every pass)",
+                "Reading datafile = " + ", ".join(config.data)]) + TABLE_HEADER.rstrip("\n"))
+            final, passes_used = _passes(client, config, parts, learner, holdout, console,
+                                         saved is not None)
+    finally:
+        console.close()
     final.put(learner)
     if config.final_regressor:
         _save(config.final_regressor, config, learner, final)
@@ -368,6 +364,41 @@ def run(config: Config) -> OnlineLearner:
     console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
                           passes_used, holdout.best if holdout.active else None))
     return learner
+
+
+def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearner,
+            holdout: Holdout, console: Console, restored: bool) -> tuple[Snapshot, int]:
+    """Every pass: the partitions' tasks from the current state, their combination, the pass's
+    table row and the holdout's verdict. ``learner`` keeps the run's statistics and parameters
+    (the decayed learning rate); returns the state to save and the passes used."""
+    run_key = f"olearn-{uuid.uuid4().hex[:12]}"  # the run's tasks, apart from other clients'
+    current = client.scatter(Snapshot.of(learner)) if restored else None
+    best = None
+    passes_used = 0
+    for pass_no in range(config.passes):
+        key = f"{run_key}-pass{pass_no}"
+        learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
+        tasks = [client.submit(learn_partition, config, part, current, learner.params.copy(),
+                               key=f"{key}-part{k}") for k, part in enumerate(parts)]
+        root = tree_reduce(client, tasks, key)
+        current = client.submit(finish, root, config, pass_no == 0, key=f"{key}-state")
+        stats, row, warnings, lines = client.submit(report, root, key=f"{key}-report").result()
+        for message in warnings:
+            console.print(message)
+        learner.stats = merge_stats(learner.stats, stats)
+        console.progress(0, int(learner.stats[gd.R_EXAMPLES]))
+        if row is not None:
+            console.print(format_row(_pass_row(learner.stats, stats, row,
+                                               bool(learner.params[gd.P_HOLDOUT_ROWS]))))
+        passes_used += 1
+        if finish_pass(learner, holdout, lines, passes_used):
+            best = current
+        if config.save_per_pass and config.final_regressor:
+            _save(f"{config.final_regressor}.{passes_used}", config, learner, current.result())
+        if holdout.stopped_early:
+            break
+    # as run.run: the last pass's state, or the best pass's after an early stop
+    return (best if holdout.stopped_early and best is not None else current).result(), passes_used
 
 
 def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,

@@ -103,20 +103,50 @@ def test_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
                   passes=3) == single.read_bytes()
 
 
-def test_averaged_weights_are_the_example_weighted_mean(cluster, parts, tmp_path):
-    """One pass from a fresh state: w is the mean of the partitions' own models, weighted by
-    their examples (here the larger partition counts twice)."""
-    half = _write_examples(tmp_path / "half.vw", 1500, 9)
-    singles = []
-    for k, path in enumerate([parts[0], half]):
+def _one_pass_each(tmp_path, paths, options):
+    """Weight rows (w, G, N, -) of a single-process pass over each of ``paths``."""
+    config = Config(bit_precision=16, quiet=True, **options)
+    rows = []
+    for k, path in enumerate(paths):
         out = tmp_path / f"single{k}.model"
-        run_single(Config(data=[path], bit_precision=16, quiet=True, final_regressor=str(out)))
-        saved = model.load(str(out))
-        singles.append(saved.weights(Config(bit_precision=16))[:, 0].astype(np.float64))
-    run_dask(cluster.scheduler_address, [parts[0], half], final_regressor=str(tmp_path / "d"))
-    averaged = model.load(str(tmp_path / "d")).weights(Config(bit_precision=16))[:, 0]
-    np.testing.assert_allclose(averaged, (2 * singles[0] + singles[1]) / 3, rtol=1e-6,
+        run_single(Config(data=[path], bit_precision=16, quiet=True, final_regressor=str(out),
+                          **options))
+        rows.append(model.load(str(out)).weights(config).astype(np.float64))
+    return rows
+
+
+def _dask_rows(address, paths, tmp_path, options):
+    run_dask(address, paths, final_regressor=str(tmp_path / "dask.model"), **options)
+    return model.load(str(tmp_path / "dask.model")).weights(Config(bit_precision=16, **options))
+
+
+@pytest.fixture
+def uneven(parts, tmp_path):
+    """Two partitions, the second half as large as the first."""
+    return [parts[0], _write_examples(tmp_path / "half.vw", 1500, 9)]
+
+
+def test_sgd_weights_are_averaged_by_examples(cluster, uneven, tmp_path):
+    """Without --adaptive, w is the mean of the partitions' models weighted by their examples
+    (here the larger partition counts twice)."""
+    a, b = _one_pass_each(tmp_path, uneven, {"sgd": True})
+    averaged = _dask_rows(cluster.scheduler_address, uneven, tmp_path, {"sgd": True})
+    np.testing.assert_allclose(averaged[:, 0], (2 * a[:, 0] + b[:, 0]) / 3, rtol=1e-6,
                                atol=1e-7)
+
+
+def test_adaptive_weights_are_averaged_by_gradient_sums(cluster, uneven, tmp_path):
+    """With --adaptive, each coordinate's w and G are averaged weighted by the partitions'
+    increase of G (VW's --span_server rule; from a fresh start that is their G), and N is the
+    largest of theirs."""
+    a, b = _one_pass_each(tmp_path, uneven, {})
+    averaged = _dask_rows(cluster.scheduler_address, uneven, tmp_path, {})
+    g = a[:, 1] + b[:, 1]
+    moved = g > 0
+    for column in (0, 1):
+        expected = (a[moved, 1] * a[moved, column] + b[moved, 1] * b[moved, column]) / g[moved]
+        np.testing.assert_allclose(averaged[moved, column], expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(averaged[:, 2], np.maximum(a[:, 2], b[:, 2]))
 
 
 def test_two_runs_give_the_same_model(cluster, parts, tmp_path):
