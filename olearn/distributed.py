@@ -8,22 +8,27 @@ binary tree over the partitions (an AllReduce, run as Dask tasks), into the stat
 the next pass; the client receives only the loss statistics, and the state itself when it saves
 a model.
 
-How a state combines (each partition weighted by the importance weight of the examples it
-learned from, n_k):
+How a state combines:
 
-* averaged: the weights w, the adaptive sums G, the global normalizer sums and t, the lazy
-  regularization's snapshots (all zero after the flush that ends every task), --stage_poly's
-  SSM sums and counters. G is averaged rather than summed, as VW's ``--span_server`` does with
-  ``--adaptive``: each partition's steps were sized by the G of the data *it* saw, and the next
-  pass continues from the average of those learners, not from a learner that saw all the data;
-* largest: the normalizer N of each weight (the largest |x| seen, by any partition), the top of
-  the label range, and --stage_poly's parent flags (the union of the parents found);
+* the weights w and the adaptive sums G: with --adaptive (VW's default), each coordinate's mean
+  over the partitions weighted by how much each increased that coordinate's G during the pass
+  (its sum of squared gradients), so that a partition that never saw a feature does not dilute
+  what the others learned about it. VW's ``--span_server`` does the same, weighting by each
+  node's whole G; the part of G from before the pass is common to all partitions, so we weight
+  by its increase. G is averaged rather than summed, as in VW: each partition sized its steps by
+  the G of the data it saw, and the next pass continues from the average of those learners.
+  Coordinates that no partition moved, and all weights without --adaptive, take the mean
+  weighted by the examples each partition learned from (importance weights);
+* example-weighted means too: the global normalizer sums and t, the lazy regularization's
+  snapshots (zero after the flush that ends every task), --stage_poly's SSM sums and counters;
+* largest: the normalizer N of each weight (the largest |x| any partition saw), the top of the
+  label range, and --stage_poly's parent flags (the union of the parents found);
 * smallest: the bottom of the label range and each monomial's smallest depth.
 
-VW's ``--span_server`` instead weights each coordinate by each node's G; weighting by examples
-keeps one partition's run identical to a single-process run. Every task is a pure function of
-its inputs and the tree's order is fixed, so the model does not depend on which worker ran what,
-and a task lost with its worker is simply run again.
+Each pass is a function of the state before it and the partitions alone: every task is
+deterministic and the tree's order fixed, so the model depends neither on which worker ran what
+nor on the number of workers, one partition gives exactly the single-process model, and a task
+lost with its worker is simply run again.
 
 With --stage_poly, stages happen only in pass 1, on each partition separately; the union of the
 parents found is then frozen, and later passes average the weights of that fixed feature set.
@@ -153,38 +158,33 @@ class Snapshot:
 
 @dataclasses.dataclass
 class Partial:
-    """Partitions combined so far: the weighted means, maxima and minima of their states (see
-    the module's docstring), and their loss statistics."""
+    """Partitions combined so far: the means, maxima and minima of their states (see the
+    module's docstring), and their loss statistics."""
 
-    weight: float
-    means: list[np.ndarray]
+    weight: float               # examples learned from (importance-weighted)
+    rows: np.ndarray            # the weight rows' w, G, scratch: their mean
+    gradient: np.ndarray | None  # --adaptive: the pass's increase of G, which weights ``rows``
+    w_by_examples: np.ndarray | None  # --adaptive: w weighted by examples (None: rows[:, 0])
+    means: list[np.ndarray]     # weighted by examples
     highs: list[np.ndarray]
     lows: list[np.ndarray]
     stats: np.ndarray
     row: np.ndarray | None      # the last progress row of the last partition
     warnings: list[str]
     lines: int
-    # with --adaptive: the pass's increase of G per coordinate, summed, and the weight rows'
-    # mean weighted by it
-    gradient: np.ndarray | None = None
-    rows_by_gradient: np.ndarray | None = None
 
 
 def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
              row: np.ndarray | None, warnings: list[str], lines: int) -> Partial:
     """A partition's final state as a Partial; ``start_g`` is G at the start of the pass
-    (None without --adaptive)."""
+    (None without --adaptive). Arrays stay float32 on the wire; combine() works in float64."""
     depth, flags, ssm, counters = snap.poly
-    rows = snap.weights[:, W_MEAN]  # float32 on the wire; combine() averages in float64
-    gradient = None
-    if start_g is not None:
-        gradient = snap.weights[:, 1] - start_g
+    gradient = None if start_g is None else snap.weights[:, 1] - start_g
     # flags hold only the PARENT bit between examples, so their max is the union of parents
-    return Partial(float(stats[gd.R_W_LABELED]),
-                   [rows, snap.state[S_MEAN], snap.lazy, ssm, counters],
+    return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
+                   [snap.state[S_MEAN], snap.lazy, ssm, counters],
                    [snap.weights[:, 2], snap.state[[gd.S_MAX]], flags],
-                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines, gradient,
-                   None if gradient is None else rows)
+                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines)
 
 
 def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -213,30 +213,36 @@ def combine(a: Partial, b: Partial) -> Partial:
     """Two partials as one."""
     weight = a.weight + b.weight
     share = b.weight / weight if weight > 0 else 0.0
-    gradient = rows_by_gradient = None
-    if a.gradient is not None:
+    if a.gradient is None:
+        rows, gradient, w_by_examples = _mix(a.rows, b.rows, share), None, None
+    else:
         gradient = a.gradient.astype(np.float64) + b.gradient
         to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient), where=gradient > 0)
-        rows_by_gradient = _mix(a.rows_by_gradient, b.rows_by_gradient, to_b[:, None])
-    return Partial(weight, [_mix(x, y, share) for x, y in zip(a.means, b.means)],
+        rows = _mix(a.rows, b.rows, to_b[:, None])
+        w_by_examples = _mix(*(p.rows[:, 0] if p.w_by_examples is None else p.w_by_examples
+                               for p in (a, b)), share)
+    return Partial(weight, rows, gradient, w_by_examples,
+                   [_mix(x, y, share) for x, y in zip(a.means, b.means)],
                    [np.maximum(x, y) for x, y in zip(a.highs, b.highs)],
                    [np.minimum(x, y) for x, y in zip(a.lows, b.lows)],
                    merge_stats(a.stats, b.stats), b.row if b.row is not None else a.row,
-                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines, gradient,
-                   rows_by_gradient)
+                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines)
 
 
 def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     """The state for the next pass. With --stage_poly no stage follows pass 1 (the parents are
     frozen), except that --batch_sz 0's stage at the end of pass 1 runs, on the averaged weights
     (the same on every partition), before pass 2's first example."""
-    w_mean, state_mean, lazy, ssm, counters = p.means
+    state_mean, lazy, ssm, counters = p.means
     norm, top, flags = p.highs
     bottom, depth = p.lows
     weights = np.empty((len(norm), 4), dtype=np.float32)
-    if p.gradient is not None:  # coordinates no partition moved keep the example-weighted mean
-        w_mean = np.where((p.gradient > 0)[:, None], p.rows_by_gradient, w_mean)
-    weights[:, W_MEAN] = w_mean
+    weights[:, W_MEAN] = p.rows
+    if p.w_by_examples is not None:
+        # no partition's G moved: w changed only by regularization, or by steps too small
+        # to show in G's float32; the mean by examples is the estimate there
+        still = p.gradient <= 0
+        weights[still, 0] = p.w_by_examples[still]
     weights[:, 2] = norm
     state = np.empty(gd.STATE_SIZE)
     state[S_MEAN] = state_mean
