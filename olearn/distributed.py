@@ -151,9 +151,13 @@ class Snapshot:
         for mine, theirs in zip(learner.poly, self.poly):
             mine[:] = theirs
 
-    @property
-    def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.weights, self.state, self.lazy, *self.poly))
+    def __sizeof__(self) -> int:
+        # what Dask counts for memory and transfers (it would see only the object, not arrays)
+        return _nbytes(self.weights, self.state, self.lazy, *self.poly)
+
+
+def _nbytes(*arrays: np.ndarray | None) -> int:
+    return 64 + sum(a.nbytes for a in arrays if a is not None)
 
 
 @dataclasses.dataclass
@@ -172,6 +176,10 @@ class Partial:
     row: np.ndarray | None      # the last progress row of the last partition
     warnings: list[str]
     lines: int
+
+    def __sizeof__(self) -> int:
+        return _nbytes(self.rows, self.gradient, self.w_by_examples, *self.means, *self.highs,
+                       *self.lows, self.stats)
 
 
 def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
@@ -384,8 +392,14 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
     for pass_no in range(config.passes):
         key = f"{run_key}-pass{pass_no}"
         learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
+        # partition k goes to worker k mod W, so that the passes spread evenly over the workers
+        # (Dask would otherwise favour the worker holding the state) and each worker rereads
+        # the same files; "loose", so that Dask moves a task whose worker is gone
+        workers = sorted(client.scheduler_info()["workers"])
         tasks = [client.submit(learn_partition, config, part, current, learner.params.copy(),
-                               key=f"{key}-part{k}") for k, part in enumerate(parts)]
+                               key=f"{key}-part{k}", workers=[workers[k % len(workers)]],
+                               allow_other_workers=True)
+                 for k, part in enumerate(parts)]
         root = tree_reduce(client, tasks, key)
         current = client.submit(finish, root, config, pass_no == 0, key=f"{key}-state")
         stats, row, warnings, lines = client.submit(report, root, key=f"{key}-report").result()
