@@ -32,13 +32,18 @@ lost with its worker is simply run again.
 
 With --stage_poly, stages happen only in pass 1, on each partition separately; the union of the
 parents found is then frozen, and later passes average the weights of that fixed feature set.
-Workers parse their partitions' text in every pass (no cache).
+Workers parse their partitions' text in every pass; with -c each worker keeps a cache of the
+partitions it learns in its local directory (Dask's scratch space), written in the first pass.
+Partition k is learned on worker k mod W in every pass, so the caches are reused; a partition
+that moves (its worker died) is parsed from the text again on its new worker.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import glob
+import hashlib
+import json
 import logging
 import math
 import os
@@ -52,11 +57,11 @@ from olearn import model, readable
 from olearn.config import Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
-from olearn.io import sources
+from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, check_strict
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
-from olearn.passes import Holdout, finish_pass
+from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
 from olearn.run import header
 
@@ -67,7 +72,9 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "invert_hash": "--invert_hash collects feature names on the workers",
                "predictions": "-p: predict with the saved model instead (olearn -t -i MODEL -p)",
                "raw_predictions": "-r: predict with the saved model instead (olearn -t -i MODEL -r)",
-               "testonly": "-t: test in one process (olearn -t -i MODEL)"}
+               "testonly": "-t: test in one process (olearn -t -i MODEL)",
+               "cache_file": "--cache_file names one file; -c makes each worker cache the "
+                             "partitions it learns"}
 
 W_MEAN = [0, 1, 3]  # weight-row columns averaged (w, G, scratch); column 2, N, takes the max
 S_MEAN = [gd.S_NORM, gd.S_TOTAL, gd.S_T, *range(gd.S_REG, gd.STATE_SIZE)]
@@ -84,6 +91,27 @@ class Partition:
         if self.byte_range is None:
             return self.path
         return f"{self.path}[{self.byte_range[0]}:{self.byte_range[1]}]"
+
+    def fingerprint(self, config: Config) -> dict:
+        """What a cache of the partition depends on: the file's name, size and time, the byte
+        range and the parsing options."""
+        found = cache.fingerprint(config, [self.path])
+        found["sources"][0][0] = str(self)  # also the cached batches' source name
+        return found
+
+    def plan(self, config: Config, pass_no: int) -> DataPlan:
+        """Where a task reads the partition: with -c, from a cache in its worker's local
+        directory, written by the first pass that runs the partition there (-k: rebuilt in
+        pass 1); otherwise the text, in every pass."""
+        if not config.cache:
+            return DataPlan(dataclasses.replace(config, passes=1), [self.path], self.blocks)
+        from distributed import get_worker
+        fingerprint = self.fingerprint(config)
+        name = hashlib.sha1(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:24]
+        path = os.path.join(get_worker().local_directory, f"olearn-{name}.cache")
+        return DataPlan(dataclasses.replace(config, cache_file=path,
+                                            kill_cache=config.kill_cache and pass_no == 0),
+                        [self.path], self.blocks, fingerprint)
 
     def blocks(self) -> Iterator[sources.Block]:
         for block in sources.blocks_of(self.path, [0], byte_range=self.byte_range):
@@ -268,7 +296,7 @@ def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int]:
     return p.stats, p.row, p.warnings, p.lines
 
 
-def learn_partition(config: Config, part: Partition, start: Snapshot | None,
+def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapshot | None,
                     params: np.ndarray) -> Partial:
     """One task: learn a pass over ``part`` from ``start`` (None: a fresh learner). Pure and
     deterministic, so Dask may run it again on another worker."""
@@ -280,8 +308,9 @@ def learn_partition(config: Config, part: Partition, start: Snapshot | None,
     warnings: list[str] = []
     row = None
     lines = 0
+    plan = part.plan(config, pass_no)
     try:
-        for batch in learner.batches(part.blocks()):
+        for batch in plan.batches(learner, 0):
             if batch.n_warnings:
                 if config.strict_parse:
                     check_strict(batch)
@@ -290,9 +319,12 @@ def learn_partition(config: Config, part: Partition, start: Snapshot | None,
             if len(rows):
                 row = rows[-1]
             lines = batch.pass_line + batch.n_lines
-    except OlearnError as exc:
-        # rebuilt from its text alone, so that it pickles to the client whole
-        raise OlearnError(str(exc)) from None
+    except BaseException as exc:
+        plan.discard()  # no half-written cache
+        if isinstance(exc, OlearnError):
+            # rebuilt from its text alone, so that it pickles to the client whole
+            raise OlearnError(str(exc)) from None
+        raise
     learner.sync()  # the true weights, with the lazy regularization's snapshots at zero
     return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings, lines)
 
@@ -363,7 +395,9 @@ def run(config: Config) -> OnlineLearner:
             workers = len(client.scheduler_info()["workers"])
             console.print(header(config, [
                 f"dask scheduler = {client.scheduler.address} ({workers} workers)",
-                f"partitions = {len(parts)} (each parsed by its worker in every pass)",
+                f"partitions = {len(parts)} ("
+                + ("each worker caches those it learns)" if config.cache
+                   else "parsed in every pass; -c caches them on the workers)"),
                 "Reading datafile = " + ", ".join(config.data)]) + TABLE_HEADER.rstrip("\n"))
             final, passes_used = _passes(client, config, parts, learner, holdout, console,
                                          saved is not None)
@@ -396,7 +430,8 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         # (Dask would otherwise favour the worker holding the state) and each worker rereads
         # the same files; "loose", so that Dask moves a task whose worker is gone
         workers = sorted(client.scheduler_info()["workers"])
-        tasks = [client.submit(learn_partition, config, part, current, learner.params.copy(),
+        tasks = [client.submit(learn_partition, config, part, pass_no, current,
+                               learner.params.copy(),
                                key=f"{key}-part{k}", workers=[workers[k % len(workers)]],
                                allow_other_workers=True)
                  for k, part in enumerate(parts)]

@@ -3,9 +3,9 @@ section of BENCHMARKS.md (between its markers; scripts/bench.py keeps the sectio
 
 For each worker count: a LocalCluster of worker processes (one thread each) is started here and
 the command line joins it (``--dask tcp://...``), so that the workers' transfer counters can be
-read around each run. The time per pass is (wall time of P passes - wall time of 1 pass) / (P-1),
-which leaves out start-up; bytes are what each worker sent to and received from other workers
-and the client during the P-pass run, divided by P.
+read around each run. The time per pass is
+measured from the moments the per-pass table rows appear; bytes are what each worker sent to
+and received from other workers and the client during a run with -c, divided by the passes.
 
     .venv/bin/python scripts/bench_dask.py            # about 5 minutes on 2 cores
 """
@@ -42,42 +42,52 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def pass_times(cmd: list[str]) -> tuple[float, float]:
+    """Run ``cmd`` (not --quiet); returns the first pass's time (start-up included) and the
+    mean time of the later passes, from the moments the table's per-pass rows appear."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stamps = [time.perf_counter() - start for line in proc.stderr if line[:1].isdigit()]
+    if proc.wait() != 0 or len(stamps) < 2:
+        raise RuntimeError(f"{' '.join(cmd)} failed")
+    return stamps[0], (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+
+
 def _counters(dask_worker) -> tuple[int, int]:
     received = sum(entry["total"] for entry in dask_worker.transfer_incoming_log)
     return dask_worker.transfer_outgoing_bytes_total, received
 
 
 def measure(workers: int, data: str, args, tmp: str) -> dict:
+    """Per-pass times without and with -c, and bytes per worker per pass (with -c)."""
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, silence_logs=40) as cluster, \
             Client(cluster) as client:
-        common = ["-d", data, "--dask", cluster.scheduler_address, "--dask_partitions",
-                  str(args.partitions), "-b", str(args.bits), "--holdout_off", "--quiet"]
-        timed(OLEARN + common)  # warm-up: each worker loads the kernels
-        one = min(timed(OLEARN + common) for _ in range(args.repeat))
-        before = client.run(_counters)
+        common = OLEARN + ["-d", data, "--dask", cluster.scheduler_address, "--dask_partitions",
+                           str(args.partitions), "-b", str(args.bits), "--holdout_off",
+                           "--passes", str(args.passes)]
+        timed(common + ["--quiet"])  # warm-up: each worker loads the kernels
+        text = min((pass_times(common) for _ in range(args.repeat)), key=lambda t: t[1])
         model = os.path.join(tmp, f"model{workers}")
-        many = min(timed(OLEARN + common + ["--passes", str(args.passes), "-f", model])
-                   for _ in range(args.repeat))
+        before = client.run(_counters)
+        cached = min((pass_times(common + ["-c", "-f", model]) for _ in range(args.repeat)),
+                     key=lambda t: t[1])
         after = client.run(_counters)
-    per_pass = (many - one) / (args.passes - 1)
     runs = args.repeat * args.passes
     sent = [(after[w][0] - before[w][0]) / runs for w in after]
     received = [(after[w][1] - before[w][1]) / runs for w in after]
-    return {"workers": workers, "one": one, "many": many, "per_pass": per_pass,
+    return {"workers": workers, "first": text[0], "text": text[1], "cached": cached[1],
             "sent": float(np.mean(sent)), "received": float(np.mean(received)),
             "model": Path(model).read_bytes()}
 
 
-def single_process(data: str, args, tmp: str) -> float:
-    common = ["-d", data, "-b", str(args.bits), "--holdout_off", "--quiet", "--cache_file",
-              os.path.join(tmp, "cache")]
-    timed(OLEARN + common + ["-k"])  # writes the cache
-    one = min(timed(OLEARN + common) for _ in range(args.repeat))
-    many = min(timed(OLEARN + common + ["--passes", str(args.passes)])
-               for _ in range(args.repeat))
-    return (many - one) / (args.passes - 1)
+def single_process(data: str, args, tmp: str) -> tuple[float, float]:
+    """Single-process time per pass reading the text (first pass) and reading the cache."""
+    first, cached = pass_times(OLEARN + ["-d", data, "-b", str(args.bits), "--holdout_off",
+                                         "--passes", str(args.passes), "--cache_file",
+                                         os.path.join(tmp, "cache")])
+    return first, cached
 
 
 def combine_seconds(bits: int) -> tuple[float, int, int]:
@@ -104,7 +114,6 @@ def _time(fn) -> float:
 def report(results: list[dict], single: float, combine_at: tuple, args, examples: int,
            nnz: float, size: int) -> str:
     base = results[0]
-    t_example = base["per_pass"] / examples
     combine_s, leaf_bytes, inner_bytes = combine_at
     slots = 1 << args.bits
     state = slots * 16
@@ -116,77 +125,97 @@ def report(results: list[dict], single: float, combine_at: tuple, args, examples
              f"Data: `scripts/make_data.py --examples {examples} --features {args.features} "
              f"--vocabulary {args.vocabulary}` ({size / 1e6:.0f} MB plain text, "
              f"{nnz:.0f} non-zero features per example with the constant), split by "
-             f"`--dask_partitions {args.partitions}`; `-b {args.bits} --holdout_off`, "
-             f"squared loss, VW's default adaptive/normalized/invariant update. Each worker is "
-             f"a process with one thread on a LocalCluster started by the script; the command "
-             f"line joins it with `--dask tcp://...`. Per pass = (time of {args.passes} passes "
-             f"- time of 1 pass) / {args.passes - 1}, best of {args.repeat}; bytes = what a "
-             f"worker sent + received (Dask's transfer counters), per pass, mean over workers.",
-             "",
-             "| workers | 1 pass s | per pass s | speed-up | sent MB/worker/pass | "
-             "received MB/worker/pass |",
+             f"`--dask_partitions {args.partitions}`; `-b {args.bits} --holdout_off --passes "
+             f"{args.passes}`, squared loss, VW's default adaptive/normalized/invariant update. "
+             f"Each worker is a process with one thread on a LocalCluster started by the "
+             f"script; the command line joins it with `--dask tcp://...`. A pass's time is "
+             f"measured from the moments its table row appears (passes 2 to {args.passes}, "
+             f"best of {args.repeat} runs); pass 1 includes start-up (and, with `-c`, writing "
+             f"the caches). Bytes are what a worker sent and received per pass (Dask's "
+             f"transfer counters, with `-c`), mean over workers.", "",
+             "| workers | pass 1 s | per pass s, text | per pass s, `-c` | "
+             "sent MB/worker/pass | received MB/worker/pass |",
              "|---:|---:|---:|---:|---:|---:|"]
     for r in results:
-        lines.append(f"| {r['workers']} | {r['one']:.2f} | {r['per_pass']:.2f} | "
-                     f"{base['per_pass'] / r['per_pass']:.2f} | {r['sent'] / 1e6:.1f} | "
-                     f"{r['received'] / 1e6:.1f} |")
+        lines.append(f"| {r['workers']} | {r['first']:.2f} | {r['text']:.2f} | "
+                     f"{r['cached']:.2f} | {r['sent'] / 1e6:.1f} | {r['received'] / 1e6:.1f} |")
     lines += ["",
-              f"Single process, same passes from its `-c` cache: {single:.2f} s per pass. "
-              f"The models of the 1, 2 and 4-worker runs are "
-              f"{'byte-identical' if same else 'NOT identical'}. With 4 workers on 2 cores "
-              f"the workers share the cores, so 4 cannot beat 2 here.", "",
+              f"Single process: {single[0]:.2f} s for pass 1 (parsing the text, writing the "
+              f"cache, start-up), {single[1]:.2f} s per later pass (from its cache). The "
+              f"models of the 1, 2 and 4-worker runs are "
+              f"{'byte-identical' if same else 'NOT identical'}. One olearn process already "
+              f"keeps both cores busy while it parses (two parser threads beside the learner), "
+              f"so on this 2-core machine more workers cannot make a pass faster: the table "
+              f"measures the overhead of the protocol, and the bytes, which do not depend on "
+              f"the machine.", "",
               f"Sizes at `-b {args.bits}` ({slots:,} weights): the state broadcast each pass "
               f"is {state / 1e6:.1f} MB (w, G, N, scratch in float32); a partition's result is "
               f"{leaf_bytes / 1e6:.1f} MB (w, G, scratch, N and the pass's increase of G, "
               f"float32); a combined partial is {inner_bytes / 1e6:.1f} MB (the same in "
               f"float64, plus w weighted by examples). One combine takes "
               f"{combine_s * 1e3:.0f} ms.", ""]
-    lines += scale_model(t_example, nnz, combine_s, leaf_bytes, inner_bytes, state, args.bits)
+    overhead = max(0.0, base["cached"] - single[1])
+    lines += scale_model((base["text"] - overhead) / examples, single[1] / examples, overhead,
+                         nnz, combine_s, leaf_bytes, inner_bytes, state, args.bits)
     lines.append(END)
     return "\n".join(lines) + "\n"
 
 
-def scale_model(t_example: float, nnz: float, combine_s: float, leaf: int, inner: int,
-                state: int, bits: int) -> list[str]:
+def scale_model(t_text: float, t_cached: float, overhead: float, nnz: float, combine_s: float,
+                leaf: int, inner: int, state: int, bits: int) -> list[str]:
     """Time per pass at 100 workers and 690 M examples of ~318 non-zero features (the APPLE
-    paper's parallel run), from the measurements, with the arithmetic shown."""
+    paper's parallel run), with the arithmetic shown: seconds per example parsing the text or
+    reading a cache, the protocol's measured fixed cost per pass, and the transfers of the
+    combining tree at 10 Gb/s."""
     examples, workers, paper_nnz = 690e6, 100, 318
+    share = examples / workers
     levels = int(np.ceil(np.log2(workers)))
-    t_318 = t_example * paper_nnz / nnz
-    learn = examples / workers * t_318
+    text, cached = (t * paper_nnz / nnz for t in (t_text, t_cached))
     out = ["### Model: 100 workers, 690 M examples, ~318 non-zero features (APPLE's parallel run)",
            "",
-           f"* Learning: the 1-worker run takes {t_example * 1e6:.2f} µs per example at "
-           f"{nnz:.0f} features, i.e. {t_318 * 1e6:.2f} µs at 318 (cost ∝ features, "
-           f"parsing included: workers parse text every pass). Each of 100 workers has 6.9 M "
-           f"examples: 6.9e6 × {t_318 * 1e6:.2f} µs = **{learn:.0f} s** per pass.",
-           f"* Combining: ⌈log2 100⌉ = {levels} levels of the tree, each a transfer of at most "
-           "two partials into one worker and one combine, one after another:"]
+           f"* Learning, at the speed measured on this machine (a worker with 2 cores): "
+           f"{t_text * 1e6:.1f} µs per example parsing the text (the 1-worker pass without "
+           f"`-c`, less the fixed cost below), {t_cached * 1e6:.1f} µs per example from a "
+           f"cache (the single process's cached pass), at {nnz:.0f} features; "
+           f"scaled to 318 (cost ∝ features): {text * 1e6:.1f} and {cached * 1e6:.1f} µs. "
+           f"Each of 100 workers has {share / 1e6:.1f} M examples: pass 1 "
+           f"{share / 1e6:.1f}e6 × {text * 1e6:.1f} µs = **{share * text:.0f} s**, later "
+           f"passes (`-c`) {share / 1e6:.1f}e6 × {cached * 1e6:.1f} µs = "
+           f"**{share * cached:.0f} s**.",
+           f"* The protocol's fixed cost per pass (a fresh learner per task, the partition's "
+           f"state extracted, the scheduler's round trips), measured as the 1-worker `-c` pass "
+           f"minus the single process's cached pass: **{overhead:.2f} s**.",
+           f"* Combining: ⌈log2 100⌉ = {levels} levels of the tree, each moving at most two "
+           f"partials into one worker and combining them, one level after another; then the "
+           f"new state spreads from worker to worker, about {levels} rounds. With 10 Gb/s "
+           f"(1.25 GB/s) links:"]
     total = {}
-    for b, bandwidth in ((bits, 1.25e9), (24, 1.25e9)):
+    for b in (bits, 24):
         scale = (1 << b) / (1 << bits)
-        step = inner * scale * 2 / bandwidth + combine_s * scale
-        broadcast = state * scale * levels / bandwidth
-        total[b] = learn + levels * step + broadcast
-        out.append(f"  at `-b {b}` with 10 Gb/s (1.25 GB/s) links: {levels} × "
-                   f"(2 × {inner * scale / 1e6:.0f} MB / 1.25 GB/s + {combine_s * scale:.2f} s) = "
-                   f"**{levels * step:.1f} s**; the new state ({state * scale / 1e6:.0f} MB) "
-                   f"reaches all workers as copies spread from worker to worker, about "
-                   f"{levels} rounds: {levels} × {state * scale / 1e6:.0f} MB / 1.25 GB/s = "
-                   f"**{broadcast:.1f} s**.")
-    out += [f"* Time per pass: {learn:.0f} s + combine + broadcast ≈ **{total[bits]:.0f} s at "
-            f"`-b {bits}`**, **{total[24]:.0f} s at `-b 24`**; 5 passes ≈ "
-            f"{5 * total[bits] / 60:.0f} / {5 * total[24] / 60:.0f} min. One process would take "
-            f"{examples * t_318 / 3600:.1f} h per pass.",
+        step = inner * scale * 2 / 1.25e9 + combine_s * scale
+        broadcast = state * scale * levels / 1.25e9
+        total[b] = levels * step + broadcast + overhead
+        out.append(f"  * `-b {b}`: {levels} × (2 × {inner * scale / 1e6:.0f} MB / 1.25 GB/s + "
+                   f"{combine_s * scale:.2f} s) = {levels * step:.1f} s, plus {levels} × "
+                   f"{state * scale / 1e6:.0f} MB / 1.25 GB/s = {broadcast:.1f} s; with the "
+                   f"fixed cost **{total[b]:.1f} s** per pass.")
+    five = {b: share * text + 4 * share * cached + 5 * total[b] for b in total}
+    out += [f"* Per pass: **{share * text + total[bits]:.0f} s** (pass 1) and "
+            f"**{share * cached + total[bits]:.0f} s** (later passes) at `-b {bits}`; "
+            f"{share * text + total[24]:.0f} s and {share * cached + total[24]:.0f} s at "
+            f"`-b 24`. Five passes: {five[bits] / 60:.0f} min at `-b {bits}`, "
+            f"{five[24] / 60:.0f} min at `-b 24`; one process would need "
+            f"{(examples * text + 4 * examples * cached) / 3600:.0f} h.",
             f"* Bytes per worker per pass: its result up ({leaf / 1e6:.1f} MB at `-b {bits}`), "
             f"the state down ({state / 1e6:.1f} MB) and on average about one combined partial "
             f"({inner / 1e6:.1f} MB; 99 combines over 100 workers): about "
             f"{(leaf + state + inner) / 1e6:.0f} MB at `-b {bits}`, "
-            f"{(leaf + state + inner) * (1 << (24 - bits)) / 1e9:.1f} GB at `-b 24`.",
-            "* Not modelled: Dask's per-task overhead (~1 ms, 200 tasks per pass), stragglers "
-            "(a pass waits for its slowest partition), and reading 690 M examples from shared "
-            "storage; the per-worker compute and bytes above do not depend on the number of "
-            "workers, only the tree's depth does.", ""]
+            f"{(leaf + state + inner) * (1 << (24 - bits)) / 1e9:.1f} GB at `-b 24`; the "
+            f"table's 2- and 4-worker rows measure the same quantities.",
+            "* Not modelled: Dask's per-task overhead (about 1 ms, 200 tasks per pass), "
+            "stragglers (a pass waits for its slowest partition), and reading 690 M examples "
+            "from shared storage. The per-worker compute and bytes do not grow with the number "
+            "of workers; only the tree's depth does.", ""]
     return out
 
 
