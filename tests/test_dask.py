@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_DATA, olearn_cmd, run_cmd
+import olearn
 from olearn import model
 from olearn.config import Config
 from olearn.errors import OlearnError
@@ -124,6 +125,24 @@ def _dask_rows(address, paths, tmp_path, options):
 def uneven(parts, tmp_path):
     """Two partitions, the second half as large as the first."""
     return [parts[0], _write_examples(tmp_path / "half.vw", 1500, 9)]
+
+
+def test_continuing_from_a_model_matches_the_single_process(cluster, parts, tmp_path):
+    """-i: the saved state is broadcast to the first pass (one partition: exactly -i's run)."""
+    first = tmp_path / "first.model"
+    run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, final_regressor=str(first)))
+    single = tmp_path / "single.model"
+    run_single(Config(data=[parts[1]], initial_regressor=str(first), quiet=True,
+                      final_regressor=str(single)))
+    assert _train(cluster.scheduler_address, [parts[1]], tmp_path / "dask.model",
+                  initial_regressor=str(first)) == single.read_bytes()
+
+
+def test_worker_caches_give_the_same_model_as_parsing(cluster, parts, tmp_path):
+    """-c: pass 1 writes each partition's cache on its worker, later passes read it."""
+    parsed = _train(cluster.scheduler_address, parts, tmp_path / "text.model", passes=3)
+    assert _train(cluster.scheduler_address, parts, tmp_path / "cached.model", passes=3,
+                  cache=True) == parsed
 
 
 def test_sgd_weights_are_averaged_by_examples(cluster, uneven, tmp_path):
@@ -274,6 +293,11 @@ def test_without_dask_installed_the_option_is_one_line(parts):
               f"main(['-d', {parts[0]!r}, '--dask', 'local:1'])\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert "pip install 'olearn[dask]'" in _one_error_line(proc.returncode, proc.stderr)
+
+
+def test_python_api_refuses_dask():
+    with pytest.raises(OlearnError, match="command line"):
+        olearn.Learner(dask="local:1")
 
 
 def test_core_does_not_import_dask():
