@@ -39,6 +39,7 @@ that moves (its worker died) is parsed from the text again on its new worker.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import glob
@@ -66,7 +67,7 @@ from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_li
 from olearn.run import header
 
 GZIP_MAGIC = b"\x1f\x8b"
-MAX_WARNINGS = 100  # parse warnings a partition reports per pass (the rest are counted)
+MAX_WARNINGS = 100  # parse warnings reported per pass (the first ones, in partition order)
 # Unsupported with --dask, each with the reason given to the user.
 UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the workers",
                "invert_hash": "--invert_hash collects feature names on the workers",
@@ -348,9 +349,11 @@ def connect(address: str) -> Iterator:
     """A Dask client: ``local`` or ``local:N`` starts a cluster of N worker processes (one
     thread each; N defaults to the number of cores), anything else is a scheduler's address."""
     try:
-        from distributed import Client, LocalCluster
+        import dask
+        from distributed import Client, KilledWorker, LocalCluster
     except ImportError:
         raise OlearnError("--dask needs Dask: pip install 'olearn[dask]'") from None
+    timeout = dask.config.get("distributed.comm.timeouts.connect")
     with contextlib.ExitStack() as stack:
         if address == "local" or address.startswith("local:"):
             count = address.partition(":")[2] or str(os.cpu_count() or 1)
@@ -358,7 +361,7 @@ def connect(address: str) -> Iterator:
                 raise OlearnError(f"--dask local:N needs a number of workers N >= 1, got {count!r}")
             cluster = stack.enter_context(LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.ERROR))
+                dashboard_address=":0", silence_logs=logging.ERROR))
             client = stack.enter_context(Client(cluster))
         else:
             try:
@@ -367,7 +370,18 @@ def connect(address: str) -> Iterator:
                 raise OlearnError(f"cannot reach the Dask scheduler at {address} "
                                   f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
                                   ) from None
-        yield client
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise OlearnError(f"the Dask scheduler at {address} has no workers") from None
+        try:
+            yield client
+        except KilledWorker as exc:
+            raise OlearnError(f"Dask workers kept dying while running {exc.task} (see their "
+                              "logs)") from None
+        except (OSError, asyncio.CancelledError) as exc:
+            raise OlearnError(f"lost the Dask scheduler at {address} ({type(exc).__name__}: "
+                              f"{exc})") from None
 
 
 def check_options(config: Config) -> None:
@@ -438,7 +452,7 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         root = tree_reduce(client, tasks, key)
         current = client.submit(finish, root, config, pass_no == 0, key=f"{key}-state")
         stats, row, warnings, lines = client.submit(report, root, key=f"{key}-report").result()
-        for message in warnings:
+        for message in warnings if pass_no == 0 else []:  # later passes warn the same again
             console.print(message)
         learner.stats = merge_stats(learner.stats, stats)
         console.progress(0, int(learner.stats[gd.R_EXAMPLES]))

@@ -62,7 +62,7 @@ def measure(workers: int, data: str, args, tmp: str) -> dict:
     """Per-pass times without and with -c, and bytes per worker per pass (with -c)."""
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=40) as cluster, \
+                      dashboard_address=":0", silence_logs=40) as cluster, \
             Client(cluster) as client:
         common = OLEARN + ["-d", data, "--dask", cluster.scheduler_address, "--dask_partitions",
                            str(args.partitions), "-b", str(args.bits), "--holdout_off",

@@ -46,7 +46,7 @@ def parts(tmp_path_factory):
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as local:
+                                  dashboard_address=":0") as local:
         yield local
 
 
@@ -270,6 +270,13 @@ def test_unreachable_scheduler_is_one_line(parts):
                           capture_output=True, text=True, env=FAST_CONNECT)
     line = _one_error_line(proc.returncode, proc.stderr)
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in line
+
+
+def test_scheduler_without_workers_is_one_line(parts):
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty:
+        proc = subprocess.run(olearn_cmd("-d", parts[0], "--dask", empty.scheduler_address),
+                              capture_output=True, text=True, env=FAST_CONNECT)
+    assert "has no workers" in _one_error_line(proc.returncode, proc.stderr)
 
 
 def test_parse_error_on_a_worker_is_one_line_naming_the_partition(cluster, tmp_path):
