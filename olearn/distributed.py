@@ -19,16 +19,18 @@ How a state combines:
   the G of the data it saw, and the next pass continues from the average of those learners.
   Coordinates that no partition moved, and all weights without --adaptive, take the mean
   weighted by the examples each partition learned from (importance weights);
-* example-weighted means too: the global normalizer sums and t, the lazy regularization's
-  snapshots (zero after the flush that ends every task), --stage_poly's SSM sums and counters;
+* example-weighted means too: the global normalizer sums and t, --stage_poly's SSM sums and
+  counters (the lazy --l1/--l2 is flushed at the end of every task, so its snapshots and
+  accumulators are zero and do not travel);
 * largest: the normalizer N of each weight (the largest |x| any partition saw), the top of the
   label range, and --stage_poly's parent flags (the union of the parents found);
 * smallest: the bottom of the label range and each monomial's smallest depth.
 
 Each pass is a function of the state before it and the partitions alone: every task is
 deterministic and the tree's order fixed, so the model depends neither on which worker ran what
-nor on the number of workers, one partition gives exactly the single-process model, and a task
-lost with its worker is simply run again.
+nor on the number of workers, one partition gives exactly the single-process model (up to
+rounding with --l1/--l2, flushed at each pass's end), and a task lost with its worker is simply
+run again.
 
 With --stage_poly, stages happen only in pass 1, on each partition separately; the union of the
 parents found is then frozen, and later passes average the weights of that fixed feature set.
@@ -166,23 +168,22 @@ class Snapshot:
 
     weights: np.ndarray
     state: np.ndarray
-    lazy: np.ndarray
     poly: tuple  # min_depth, flags, ssm, counters (the origin is unused: no --invert_hash)
+    # (no lazy regularization snapshots: every task ends with a flush, which zeroes them)
 
     @classmethod
     def of(cls, learner: OnlineLearner) -> "Snapshot":
-        return cls(learner.weights, learner.state, learner.lazy, learner.poly[:4])
+        return cls(learner.weights, learner.state, learner.poly[:4])
 
     def put(self, learner: OnlineLearner) -> None:
         learner.weights[:] = self.weights
         learner.state[:] = self.state
-        learner.lazy[:] = self.lazy
         for mine, theirs in zip(learner.poly, self.poly):
             mine[:] = theirs
 
     def __sizeof__(self) -> int:
         # what Dask counts for memory and transfers (it would see only the object, not arrays)
-        return _nbytes(self.weights, self.state, self.lazy, *self.poly)
+        return _nbytes(self.weights, self.state, *self.poly)
 
 
 def _nbytes(*arrays: np.ndarray | None) -> int:
@@ -219,7 +220,7 @@ def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
     gradient = None if start_g is None else snap.weights[:, 1] - start_g
     # flags hold only the PARENT bit between examples, so their max is the union of parents
     return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
-                   [snap.state[S_MEAN], snap.lazy, ssm, counters],
+                   [snap.state[S_MEAN], ssm, counters],
                    [snap.weights[:, 2], snap.state[[gd.S_MAX]], flags],
                    [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines)
 
@@ -270,7 +271,7 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     """The state for the next pass. With --stage_poly no stage follows pass 1 (the parents are
     frozen), except that --batch_sz 0's stage at the end of pass 1 runs, on the averaged weights
     (the same on every partition), before pass 2's first example."""
-    state_mean, lazy, ssm, counters = p.means
+    state_mean, ssm, counters = p.means
     norm, top, flags = p.highs
     bottom, depth = p.lows
     weights = np.empty((len(norm), 4), dtype=np.float32)
@@ -289,7 +290,7 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
         counters[stage_poly.C_PERIOD] = 0.0
         counters[stage_poly.C_COUNTER_BASE] = 0.0
         counters[stage_poly.C_PENDING] = float(first_pass and config.batch_sz == 0)
-    return Snapshot(weights, state, lazy, (depth, flags, ssm, counters))
+    return Snapshot(weights, state, (depth, flags, ssm, counters))
 
 
 def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int]:
@@ -326,7 +327,7 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
             # rebuilt from its text alone, so that it pickles to the client whole
             raise OlearnError(str(exc)) from None
         raise
-    learner.sync()  # the true weights, with the lazy regularization's snapshots at zero
+    learner.sync()  # the true weights; the lazy regularization's snapshots back at zero
     return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings, lines)
 
 
