@@ -1,3 +1,6 @@
 from olearn.console import main
 
-main()
+# Guarded: worker processes started with multiprocessing's "spawn" (--dask local:N) import this
+# module again, and must not run the command line.
+if __name__ == "__main__":
+    main()

@@ -52,6 +52,9 @@ class Learner:
     def __init__(self, **options):
         options.setdefault("quiet", True)
         self.config = Config(**options)
+        if self.config.dask:
+            raise OlearnError("dask is for the command line (olearn --dask); a Learner learns "
+                              "in this process")
         self._learner = OnlineLearner(self.config)
 
     def fit(self, data: Data) -> "Learner":

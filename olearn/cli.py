@@ -151,6 +151,13 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
               help="Multiply the learning rate by this after each pass.")
 @click.option("--save_per_pass", is_flag=True,
               help="Also save the model after each pass, as <-f file>.<pass>.")
+@click.option("--dask", metavar="ADDRESS",
+              help="Train data-parallel on a Dask cluster, averaging the workers' states after "
+                   "each pass: local:N starts N local worker processes, tcp://HOST:PORT joins a "
+                   "running scheduler. -d takes globs; each file is a partition. Needs olearn[dask].")
+@click.option("--dask_partitions", type=int, default=0, metavar="N",
+              help="With --dask: split plain-text (not gzip) files at line boundaries into at "
+                   "least N partitions [default: one per file].")
 @click.option("--quiet", is_flag=True, help="Don't output diagnostics or progress updates.")
 @click.option("-a", "--audit", is_flag=True,
               help="Print each example's features (ns^name:index:value:weight@G) to stdout.")
@@ -172,6 +179,7 @@ def command(paths, data, format_, hash_, warm_cache, **options):
       olearn -d train.vw -c --passes 10       cache, holdout and early termination
       olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
       olearn -d train.vw --saew --radius 1 --saew_d0 5   sparse exponential weights (SAEW)
+      olearn -d 'part-*.vw.gz' --dask local:2 --passes 5 -f model.olearn
     """
     from olearn.run import run, warm_cache as warm
     if warm_cache:
@@ -179,6 +187,8 @@ def command(paths, data, format_, hash_, warm_cache, **options):
         return
     config = Config(data=list(data) + list(paths), format=format_, hash=hash_,
                     explicit=_given_on_command_line(), **options)
+    if config.dask:
+        from olearn.distributed import run
     run(config)
 
 

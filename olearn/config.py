@@ -103,6 +103,8 @@ class Config:
     early_terminate: int = 3
     decay_learning_rate: float = 1.0
     save_per_pass: bool = False
+    dask: str | None = None  # train on a Dask cluster (olearn/distributed.py)
+    dask_partitions: int = 0
     explicit: frozenset = frozenset()  # options the user gave (the rest are defaults)
 
     def __post_init__(self) -> None:
@@ -125,6 +127,8 @@ class Config:
         for name in ("passes", "holdout_period", "early_terminate"):
             if getattr(self, name) < 1:
                 raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
+        if self.dask_partitions < 0:
+            raise OlearnError(f"--dask_partitions must be >= 0, got {self.dask_partitions}")
         if self.batch_sz < 0:
             raise OlearnError(f"--batch_sz must be >= 0, got {self.batch_sz}")
         if not self.sched_exponent >= 0:

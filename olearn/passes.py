@@ -3,7 +3,7 @@ text or the cache), and the holdout bookkeeping that ends training early."""
 from __future__ import annotations
 
 import math
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -22,9 +22,14 @@ class DataPlan:
     names, so ``--audit`` parses the text in every pass and ``--invert_hash`` in the first.
     """
 
-    def __init__(self, config: Config, paths: list[str]):
+    def __init__(self, config: Config, paths: list[str],
+                 blocks: Callable[[], Iterator[sources.Block]] | None = None,
+                 fingerprint: dict | None = None):
+        """``blocks`` and ``fingerprint`` replace reading ``paths`` whole and what a cache of
+        them depends on (a --dask partition is a part of a file)."""
         self.config = config
         self.paths = paths
+        self._blocks = blocks or (lambda: sources.all_blocks(paths))
         self.path = config.cache_file or (cache.default_path(paths) if config.cache else None)
         if config.passes > 1 and self.path is None:
             raise OlearnError("need a cache file for multiple passes: try using --cache (-c) "
@@ -32,7 +37,8 @@ class DataPlan:
         if config.passes > 1 and config.audit and "-" in paths:
             raise OlearnError("--audit with --passes parses the text in every pass, "
                               "and stdin can be read only once")
-        self._fingerprint = cache.fingerprint(config, paths) if self.path else None
+        self._fingerprint = fingerprint or (cache.fingerprint(config, paths) if self.path
+                                            else None)
         self.usable = (self.path is not None and not config.kill_cache
                        and cache.matches(self.path, self._fingerprint))
         self._writer: cache.Writer | None = None
@@ -61,7 +67,7 @@ class DataPlan:
             return
         if self.path is not None and not self.usable and self._writer is None:
             self._writer = cache.Writer(self.path, self._fingerprint)
-        for batch in learner.batches(sources.all_blocks(self.paths)):
+        for batch in learner.batches(self._blocks()):
             if self._writer is not None:
                 self._writer.add(batch)
             yield batch

@@ -74,19 +74,25 @@ def _learner_name(config: Config, rule: list[str]) -> str:
             f"C {config.saew_C:g}, center {config.saew_center})")
 
 
+def start(config: Config) -> OnlineLearner:
+    """The run's learner: fresh, or with -i the saved one (its options merged with the run's)."""
+    if not config.initial_regressor:
+        return OnlineLearner(config)
+    saved = model.load(config.initial_regressor)
+    config = model.merged_config(config, saved, config.initial_regressor,
+                                 lambda text: config.quiet or sys.stderr.write(text + "\n"))
+    learner = OnlineLearner(config)
+    saved.restore(learner, config.initial_regressor)
+    return learner
+
+
 def run(config: Config) -> OnlineLearner:
     """Train online over every source, for each pass; print VW's table and summary; write the
     outputs (-p, -r, -f, text models)."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
-    saved = None
-    if config.initial_regressor:
-        saved = model.load(config.initial_regressor)
-        config = model.merged_config(config, saved, config.initial_regressor,
-                                     lambda text: config.quiet or sys.stderr.write(text + "\n"))
-    learner = OnlineLearner(config)
-    if saved is not None:
-        saved.restore(learner, config.initial_regressor)
+    learner = start(config)
+    config = learner.config
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))

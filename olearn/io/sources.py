@@ -96,32 +96,66 @@ def _chunks(stream: BinaryIO, name: str, counter: list[int]) -> Iterator[bytes]:
         raise OlearnError(f"read error: {exc.strerror or exc}", name) from None
 
 
-def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
-    """Newline-aligned blocks of one source."""
+def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE,
+              byte_range: tuple[int, int] | None = None) -> Iterator[Block]:
+    """Newline-aligned blocks of one source, or of the lines of a plain file that start in
+    ``byte_range`` (its first line is line 0 of the blocks)."""
     name = display_name(path)
     stream = _open(path)
-    pending = bytearray()
-    line = 0
     try:
-        for chunk in _chunks(stream, name, counter):
-            pending += chunk
-            if len(pending) < block_size:
-                continue
-            cut = pending.rfind(b"\n")
-            if cut < 0:
-                continue
-            data = bytes(pending[: cut + 1])
-            del pending[: cut + 1]
-            n = data.count(b"\n")
-            yield Block(data, name, line, n, counter[0])
-            line += n
-        if pending:
-            data = bytes(pending)
-            n = data.count(b"\n") + (not data.endswith(b"\n"))  # a last line without newline
-            yield Block(data, name, line, n, counter[0])
+        chunks = (_chunks(stream, name, counter) if byte_range is None
+                  else _range_chunks(stream, name, counter, *byte_range))
+        yield from _cut_blocks(chunks, name, counter, block_size)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def _range_chunks(stream: BinaryIO, name: str, counter: list[int], start: int,
+                  end: int) -> Iterator[bytes]:
+    """The bytes of the lines of a plain file whose first byte lies in [start, end): a split
+    of a file at any offsets gives every line to exactly one part."""
+    try:
+        if start > 0:
+            stream.seek(start - 1)
+            stream.readline()  # the rest of the line that started before ``start``
+        at = stream.tell()
+        chunk = b""
+        while at < end:
+            chunk = stream.read(min(READ_SIZE, end - at))
+            if not chunk:
+                return
+            at += len(chunk)
+            counter[0] += len(chunk)
+            yield chunk
+        if chunk and not chunk.endswith(b"\n"):  # finish the last line, begun before ``end``
+            rest = stream.readline()
+            counter[0] += len(rest)
+            yield rest
+    except OSError as exc:
+        raise OlearnError(f"read error: {exc.strerror or exc}", name) from None
+
+
+def _cut_blocks(chunks: Iterable[bytes], name: str, counter: list[int],
+                block_size: int) -> Iterator[Block]:
+    pending = bytearray()
+    line = 0
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) < block_size:
+            continue
+        cut = pending.rfind(b"\n")
+        if cut < 0:
+            continue
+        data = bytes(pending[: cut + 1])
+        del pending[: cut + 1]
+        n = data.count(b"\n")
+        yield Block(data, name, line, n, counter[0])
+        line += n
+    if pending:
+        data = bytes(pending)
+        n = data.count(b"\n") + (not data.endswith(b"\n"))  # a last line without newline
+        yield Block(data, name, line, n, counter[0])
 
 
 def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",

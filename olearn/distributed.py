@@ -1,0 +1,488 @@
+"""``--dask``: data-parallel training on a Dask cluster, by parameter averaging (design.md,
+"Scaling out"; the APPLE paper's parallel protocol, algorithms.md §5.1).
+
+Each pass, one task per partition (a file, or a newline-aligned byte range of a plain file) runs
+the ordinary learner over its partition, starting from the state broadcast for the pass; the
+workers read the data where it lies. The partitions' final states are then combined, in a fixed
+binary tree over the partitions (an AllReduce, run as Dask tasks), into the state broadcast for
+the next pass; the client receives only the loss statistics, and the state itself when it saves
+a model.
+
+How a state combines:
+
+* the weights w and the adaptive sums G: with --adaptive (VW's default), each coordinate's mean
+  over the partitions weighted by how much each increased that coordinate's G during the pass
+  (its sum of squared gradients), so that a partition that never saw a feature does not dilute
+  what the others learned about it. VW's ``--span_server`` does the same, weighting by each
+  node's whole G; the part of G from before the pass is common to all partitions, so we weight
+  by its increase. G is averaged rather than summed, as in VW: each partition sized its steps by
+  the G of the data it saw, and the next pass continues from the average of those learners.
+  Coordinates that no partition moved, and all weights without --adaptive, take the mean
+  weighted by the examples each partition learned from (importance weights);
+* example-weighted means too: the global normalizer sums and t, --stage_poly's SSM sums and
+  counters (the lazy --l1/--l2 is flushed at the end of every task, so its snapshots and
+  accumulators are zero and do not travel);
+* largest: the normalizer N of each weight (the largest |x| any partition saw), the top of the
+  label range, and --stage_poly's parent flags (the union of the parents found);
+* smallest: the bottom of the label range and each monomial's smallest depth.
+
+Each pass is a function of the state before it and the partitions alone: every task is
+deterministic and the tree's order fixed, so the model depends neither on which worker ran what
+nor on the number of workers, one partition gives exactly the single-process model (up to
+rounding with --l1/--l2, flushed at each pass's end), and a task lost with its worker is simply
+run again.
+
+With --stage_poly, stages happen only in pass 1, on each partition separately; the union of the
+parents found is then frozen, and later passes average the weights of that fixed feature set.
+Workers parse their partitions' text in every pass; with -c each worker keeps a cache of the
+partitions it learns in its local directory (Dask's scratch space), written in the first pass.
+Partition k is learned on worker k mod W in every pass, so the caches are reused; a partition
+that moves (its worker died) is parsed from the text again on its new worker.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import glob
+import hashlib
+import json
+import logging
+import math
+import os
+import uuid
+from typing import Iterator
+
+import numpy as np
+
+from olearn import model, readable
+from olearn.config import Config
+from olearn.errors import OlearnError
+from olearn.features import stage_poly
+from olearn.io import cache, sources
+from olearn.learner import OnlineLearner, check_strict
+from olearn.losses import NAMES as LOSS_CODES
+from olearn.optim import gd
+from olearn.passes import DataPlan, Holdout, finish_pass
+from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+from olearn.run import header, start
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_WARNINGS = 100  # parse warnings reported per pass (the first ones, in partition order)
+# Unsupported with --dask, each with the reason given to the user.
+UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the workers",
+               "invert_hash": "--invert_hash collects feature names on the workers",
+               "predictions": "-p: predict with the saved model instead (olearn -t -i MODEL -p)",
+               "raw_predictions": "-r: predict with the saved model instead (olearn -t -i MODEL -r)",
+               "testonly": "-t: test in one process (olearn -t -i MODEL)",
+               "cache_file": "--cache_file names one file; -c makes each worker cache the "
+                             "partitions it learns",
+               "experts": "--eg/--boa/--saew: their corner weights have no averaging rule "
+                          "(weighted means of exponential weights are not the algorithm's "
+                          "state); train them in one process"}
+
+W_MEAN = [0, 1, 3]  # weight-row columns averaged (w, G, scratch); column 2, N, takes the max
+S_MEAN = [gd.S_NORM, gd.S_TOTAL, gd.S_T, *range(gd.S_REG, gd.STATE_SIZE)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Partition:
+    """One task's data: a whole file, or the lines of a plain file starting in a byte range."""
+
+    path: str
+    byte_range: tuple[int, int] | None = None
+
+    def __str__(self) -> str:
+        if self.byte_range is None:
+            return self.path
+        return f"{self.path}[{self.byte_range[0]}:{self.byte_range[1]}]"
+
+    def fingerprint(self, config: Config) -> dict:
+        """What a cache of the partition depends on: the file's name, size and time, the byte
+        range and the parsing options."""
+        found = cache.fingerprint(config, [self.path])
+        found["sources"][0][0] = str(self)  # also the cached batches' source name
+        return found
+
+    def plan(self, config: Config, pass_no: int) -> DataPlan:
+        """Where a task reads the partition: with -c, from a cache in its worker's local
+        directory, written by the first pass that runs the partition there (-k: rebuilt in
+        pass 1); otherwise the text, in every pass."""
+        if not config.cache:
+            return DataPlan(dataclasses.replace(config, passes=1), [self.path], self.blocks)
+        from distributed import get_worker
+        fingerprint = self.fingerprint(config)
+        name = hashlib.sha1(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:24]
+        path = os.path.join(get_worker().local_directory, f"olearn-{name}.cache")
+        return DataPlan(dataclasses.replace(config, cache_file=path,
+                                            kill_cache=config.kill_cache and pass_no == 0),
+                        [self.path], self.blocks, fingerprint)
+
+    def blocks(self) -> Iterator[sources.Block]:
+        for block in sources.blocks_of(self.path, [0], byte_range=self.byte_range):
+            block.source = str(self)
+            block.pass_line = block.first_line  # a pass over a partition is a pass over one source
+            yield block
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def partitions(patterns: list[str], minimum: int = 0) -> list[Partition]:
+    """The partitions of ``-d`` (globs expanded, in sorted order within each pattern): one per
+    file, and plain-text files split at line boundaries into parts of about equal size when
+    that is needed for at least ``minimum`` partitions (a gzip stream can only be read from its
+    start, so a .gz file is always one partition)."""
+    if not patterns or "-" in patterns:
+        raise OlearnError("--dask reads data files (-d), not stdin: the workers open them")
+    files = []
+    for pattern in patterns:
+        found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not found:
+            raise OlearnError("no file matches this pattern", pattern)
+        files += found
+    sources.check_readable(files)
+    plain = [path for path in files if not _is_gzip(path)]
+    sizes = {path: os.path.getsize(path) for path in plain}
+    wanted = minimum - (len(files) - len(plain))
+    total = sum(sizes.values())
+    if minimum <= len(files) or total == 0:
+        return [Partition(path) for path in files]
+    out = []
+    for path in files:
+        if path not in sizes or sizes[path] == 0:
+            out.append(Partition(path))
+            continue
+        size = sizes[path]
+        parts = min(size, max(1, math.ceil(wanted * size / total)))
+        cuts = [size * k // parts for k in range(parts + 1)]
+        out += [Partition(path, (a, b)) for a, b in zip(cuts, cuts[1:])]
+    return out
+
+
+# -- the state that travels ------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Snapshot:
+    """A learner's state: what is broadcast each pass and what each partition sends back."""
+
+    weights: np.ndarray
+    state: np.ndarray
+    poly: tuple  # min_depth, flags, ssm, counters (the origin is unused: no --invert_hash)
+    # (no lazy regularization snapshots: every task ends with a flush, which zeroes them)
+
+    @classmethod
+    def of(cls, learner: OnlineLearner) -> "Snapshot":
+        return cls(learner.weights, learner.state, learner.poly[:4])
+
+    def put(self, learner: OnlineLearner) -> None:
+        learner.weights[:] = self.weights
+        learner.state[:] = self.state
+        for mine, theirs in zip(learner.poly, self.poly):
+            mine[:] = theirs
+
+    def __sizeof__(self) -> int:
+        # what Dask counts for memory and transfers (it would see only the object, not arrays)
+        return _nbytes(self.weights, self.state, *self.poly)
+
+
+def _nbytes(*arrays: np.ndarray | None) -> int:
+    return 64 + sum(a.nbytes for a in arrays if a is not None)
+
+
+@dataclasses.dataclass
+class Partial:
+    """Partitions combined so far: the means, maxima and minima of their states (see the
+    module's docstring), and their loss statistics."""
+
+    weight: float               # examples learned from (importance-weighted)
+    rows: np.ndarray            # the weight rows' w, G, scratch: their mean
+    gradient: np.ndarray | None  # --adaptive: the pass's increase of G, which weights ``rows``
+    w_by_examples: np.ndarray | None  # --adaptive: w weighted by examples (None: rows[:, 0])
+    means: list[np.ndarray]     # weighted by examples
+    highs: list[np.ndarray]
+    lows: list[np.ndarray]
+    stats: np.ndarray
+    row: np.ndarray | None      # the last progress row of the last partition
+    warnings: list[str]
+    lines: int
+
+    def __sizeof__(self) -> int:
+        return _nbytes(self.rows, self.gradient, self.w_by_examples, *self.means, *self.highs,
+                       *self.lows, self.stats)
+
+
+def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
+             row: np.ndarray | None, warnings: list[str], lines: int) -> Partial:
+    """A partition's final state as a Partial; ``start_g`` is G at the start of the pass
+    (None without --adaptive). Arrays stay float32 on the wire; combine() works in float64."""
+    depth, flags, ssm, counters = snap.poly
+    gradient = None if start_g is None else snap.weights[:, 1] - start_g
+    # flags hold only the PARENT bit between examples, so their max is the union of parents
+    return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
+                   [snap.state[S_MEAN], ssm, counters],
+                   [snap.weights[:, 2], snap.state[[gd.S_MAX]], flags],
+                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines)
+
+
+def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Progress statistics of two sets of examples: sums add; the first two labels seen (VW's
+    best-constant bookkeeping) are kept in order."""
+    out = a + b
+    labels = []
+    for label in (a[gd.R_LABEL1], a[gd.R_LABEL2], b[gd.R_LABEL1], b[gd.R_LABEL2]):
+        if not math.isnan(label) and label not in labels:
+            labels.append(label)
+    out[gd.R_LABEL1] = labels[0] if labels else math.nan
+    out[gd.R_LABEL2] = labels[1] if len(labels) > 1 else math.nan
+    out[gd.R_MANY_LABELS] = float(bool(a[gd.R_MANY_LABELS] or b[gd.R_MANY_LABELS])
+                                  or len(labels) > 2)
+    return out
+
+
+def _mix(x: np.ndarray, y: np.ndarray, share) -> np.ndarray:
+    """The running weighted mean: x moved ``share`` of the way to y, in float64 (exactly x
+    where share is 0)."""
+    x = np.asarray(x, np.float64)
+    return x + share * (np.asarray(y, np.float64) - x)
+
+
+def combine(a: Partial, b: Partial) -> Partial:
+    """Two partials as one."""
+    weight = a.weight + b.weight
+    share = b.weight / weight if weight > 0 else 0.0
+    if a.gradient is None:
+        rows, gradient, w_by_examples = _mix(a.rows, b.rows, share), None, None
+    else:
+        gradient = a.gradient.astype(np.float64) + b.gradient
+        to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient), where=gradient > 0)
+        rows = _mix(a.rows, b.rows, to_b[:, None])
+        w_by_examples = _mix(*(p.rows[:, 0] if p.w_by_examples is None else p.w_by_examples
+                               for p in (a, b)), share)
+    return Partial(weight, rows, gradient, w_by_examples,
+                   [_mix(x, y, share) for x, y in zip(a.means, b.means)],
+                   [np.maximum(x, y) for x, y in zip(a.highs, b.highs)],
+                   [np.minimum(x, y) for x, y in zip(a.lows, b.lows)],
+                   merge_stats(a.stats, b.stats), b.row if b.row is not None else a.row,
+                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines)
+
+
+def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
+    """The state for the next pass. With --stage_poly no stage follows pass 1 (the parents are
+    frozen), except that --batch_sz 0's stage at the end of pass 1 runs, on the averaged weights
+    (the same on every partition), before pass 2's first example."""
+    state_mean, ssm, counters = p.means
+    norm, top, flags = p.highs
+    bottom, depth = p.lows
+    weights = np.empty((len(norm), 4), dtype=np.float32)
+    weights[:, W_MEAN] = p.rows
+    if p.w_by_examples is not None:
+        # no partition's G moved: w changed only by regularization, or by steps too small
+        # to show in G's float32; the mean by examples is the estimate there
+        still = p.gradient <= 0
+        weights[still, 0] = p.w_by_examples[still]
+    weights[:, 2] = norm
+    state = np.empty(gd.STATE_SIZE)
+    state[S_MEAN] = state_mean
+    state[gd.S_MAX], state[gd.S_MIN] = top[0], bottom[0]
+    counters = counters.copy()
+    if config.stage_poly:
+        counters[stage_poly.C_PERIOD] = 0.0
+        counters[stage_poly.C_COUNTER_BASE] = 0.0
+        counters[stage_poly.C_PENDING] = float(first_pass and config.batch_sz == 0)
+    return Snapshot(weights, state, (depth, flags, ssm, counters))
+
+
+def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int]:
+    """What the client prints: statistics, last row, warnings, lines (no state)."""
+    return p.stats, p.row, p.warnings, p.lines
+
+
+def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapshot | None,
+                    params: np.ndarray) -> Partial:
+    """One task: learn a pass over ``part`` from ``start`` (None: a fresh learner). Pure and
+    deterministic, so Dask may run it again on another worker."""
+    learner = OnlineLearner(config)
+    if start is not None:
+        start.put(learner)
+    learner.params[:] = params
+    start_g = learner.weights[:, 1].copy() if config.update_rule[0] else None
+    warnings: list[str] = []
+    row = None
+    lines = 0
+    plan = part.plan(config, pass_no)
+    try:
+        for batch in plan.batches(learner, 0):
+            if batch.n_warnings:
+                if config.strict_parse:
+                    check_strict(batch)
+                warnings += warning_lines(batch)[:MAX_WARNINGS - len(warnings)]
+            rows = learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
+            if len(rows):
+                row = rows[-1]
+            lines = batch.pass_line + batch.n_lines
+    except BaseException as exc:
+        plan.discard()  # no half-written cache
+        if isinstance(exc, OlearnError):
+            # rebuilt from its text alone, so that it pickles to the client whole
+            raise OlearnError(str(exc)) from None
+        raise
+    learner.sync()  # the true weights; the lazy regularization's snapshots back at zero
+    return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings, lines)
+
+
+def tree_reduce(client, futures: list, key: str):
+    """Combine ``futures`` (Partials, in partition order) pairwise, level by level: the order
+    of every floating-point operation is fixed, whichever worker runs it."""
+    level = 0
+    while len(futures) > 1:
+        futures = [client.submit(combine, futures[i], futures[i + 1],
+                                 key=f"{key}-combine-{level}-{i // 2}")
+                   if i + 1 < len(futures) else futures[i] for i in range(0, len(futures), 2)]
+        level += 1
+    return futures[0]
+
+
+# -- the cluster -----------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def connect(address: str) -> Iterator:
+    """A Dask client: ``local`` or ``local:N`` starts a cluster of N worker processes (one
+    thread each; N defaults to the number of cores), anything else is a scheduler's address."""
+    try:
+        import dask
+        from distributed import Client, KilledWorker, LocalCluster
+    except ImportError:
+        raise OlearnError("--dask needs Dask: pip install 'olearn[dask]'") from None
+    timeout = dask.config.get("distributed.comm.timeouts.connect")
+    with contextlib.ExitStack() as stack:
+        if address == "local" or address.startswith("local:"):
+            count = address.partition(":")[2] or str(os.cpu_count() or 1)
+            if not count.isdigit() or int(count) < 1:
+                raise OlearnError(f"--dask local:N needs a number of workers N >= 1, got {count!r}")
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=int(count), threads_per_worker=1, processes=True,
+                dashboard_address=":0", silence_logs=logging.ERROR))
+            client = stack.enter_context(Client(cluster))
+        else:
+            try:
+                client = stack.enter_context(Client(address))
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise OlearnError(f"cannot reach the Dask scheduler at {address} "
+                                  f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                                  ) from None
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except TimeoutError:
+            raise OlearnError(f"the Dask scheduler at {address} has no workers") from None
+        try:
+            yield client
+        except KilledWorker as exc:
+            raise OlearnError(f"Dask workers kept dying while running {exc.task} (see their "
+                              "logs)") from None
+        except (OSError, asyncio.CancelledError) as exc:
+            raise OlearnError(f"lost the Dask scheduler at {address} ({type(exc).__name__}: "
+                              f"{exc})") from None
+
+
+def check_options(config: Config) -> None:
+    for name, why in UNSUPPORTED.items():
+        if getattr(config, name):
+            raise OlearnError(f"not available with --dask: {why}")
+
+
+def run(config: Config) -> OnlineLearner:
+    """``olearn --dask``: as run.run, with each pass learned in parallel over the partitions."""
+    check_options(config)
+    parts = partitions(config.data, config.dask_partitions)
+    learner = start(config)
+    config = learner.config
+    console = Console(config.quiet, None)
+    holdout = Holdout(config)
+    try:
+        with connect(config.dask) as client:
+            workers = len(client.scheduler_info()["workers"])
+            console.print(header(config, [
+                f"dask scheduler = {client.scheduler.address} ({workers} workers)",
+                f"partitions = {len(parts)} ("
+                + ("each worker caches those it learns)" if config.cache
+                   else "parsed in every pass; -c caches them on the workers)"),
+                "Reading datafile = " + ", ".join(config.data)]) + TABLE_HEADER.rstrip("\n"))
+            final, passes_used = _passes(client, config, parts, learner, holdout, console,
+                                         config.initial_regressor is not None)
+    finally:
+        console.close()
+    final.put(learner)
+    if config.final_regressor:
+        _save(config.final_regressor, config, learner, final)
+    if config.readable_model:
+        readable.write(config.readable_model, config, learner.weights, learner.state, None,
+                       config.predict_only_model)
+    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
+                          passes_used, holdout.best if holdout.active else None))
+    return learner
+
+
+def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearner,
+            holdout: Holdout, console: Console, restored: bool) -> tuple[Snapshot, int]:
+    """Every pass: the partitions' tasks from the current state, their combination, the pass's
+    table row and the holdout's verdict. ``learner`` keeps the run's statistics and parameters
+    (the decayed learning rate); returns the state to save and the passes used."""
+    run_key = f"olearn-{uuid.uuid4().hex[:12]}"  # the run's tasks, apart from other clients'
+    current = client.scatter(Snapshot.of(learner)) if restored else None
+    best = None
+    passes_used = 0
+    for pass_no in range(config.passes):
+        key = f"{run_key}-pass{pass_no}"
+        learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
+        # partition k goes to worker k mod W, so that the passes spread evenly over the workers
+        # (Dask would otherwise favour the worker holding the state) and each worker rereads
+        # the same files; "loose", so that Dask moves a task whose worker is gone
+        workers = sorted(client.scheduler_info()["workers"])
+        tasks = [client.submit(learn_partition, config, part, pass_no, current,
+                               learner.params.copy(),
+                               key=f"{key}-part{k}", workers=[workers[k % len(workers)]],
+                               allow_other_workers=True)
+                 for k, part in enumerate(parts)]
+        root = tree_reduce(client, tasks, key)
+        current = client.submit(finish, root, config, pass_no == 0, key=f"{key}-state")
+        stats, row, warnings, lines = client.submit(report, root, key=f"{key}-report").result()
+        for message in warnings if pass_no == 0 else []:  # later passes warn the same again
+            console.print(message)
+        learner.stats = merge_stats(learner.stats, stats)
+        console.progress(0, int(learner.stats[gd.R_EXAMPLES]))
+        if row is not None:
+            console.print(format_row(_pass_row(learner.stats, stats, row,
+                                               bool(learner.params[gd.P_HOLDOUT_ROWS]))))
+        passes_used += 1
+        if finish_pass(learner, holdout, lines, passes_used):
+            best = current
+        if config.save_per_pass and config.final_regressor:
+            _save(f"{config.final_regressor}.{passes_used}", config, learner, current.result())
+        if holdout.stopped_early:
+            break
+    # as run.run: the last pass's state, or the best pass's after an early stop
+    return (best if holdout.stopped_early and best is not None else current).result(), passes_used
+
+
+def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
+              holdout_rows: bool) -> np.ndarray:
+    """A pass's table row: the average loss over everything so far and "since last" over this
+    pass (on held-out examples from pass 2 on, as VW), the examples and weight so far, and the
+    label, prediction and features of the last row the last partition printed."""
+    loss, weight = ((gd.R_HOLDOUT_LOSS, gd.R_HOLDOUT_W) if holdout_rows
+                    else (gd.R_SUM_LOSS, gd.R_W_LABELED))
+
+    def average(stats: np.ndarray) -> float:
+        return stats[loss] / stats[weight] if stats[weight] > 0 else math.nan
+
+    return np.array([total[gd.R_EXAMPLES], total[gd.R_W_LABELED] + total[gd.R_W_UNLABELED],
+                     row[2], row[3], row[4], average(total), average(this_pass),
+                     float(holdout_rows)])
+
+
+def _save(path: str, config: Config, learner: OnlineLearner, snap: Snapshot) -> None:
+    snap.put(learner)
+    model.save(path, config, learner.weights, learner.state, learner.poly, learner.ew)

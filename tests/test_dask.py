@@ -1,0 +1,315 @@
+"""--dask: data-parallel training on a local Dask cluster (worker processes on this machine)."""
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_DATA, olearn_cmd, run_cmd
+import olearn
+from olearn import model
+from olearn.config import Config
+from olearn.errors import OlearnError
+from olearn.features import stage_poly
+from olearn.run import run as run_single
+
+distributed = pytest.importorskip("distributed")
+from olearn import distributed as olearn_dask  # noqa: E402  (needs dask)
+
+FAST_CONNECT = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
+
+
+def _write_examples(path, n, seed):
+    """``n`` VW lines: 20 of 60 binary features, labels from a noisy linear rule."""
+    rng = np.random.RandomState(seed)
+    truth = rng.normal(size=60)
+    with open(path, "w") as f:
+        for _ in range(n):
+            feats = np.sort(rng.choice(60, 20, replace=False))
+            label = 1 if truth[feats].sum() + rng.normal() > 0 else -1
+            f.write(f"{label} |f " + " ".join(f"x{j}" for j in feats) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    """Four partition files of 3000 examples."""
+    folder = tmp_path_factory.mktemp("parts")
+    return [_write_examples(folder / f"part-{k}.vw", 3000, k) for k in range(4)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as local:
+        yield local
+
+
+def _train(address, data, out, **options):
+    """Train with --dask in this process; returns the model file's bytes."""
+    run_dask(address, data, final_regressor=str(out), **options)
+    return out.read_bytes()
+
+
+def run_dask(address, data, **options):
+    options = {"bit_precision": 16, "quiet": True, **options}
+    return olearn_dask.run(Config(data=list(data), dask=address, **options))
+
+
+def _parents(path):
+    arrays = model.load(str(path)).arrays
+    return set(arrays["poly_index"][arrays["poly_flags"] & stage_poly.PARENT != 0].tolist())
+
+
+# -- partitions -------------------------------------------------------------------------------
+
+def test_glob_gives_one_partition_per_file_in_sorted_order(parts):
+    pattern = os.path.join(os.path.dirname(parts[0]), "part-*.vw")
+    assert [str(p) for p in olearn_dask.partitions([pattern])] == sorted(parts)
+
+
+def test_split_plain_file_gives_every_line_to_one_partition(parts):
+    found = olearn_dask.partitions([parts[0]], minimum=3)
+    assert len(found) == 3 and all(p.byte_range for p in found)
+    text = b"".join(block.data for part in found for block in part.blocks())
+    with open(parts[0], "rb") as f:
+        assert text == f.read()
+
+
+def test_gzip_file_is_one_partition(tmp_path, parts):
+    path = tmp_path / "data.vw.gz"
+    with open(parts[0], "rb") as f:
+        path.write_bytes(gzip.compress(f.read()))
+    assert olearn_dask.partitions([str(path)], minimum=4) == [olearn_dask.Partition(str(path))]
+
+
+def test_pattern_matching_nothing_is_an_error(tmp_path):
+    with pytest.raises(OlearnError, match="no file matches"):
+        olearn_dask.partitions([str(tmp_path / "none-*.vw")])
+
+
+# -- averaging --------------------------------------------------------------------------------
+
+def test_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
+    """Averaging one state is the identity: --dask on one file equals the ordinary run."""
+    single = tmp_path / "single.model"
+    run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, passes=3, cache=True,
+                      cache_file=str(tmp_path / "cache"), final_regressor=str(single)))
+    assert _train(cluster.scheduler_address, [parts[0]], tmp_path / "dask.model",
+                  passes=3) == single.read_bytes()
+
+
+def _one_pass_each(tmp_path, paths, options):
+    """Weight rows (w, G, N, -) of a single-process pass over each of ``paths``."""
+    config = Config(bit_precision=16, quiet=True, **options)
+    rows = []
+    for k, path in enumerate(paths):
+        out = tmp_path / f"single{k}.model"
+        run_single(Config(data=[path], bit_precision=16, quiet=True, final_regressor=str(out),
+                          **options))
+        rows.append(model.load(str(out)).weights(config).astype(np.float64))
+    return rows
+
+
+def _dask_rows(address, paths, tmp_path, options):
+    run_dask(address, paths, final_regressor=str(tmp_path / "dask.model"), **options)
+    return model.load(str(tmp_path / "dask.model")).weights(Config(bit_precision=16, **options))
+
+
+@pytest.fixture
+def uneven(parts, tmp_path):
+    """Two partitions, the second half as large as the first."""
+    return [parts[0], _write_examples(tmp_path / "half.vw", 1500, 9)]
+
+
+def test_continuing_from_a_model_matches_the_single_process(cluster, parts, tmp_path):
+    """-i: the saved state is broadcast to the first pass (one partition: exactly -i's run)."""
+    first = tmp_path / "first.model"
+    run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, final_regressor=str(first)))
+    single = tmp_path / "single.model"
+    run_single(Config(data=[parts[1]], initial_regressor=str(first), quiet=True,
+                      final_regressor=str(single)))
+    assert _train(cluster.scheduler_address, [parts[1]], tmp_path / "dask.model",
+                  initial_regressor=str(first)) == single.read_bytes()
+
+
+def test_worker_caches_give_the_same_model_as_parsing(cluster, parts, tmp_path):
+    """-c: pass 1 writes each partition's cache on its worker, later passes read it."""
+    parsed = _train(cluster.scheduler_address, parts, tmp_path / "text.model", passes=3)
+    assert _train(cluster.scheduler_address, parts, tmp_path / "cached.model", passes=3,
+                  cache=True) == parsed
+
+
+def test_sgd_weights_are_averaged_by_examples(cluster, uneven, tmp_path):
+    """Without --adaptive, w is the mean of the partitions' models weighted by their examples
+    (here the larger partition counts twice)."""
+    a, b = _one_pass_each(tmp_path, uneven, {"sgd": True})
+    averaged = _dask_rows(cluster.scheduler_address, uneven, tmp_path, {"sgd": True})
+    np.testing.assert_allclose(averaged[:, 0], (2 * a[:, 0] + b[:, 0]) / 3, rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_adaptive_weights_are_averaged_by_gradient_sums(cluster, uneven, tmp_path):
+    """With --adaptive, each coordinate's w and G are averaged weighted by the partitions'
+    increase of G (VW's --span_server rule; from a fresh start that is their G), and N is the
+    largest of theirs."""
+    a, b = _one_pass_each(tmp_path, uneven, {})
+    averaged = _dask_rows(cluster.scheduler_address, uneven, tmp_path, {})
+    g = a[:, 1] + b[:, 1]
+    moved = g > 0
+    for column in (0, 1):
+        expected = (a[moved, 1] * a[moved, column] + b[moved, 1] * b[moved, column]) / g[moved]
+        np.testing.assert_allclose(averaged[moved, column], expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(averaged[:, 2], np.maximum(a[:, 2], b[:, 2]))
+
+
+def test_two_runs_give_the_same_model(cluster, parts, tmp_path):
+    first = _train(cluster.scheduler_address, parts, tmp_path / "a.model", passes=3)
+    assert _train(cluster.scheduler_address, parts, tmp_path / "b.model", passes=3) == first
+
+
+def test_killed_worker_gives_the_same_model(cluster, parts, tmp_path):
+    address = cluster.scheduler_address
+    reference = _train(address, parts, tmp_path / "reference.model", passes=4)
+    with distributed.Client(address) as client:
+        pids = client.run(os.getpid)
+        killed = []
+
+        def kill_a_busy_worker():
+            """SIGKILL the first worker seen running one of the run's partition tasks."""
+            deadline = time.monotonic() + 60
+            while not killed and time.monotonic() < deadline:
+                for worker, keys in client.processing().items():
+                    if any("-part" in str(key) for key in keys):
+                        os.kill(pids[worker], signal.SIGKILL)
+                        killed.append(worker)
+                        return
+                time.sleep(0.005)
+
+        killer = threading.Thread(target=kill_a_busy_worker)
+        killer.start()
+        try:
+            result = _train(address, parts, tmp_path / "killed.model", passes=4)
+        finally:
+            killed.append(None)  # stops the killer if the run ended first
+            killer.join()
+        assert killed[0] is not None, "no partition task was seen running"
+        client.wait_for_workers(2, timeout=60)
+    assert result == reference
+
+
+# -- APPLE's parallel protocol ----------------------------------------------------------------
+
+def test_stage_poly_parents_are_the_union_of_the_partitions_then_frozen(cluster, parts, tmp_path):
+    """Pass 1 runs stage_poly on each partition from scratch (as a single run on it would);
+    the union of their parents is kept, unchanged by the two later passes."""
+    options = {"bit_precision": 16, "quiet": True, "stage_poly": True, "batch_sz": 500,
+               "batch_sz_no_doubling": True}
+    union = set()
+    for k, path in enumerate(parts[:2]):
+        out = tmp_path / f"single{k}.model"
+        run_single(Config(data=[path], final_regressor=str(out), **options))
+        union |= _parents(out)
+    out = tmp_path / "dask.model"
+    run_dask(cluster.scheduler_address, parts[:2], final_regressor=str(out), passes=3,
+             holdout_off=True, **options)
+    assert len(union) > 0
+    assert _parents(out) == union
+
+
+# -- the command line -------------------------------------------------------------------------
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
+def test_local_cluster_matches_single_process_test_error(tmp_path):
+    """a9a, 4 partitions on `--dask local:2`, 5 passes: the test error is within
+    max(5% relative, 0.005) of a single-process 5-pass run's, and the model predicts in a
+    plain `-t -i` run."""
+    train = tmp_path / "train.vw"
+    train.write_bytes(gzip.decompress((SHARED_DATA / "a9a" / "train.vw.gz").read_bytes()))
+    test = SHARED_DATA / "a9a" / "test.vw.gz"
+    common = ["--loss_function", "logistic", "-b", "18", "--passes", "5", "--quiet"]
+    code, _, err = run_cmd(olearn_cmd("-d", train, "-c", "-f", tmp_path / "single.model",
+                                      *common))
+    assert code == 0, err
+    code, _, err = run_cmd(olearn_cmd("-d", train, "--dask", "local:2", "--dask_partitions",
+                                      "4", "-f", tmp_path / "dask.model", *common))
+    assert code == 0, err
+    labels = np.array([float(line.split()[0]) for line in gzip.open(test, "rt")])
+    errors = {}
+    for name in ("single", "dask"):
+        code, _, err = run_cmd(olearn_cmd("-t", "-i", tmp_path / f"{name}.model", "-d", test,
+                                          "-p", tmp_path / f"{name}.preds", "--quiet"))
+        assert code == 0, err
+        preds = np.loadtxt(tmp_path / f"{name}.preds")
+        errors[name] = float(np.mean(np.where(preds > 0, 1, -1) != labels))
+    assert errors["dask"] <= errors["single"] + max(0.05 * errors["single"], 0.005), errors
+
+
+def test_progress_table_has_one_row_per_pass(cluster, parts):
+    code, _, err = run_cmd(olearn_cmd("-d", *parts, "--dask", cluster.scheduler_address,
+                                      "--passes", "3", "-b", "16"))
+    assert code == 0, err
+    rows = [line for line in err.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 3 and rows[1].endswith(" h") and not rows[0].endswith(" h")
+    assert "partitions = 4" in err and "passes used = 3" in err
+
+
+def _one_error_line(code, err):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code != 0 and len(lines) == 1 and lines[0].startswith("olearn: error: "), err
+    return lines[0]
+
+
+def test_unreachable_scheduler_is_one_line(parts):
+    proc = subprocess.run(olearn_cmd("-d", parts[0], "--dask", "tcp://127.0.0.1:1"),
+                          capture_output=True, text=True, env=FAST_CONNECT)
+    line = _one_error_line(proc.returncode, proc.stderr)
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in line
+
+
+def test_scheduler_without_workers_is_one_line(parts):
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as empty:
+        proc = subprocess.run(olearn_cmd("-d", parts[0], "--dask", empty.scheduler_address),
+                              capture_output=True, text=True, env=FAST_CONNECT)
+    assert "has no workers" in _one_error_line(proc.returncode, proc.stderr)
+
+
+def test_parse_error_on_a_worker_is_one_line_naming_the_partition(cluster, tmp_path):
+    bad = tmp_path / "bad.vw"
+    bad.write_text("1 |f a\nnot-a-number |f b\n")
+    code, _, err = run_cmd(olearn_cmd("-d", bad, "--dask", cluster.scheduler_address,
+                                      "--strict_parse", "--quiet"))
+    line = _one_error_line(code, err)
+    assert "bad.vw:2:" in line and "strict_parse" in line
+
+
+@pytest.mark.parametrize("option, message", [(("-p", "preds"), "-p"), (("--saew",), "--eg/--boa/--saew")])
+def test_options_without_a_parallel_meaning_are_refused(parts, option, message):
+    code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", *option))
+    assert f"not available with --dask: {message}" in _one_error_line(code, err)
+
+
+def test_without_dask_installed_the_option_is_one_line(parts):
+    """`distributed` made unimportable: --dask says how to install it."""
+    script = ("import sys; sys.modules['distributed'] = None\n"
+              "from olearn.cli import main\n"
+              f"main(['-d', {parts[0]!r}, '--dask', 'local:1'])\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert "pip install 'olearn[dask]'" in _one_error_line(proc.returncode, proc.stderr)
+
+
+def test_python_api_refuses_dask():
+    with pytest.raises(OlearnError, match="command line"):
+        olearn.Learner(dask="local:1")
+
+
+def test_core_does_not_import_dask():
+    script = ("import sys, olearn.cli, olearn.run, olearn.api\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.stdout.strip() == "[]", proc.stderr
