@@ -72,7 +72,6 @@ import argparse
 import csv
 import datetime
 import gzip
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -81,7 +80,6 @@ import os
 import re
 import resource
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -91,6 +89,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from olearn_snapshot import snapshot_olearn
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
@@ -264,31 +264,11 @@ def load_dataset(folder: Path) -> Dataset:
         raise UsageError(f"dataset {folder.name}: {type(exc).__name__}: {exc}") from None
 
 
-def source_digest(package: Path) -> str:
-    """sha1 over the names and contents of a package's .py files."""
-    digest = hashlib.sha1()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def snapshot_olearn() -> tuple[Path, str]:
-    """Copy the importable olearn package to a folder named by its sources' hash (made once);
-    return the folder to put on PYTHONPATH and the hash."""
-    spec = importlib.util.find_spec("olearn")
-    if spec is None or spec.origin is None:
-        raise UsageError("olearn is not importable by this Python; activate the project's venv")
-    package = Path(spec.origin).parent
-    digest = source_digest(package)
-    root = Path(tempfile.gettempdir()) / f"olearn-apple-snapshot-{digest[:16]}"
-    if not root.is_dir():
-        staging = Path(tempfile.mkdtemp(prefix="olearn-apple-staging-"))
-        shutil.copytree(package, staging / "olearn", ignore=shutil.ignore_patterns("__pycache__"))
-        try:
-            staging.rename(root)
-        except OSError:  # another run made it meanwhile
-            shutil.rmtree(staging)
-    return root, digest
+def _snapshot() -> tuple[Path, str]:
+    try:
+        return snapshot_olearn("apple")
+    except RuntimeError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def execute(tools: Tools, tool: str, args: Iterable[str]) -> Run:
@@ -774,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise UsageError("matplotlib is needed for the plots: pip install matplotlib")
         datasets = load_datasets(args.data, args.datasets)
-        snapshot, digest = snapshot_olearn()
+        snapshot, digest = _snapshot()
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="apple-experiment-") as tmp:
             results, failures, startup, runs = experiment(args, datasets, Path(tmp), snapshot)

@@ -47,13 +47,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
-import importlib.util
 import json
 import os
 import pickle
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -62,6 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from olearn_snapshot import snapshot_olearn
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "experiments" / "saew"
@@ -109,30 +108,6 @@ def progress(msg: str) -> None:
 
 
 # --- snapshot of olearn ----------------------------------------------------------------------
-
-def source_digest(package: Path) -> str:
-    digest = hashlib.sha1()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def snapshot_olearn() -> tuple[Path, str]:
-    spec = importlib.util.find_spec("olearn")
-    if spec is None or spec.origin is None:
-        sys.exit("error: olearn is not importable by this Python; use the project's venv")
-    package = Path(spec.origin).parent
-    digest = source_digest(package)
-    root = Path(tempfile.gettempdir()) / f"olearn-saew-snapshot-{digest[:16]}"
-    if not root.is_dir():
-        staging = Path(tempfile.mkdtemp(prefix="olearn-saew-staging-"))
-        shutil.copytree(package, staging / "olearn", ignore=shutil.ignore_patterns("__pycache__"))
-        try:
-            staging.rename(root)
-        except OSError:
-            shutil.rmtree(staging)
-    return root, digest
-
 
 def import_snapshot(root: Path):
     sys.path.insert(0, str(root))
@@ -441,6 +416,22 @@ def style(name: str) -> dict:
     return {"color": SAEW_COLORS[name], "linestyle": "--" if "-C16-" in name else "-"}
 
 
+def save_figure(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+
+
 def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: dict[str, list],
              rec_name: str, long_methods: list[str]) -> list[Path]:
     headline = {k: list(dict.fromkeys(v)) for k, v in headline.items()}
@@ -467,10 +458,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
                      + (" (theta and intercept)" if sname == "quantile" else ""), fontsize=9)
         ax.set_ylabel("ln squared L2 error")
         ax.tick_params(axis="x", labelsize=7, rotation=45)
-    fig.tight_layout()
-    paths.append(out / "fig1_boxplots.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "fig1_boxplots.png"))
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
@@ -482,15 +470,8 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
             ax.plot(np.log(cps), np.mean(rec.curves, axis=0), label=n, **style(n))
         if sname == "square":
             ax.axhline(LASSO_REF, color="green", linestyle="--", linewidth=0.8, label="Lasso -8.8")
-        ax.set_xlabel("ln t")
-        ax.set_ylabel("mean over runs of ln ||theta_hat_t - theta*||^2")
-        ax.set_title(f"{sname} (curves via the Python API)", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "fig2_curves.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+        label_axes(ax, "ln t", "mean over runs of ln ||theta_hat_t - theta*||^2", f"{sname} (curves via the Python API)")
+    paths.append(save_figure(fig, out / "fig2_curves.png"))
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
@@ -508,10 +489,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         ax.set_title(f"{sname}: cumulative risk (CLI -p progressive predictions)", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3, which="both")
-    fig.tight_layout()
-    paths.append(out / "fig3_cumulative_risk.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(save_figure(fig, out / "fig3_cumulative_risk.png"))
 
     if "long" in settings and records["long"]:
         s = settings["long"]
@@ -534,10 +512,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         ax.set_title(f"long horizon: d = {s.d}, T = {s.T}, square loss, {n_runs} runs", fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-        fig.tight_layout()
-        paths.append(out / "fig5_long_curves.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        paths.append(save_figure(fig, out / "fig5_long_curves.png"))
 
         fig, ax = plt.subplots(figsize=(7.5, 5))
         names = [n for n in long_methods if records["long"].get(n) and records["long"][n].curves]
@@ -550,10 +525,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         ax.set_title("long horizon: log-log slopes over the last decade", fontsize=9)
         ax.tick_params(axis="x", labelsize=7, rotation=45)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        paths.append(out / "fig6_long_slopes.png")
-        fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
+        paths.append(save_figure(fig, out / "fig6_long_slopes.png"))
 
     fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4.2), squeeze=False)
     for ax, sname in zip(axes[0], settings):
@@ -575,15 +547,8 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         boa = np.median([c[-1] for c in records[sname]["boa"].curves])
         ax.axhline(boa, color="black", linestyle="--", label="BOA median")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("--saew_C")
-        ax.set_ylabel("ln error at T")
-        ax.set_title(f"{sname}", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "fig_defaults.png")
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+        label_axes(ax, "--saew_C", "ln error at T", f"{sname}")
+    paths.append(save_figure(fig, out / "fig_defaults.png"))
     return paths
 
 
@@ -622,7 +587,10 @@ def main(argv=None) -> int:
             state = pickle.load(f)
         args.out.mkdir(parents=True, exist_ok=True)
         return report(args, argv, *state)
-    snapshot, digest = snapshot_olearn()
+    try:
+        snapshot, digest = snapshot_olearn("saew")
+    except RuntimeError as exc:
+        sys.exit(f"error: {exc}")
     olearn = import_snapshot(snapshot)
     args.out.mkdir(parents=True, exist_ok=True)
     c_grid = (2.0, 0.5) if args.quick else C_GRID
