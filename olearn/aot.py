@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import types
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -38,8 +37,8 @@ ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_b
                 ("olearn.features.interactions", "unseen_features"))
 
 
-def _directory() -> Path:
-    return Path(os.environ["NUMBA_CACHE_DIR"])
+def _directory() -> str:
+    return os.environ["NUMBA_CACHE_DIR"]
 
 
 # --- building (numba imported) ------------------------------------------------------------------
@@ -67,7 +66,7 @@ def _has_literal(numba_type) -> bool:
     return isinstance(numba_type, nt.BaseTuple) and any(map(_has_literal, numba_type.types))
 
 
-def build() -> Path:
+def build() -> str:
     """Compile every signature the entry points have been called with so far (run the warm-up
     first) into the extension module; returns its path."""
     from numba.core.compiler import Flags
@@ -101,8 +100,8 @@ def build() -> Path:
             cc.export(symbol, signature)(kernel.py_func)
             variants.append([symbol, specs])
     cc.compile()
-    (_directory() / f"{MODULE}.json").write_text(json.dumps(
-        {"sources": olearn.SOURCE_HASH, "exports": exports}))
+    with open(os.path.join(_directory(), f"{MODULE}.json"), "w") as f:
+        json.dump({"sources": olearn.SOURCE_HASH, "exports": exports}, f)
     return _directory()
 
 
@@ -162,14 +161,17 @@ def install() -> bool:
         return False
     directory = _directory()
     try:
-        described = json.loads((directory / f"{MODULE}.json").read_text())
-        path = next(directory.glob(f"{MODULE}.*.so"))
+        with open(os.path.join(directory, f"{MODULE}.json")) as f:
+            described = json.load(f)
+        path = os.path.join(directory, next(name for name in os.listdir(directory)
+                                            if name.startswith(f"{MODULE}.")
+                                            and name.endswith(".so")))
     except (OSError, ValueError, StopIteration):
         return False
     if described.get("sources") != olearn.SOURCE_HASH:
         return False
-    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(path))
-    spec = importlib.util.spec_from_file_location(MODULE, str(path), loader=loader)
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, path)
+    spec = importlib.util.spec_from_file_location(MODULE, path, loader=loader)
     try:
         compiled = importlib.util.module_from_spec(spec)
         loader.exec_module(compiled)

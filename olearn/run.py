@@ -4,7 +4,6 @@ from __future__ import annotations
 import compileall
 import os
 import sys
-import tempfile
 
 import numpy as np
 
@@ -178,6 +177,7 @@ def warm_cache() -> None:
     """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
     byte-compile olearn and build the ahead-of-time kernels the command line starts with
     (olearn/aot.py)."""
+    import tempfile  # only here: it would cost every run ~9 ms of start-up
     lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
     with tempfile.TemporaryDirectory() as tmp:
         vw = os.path.join(tmp, "warm.vw")
