@@ -225,9 +225,12 @@ class OnlineLearner:
                       emit: Callable[[str], None]) -> np.ndarray:
         """As :meth:`learn`, one example at a time, emitting each example's audit lines."""
         self._see_namespaces(batch)
-        adaptive = self.config.update_rule[0]
+        experts = self.config.experts
+        adaptive = self.config.update_rule[0] and not experts
         rows = []
         for e in range(len(batch)):
+            if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
+                self.sync()
             features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
             row = np.empty((1, gd.ROW_COLS))
             if self._kernel(batch.example(e), preds[e:e + 1], row, self.params, self.state,

@@ -175,3 +175,13 @@ def test_state_too_large_for_the_address_space_is_a_clear_error(halves):
     code, _, err = _olearn("-d", halves[2], "--saew_calibrate", "-b", "22")
     lines = err.strip().splitlines()
     assert code == 1 and len(lines) == 1 and "use a smaller -b or calibration grid" in lines[0]
+
+
+def test_audit_shows_the_theta_each_example_is_predicted_with(halves):
+    code, out, err = _olearn("-d", halves[0], "--boa", "--audit")
+    assert code == 0, err
+    lines = out.splitlines()
+    first, later = lines[1], lines[-1]  # feature lines follow each prediction line
+    assert all(entry.rsplit(":", 1)[1] == "0" for entry in first.split("\t")[1:])
+    weights = [float(entry.rsplit(":", 1)[1]) for entry in later.split("\t")[1:]]
+    assert any(w != 0 for w in weights) and not any("@" in e for e in later.split("\t"))
