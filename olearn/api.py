@@ -16,7 +16,6 @@ from typing import Iterable, Iterator, Union
 
 import numpy as np
 
-from olearn import model as model_file
 from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
@@ -111,20 +110,14 @@ class Learner:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
-        self._learner.sync()
-        model_file.save(os.fspath(path), self.config, self._learner.weights, self._learner.state,
-                        self._learner.poly, self._learner.ew)
+        self._learner.save(os.fspath(path))
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> "Learner":
         """A learner from a model file (as ``olearn -i``); ``options`` override the model's."""
-        path = os.fspath(path)
-        saved = model_file.load(path)
         given = Config(**{"quiet": True, **options})
-        config = model_file.merged_config(dataclasses.replace(given, explicit=frozenset(options)),
-                                          saved, path, lambda text: None)
         learner = cls.__new__(cls)
-        learner.config = config
-        learner._learner = OnlineLearner(config)
-        saved.restore(learner._learner, path)
+        learner._learner = OnlineLearner.start(dataclasses.replace(
+            given, explicit=frozenset(options), initial_regressor=os.fspath(path)))
+        learner.config = learner._learner.config
         return learner

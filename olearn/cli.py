@@ -188,8 +188,10 @@ def command(paths, data, format_, hash_, warm_cache, **options):
     config = Config(data=list(data) + list(paths), format=format_, hash=hash_,
                     explicit=_given_on_command_line(), **options)
     if config.dask:
-        from olearn.distributed import run
-    run(config)
+        from olearn.distributed import run as run_on_dask
+        run_on_dask(config)
+    else:
+        run(config)
 
 
 _PARAMETER_TO_OPTION = {"hash_": "hash", "format_": "format"}

@@ -55,7 +55,7 @@ from typing import Iterator
 
 import numpy as np
 
-from olearn import model, readable
+from olearn import readable
 from olearn.config import Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
@@ -65,7 +65,7 @@ from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
-from olearn.run import header, start
+from olearn.run import header
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_WARNINGS = 100  # parse warnings reported per pass (the first ones, in partition order)
@@ -397,7 +397,7 @@ def run(config: Config) -> OnlineLearner:
     """``olearn --dask``: as run.run, with each pass learned in parallel over the partitions."""
     check_options(config)
     parts = partitions(config.data, config.dask_partitions)
-    learner = start(config)
+    learner = OnlineLearner.start(config)
     config = learner.config
     console = Console(config.quiet, None)
     holdout = Holdout(config)
@@ -416,7 +416,7 @@ def run(config: Config) -> OnlineLearner:
         console.close()
     final.put(learner)
     if config.final_regressor:
-        _save(config.final_regressor, config, learner, final)
+        _save(config.final_regressor, learner, final)
     if config.readable_model:
         readable.write(config.readable_model, config, learner.weights, learner.state, None,
                        config.predict_only_model)
@@ -460,7 +460,7 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         if finish_pass(learner, holdout, lines, passes_used):
             best = current
         if config.save_per_pass and config.final_regressor:
-            _save(f"{config.final_regressor}.{passes_used}", config, learner, current.result())
+            _save(f"{config.final_regressor}.{passes_used}", learner, current.result())
         if holdout.stopped_early:
             break
     # as run.run: the last pass's state, or the best pass's after an early stop
@@ -483,6 +483,6 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
                      float(holdout_rows)])
 
 
-def _save(path: str, config: Config, learner: OnlineLearner, snap: Snapshot) -> None:
+def _save(path: str, learner: OnlineLearner, snap: Snapshot) -> None:
     snap.put(learner)
-    model.save(path, config, learner.weights, learner.state, learner.poly, learner.ew)
+    learner.save(path)

@@ -1,12 +1,14 @@
 """The online learner: state arrays plus the loop that streams batches through the kernels."""
 from __future__ import annotations
 
+import sys
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
 
+from olearn import model
 from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
@@ -85,6 +87,20 @@ class OnlineLearner:
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
 
+    @classmethod
+    def start(cls, config: Config) -> "OnlineLearner":
+        """A fresh learner, or with -i (``initial_regressor``) the saved one, its options merged
+        with ``config``'s (a warning per override unless quiet)."""
+        if not config.initial_regressor:
+            return cls(config)
+        path = config.initial_regressor
+        saved = model.load(path)
+        config = model.merged_config(config, saved, path,
+                                     lambda text: config.quiet or sys.stderr.write(text + "\n"))
+        learner = cls(config)
+        saved.restore(learner, path)
+        return learner
+
     @staticmethod
     def _new_poly(config: Config) -> tuple:
         """--stage_poly state: min_depth, flags, SSM sums, counters and (for --invert_hash)
@@ -137,6 +153,11 @@ class OnlineLearner:
         if self.config.regularized:
             regularize.flush(self.weights, self.lazy, self.state[gd.S_REG:], self.config.l1,
                              self.config.l2 > 0)
+
+    def save(self, path: str) -> None:
+        """Write the model file (olearn/model.py) of the state as it is now."""
+        self.sync()
+        model.save(path, self.config, self.weights, self.state, self.poly, self.ew)
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from olearn import aot, model, readable
+from olearn import aot, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.io import sources
@@ -73,24 +73,12 @@ def _learner_name(config: Config, rule: list[str]) -> str:
             f"C {config.saew_C:g}, center {config.saew_center})")
 
 
-def start(config: Config) -> OnlineLearner:
-    """The run's learner: fresh, or with -i the saved one (its options merged with the run's)."""
-    if not config.initial_regressor:
-        return OnlineLearner(config)
-    saved = model.load(config.initial_regressor)
-    config = model.merged_config(config, saved, config.initial_regressor,
-                                 lambda text: config.quiet or sys.stderr.write(text + "\n"))
-    learner = OnlineLearner(config)
-    saved.restore(learner, config.initial_regressor)
-    return learner
-
-
 def run(config: Config) -> OnlineLearner:
     """Train online over every source, for each pass; print VW's table and summary; write the
     outputs (-p, -r, -f, text models)."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
-    learner = start(config)
+    learner = OnlineLearner.start(config)
     config = learner.config
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
@@ -130,14 +118,14 @@ def run(config: Config) -> OnlineLearner:
             bytes_done += bytes_read
             passes_used += 1
             if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
-                _save(config.final_regressor, config, learner)
+                learner.save(config.final_regressor)
             if config.save_per_pass and config.final_regressor:
-                _save(f"{config.final_regressor}.{passes_used}", config, learner)
+                learner.save(f"{config.final_regressor}.{passes_used}")
             if holdout.stopped_early:
                 break
         console.close()
         if config.final_regressor and not holdout.stopped_early:
-            _save(config.final_regressor, config, learner)
+            learner.save(config.final_regressor)
         learner.sync()
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
@@ -155,11 +143,6 @@ def run(config: Config) -> OnlineLearner:
     console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
                           passes_used, holdout.best if holdout.active else None))
     return learner
-
-
-def _save(path: str, config: Config, learner: OnlineLearner) -> None:
-    learner.sync()
-    model.save(path, config, learner.weights, learner.state, learner.poly, learner.ew)
 
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the

@@ -91,11 +91,17 @@ def _reweigh(coord, es, n):
 @njit(cache=True, nogil=True)
 def learn(coord, es, x_buf, touched, nt, d1, n):
     """One example with loss derivative ``d1`` (importance included) on the unique coordinates
-    ``touched[:nt]`` with aggregated values ``x_buf``; ``n`` coordinates are active."""
+    ``touched[:nt]`` with aggregated values ``x_buf``; ``n`` coordinates are active. One pass,
+    four exponentials per coordinate: its old weights serve the mixture's moments, its session
+    average and its removal from Z; its new ones enter Z."""
     eps = es[L.E_EPS]
     eta = es[L.E_ETA]
-    z = es[L.E_SUM]
-    off = es[L.E_OFF]
+    z0 = z = es[L.E_SUM]
+    off0 = off = es[L.E_OFF]
+    # the average counts the iterate this example was predicted with
+    es[L.E_A] += np.exp(es[L.E_REF] - off0) / z0
+    average_units = np.exp(off0 - es[L.E_REF])
+    old_units = 1.0  # e^(off0 - off): an old term's factor after the offset moved
     m = 0.0
     second = 0.0
     g_inf = 0.0
@@ -103,27 +109,28 @@ def learn(coord, es, x_buf, touched, nt, d1, n):
         s = touched[i]
         g = d1 * x_buf[s]
         h = eta * coord[L.K_G, s]
-        up = np.exp(h - off)
-        down = np.exp(-h - off)
-        m += g * (up - down) / z
-        second += g * g * (up + down) / z
+        up = np.exp(h - off0)
+        down = np.exp(-h - off0)
+        m += g * (up - down)
+        second += g * g * (up + down)
         g_inf = max(g_inf, abs(g))
+        coord[L.K_AVG, s] += (eps * (up - down) * average_units
+                              * (es[L.E_A] - coord[L.K_SNAP, s]))
+        coord[L.K_SNAP, s] = es[L.E_A]
+        z -= (up + down) * old_units
+        coord[L.K_G, s] -= eps * g
+        h = eta * coord[L.K_G, s]
+        if abs(h) > off:
+            shift = np.exp(off - abs(h))
+            z *= shift
+            old_units *= shift
+            off = abs(h)
+        z += np.exp(h - off) + np.exp(-h - off)
+    m /= z0
+    second /= z0
     es[L.E_VAR] += eps * eps * max(second - m * m, 0.0)
     if g_inf > 0.0:
         es[L.E_RANGE] = boa.at_least(max(es[L.E_RANGE], boa.B2_START), 2.0 * eps * g_inf)
-    # the average counts the iterate this example was predicted with
-    es[L.E_A] += np.exp(es[L.E_REF] - off) / z
-    for i in range(nt):
-        s = touched[i]
-        _settle(coord, es, s)
-        h = eta * coord[L.K_G, s]
-        z -= np.exp(h - off) + np.exp(-h - off)
-        coord[L.K_G, s] -= eps * d1 * x_buf[s]
-        h = eta * coord[L.K_G, s]
-        if abs(h) > off:
-            z *= np.exp(off - abs(h))
-            off = abs(h)
-        z += np.exp(h - off) + np.exp(-h - off)
     es[L.E_SUM] = z
     es[L.E_OFF] = off
     es[L.E_TOUCHES] += nt

@@ -36,7 +36,7 @@ def new_experts(config: Config) -> tuple:
         grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
     instances = len(grid)
     corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
-    needed = 8 * instances * cap * (boa.ROWS * corner_columns / cap + L.K_ROWS)
+    needed = 8 * instances * (boa.ROWS * corner_columns + L.K_ROWS * cap)
     if needed > MAX_EXPERTS_BYTES:
         raise OlearnError(f"--{config.expert_learner} with -b {config.bit_precision} and "
                           f"{instances} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
