@@ -2,10 +2,14 @@
 command line. Kept apart from cli.py so that importing the CLI never swaps numba out."""
 from __future__ import annotations
 
+import os
 import sys
 
 
 def main() -> None:
+    # numpy loads OpenBLAS, which starts a thread per core at import (~15 ms of a run's start-up);
+    # olearn makes no BLAS call.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if "--warm-cache" not in sys.argv[1:]:
         from olearn import aot
         aot.install()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator
 
 import numpy as np
@@ -178,6 +177,8 @@ class OnlineLearner:
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
         """Parsed batches, in order: blocks read ahead on one thread, parsed on two."""
+        from concurrent.futures import ThreadPoolExecutor  # here: runs from a cache never parse
+
         reader = sources.ReadAhead(blocks)
         pool = ThreadPoolExecutor(PARSE_THREADS)
         pending: deque = deque()

@@ -6,16 +6,20 @@ that change parsing and hashing. A cache whose header differs from the current r
 (VW rebuilds a cache made with fewer bits). It is written through a temporary file and renamed
 when complete, so a cache file is never half-written.
 
-Layout: ``MAGIC``, a little-endian uint32 header length, a JSON header, then one record per
-batch: a fixed-size record header (counts and line numbers), then the batch's arrays, each
-starting at a multiple of 8 bytes so that they are read in place with no copy.
+Layout: ``MAGIC``, a little-endian uint32 header length, a JSON header (space-padded), then one
+record per batch: a fixed-size record header (counts, line numbers, checksum), then the batch's
+arrays. Every array starts at a multiple of 8 bytes of the file, so a record is memory-mapped and
+its arrays used in place: no copy and no fresh memory to fault in, which on this kind of machine
+cost more than the learning (vs reading into new buffers: 2 ms instead of 50 ms on kddcup99).
+The checksum is the sum of the record's 64-bit words (4 ms there, CRC-32 25 ms): any damage
+within one word, and any random damage but with probability 2^-64, changes it.
 """
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import struct
-import zlib
 from typing import BinaryIO, Iterator
 
 import numpy as np
@@ -27,10 +31,10 @@ from olearn.io.atomic import AtomicOutput
 from olearn.io.layout import AUDIT_COLS
 
 MAGIC = b"OLEARN-CACHE\n"
-VERSION = 1
-# examples, features, tag bytes, source number, CRC-32 of the arrays, first line (in source),
-# first line (in pass), lines
-_RECORD = struct.Struct("<IIIIIqqq")
+VERSION = 2
+# examples, features, tag bytes, source number, first line (in source), first line (in pass),
+# lines, checksum of the arrays; 48 bytes, so the arrays that follow stay 8-byte aligned
+_RECORD = struct.Struct("<IIIIqqqQ")
 # The options that change what the parser produces.
 PARSE_OPTIONS = ("bit_precision", "hash", "hash_seed", "noconstant", "format")
 
@@ -45,6 +49,11 @@ def _fields(n: int, nf: int, nt: int) -> list[tuple[str, np.dtype, tuple]]:
 
 def _padded(size: int) -> int:
     return (size + 7) & ~7
+
+
+def _checksum(payload: np.ndarray) -> int:
+    """The sum, modulo 2^64, of the 64-bit words of a record's arrays (a multiple of 8 bytes)."""
+    return int(np.add.reduce(payload.view("<u8"), dtype=np.uint64))
 
 
 def fingerprint(config, paths: list[str]) -> dict:
@@ -96,6 +105,7 @@ class Writer:
         self._out = AtomicOutput(path)
         self._sources = [name for name, _, _ in header["sources"]]
         text = json.dumps(header).encode()
+        text += b" " * (_padded(len(MAGIC) + 4 + len(text)) - (len(MAGIC) + 4 + len(text)))
         self._out.write(MAGIC + struct.pack("<I", len(text)) + text)
 
     def add(self, batch: ExampleBatch) -> None:
@@ -109,8 +119,8 @@ class Writer:
             data = np.ascontiguousarray(arrays[name], dtype=dtype).tobytes()
             payload += data + bytes(_padded(len(data)) - len(data))
         self._out.write(_RECORD.pack(n, nf, len(text), self._sources.index(batch.source),
-                                     zlib.crc32(payload), batch.first_line, batch.pass_line,
-                                     batch.n_lines))
+                                     batch.first_line, batch.pass_line, batch.n_lines,
+                                     _checksum(np.frombuffer(payload, dtype=np.uint8))))
         self._out.write(payload)
 
     def commit(self) -> None:
@@ -149,25 +159,28 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
                  for name, _, _ in header["sources"]]
         empty_audit = np.empty((0, AUDIT_COLS), dtype=np.int64)
         no_warnings = np.empty((0, 4), dtype=np.int64)
+        size = os.fstat(stream.fileno()).st_size
         while True:
             head = stream.read(_RECORD.size)
             if not head:
                 return
             if len(head) < _RECORD.size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
-            n, nf, nt, source, crc, first_line, pass_line, n_lines = _RECORD.unpack(head)
+            n, nf, nt, source, first_line, pass_line, n_lines, checksum = _RECORD.unpack(head)
             fields = _fields(n, nf, nt)
             sizes = [_padded(dtype.itemsize * int(np.prod(shape))) for _, dtype, shape in fields]
-            buf = np.empty(sum(sizes), dtype=np.uint8)
-            if stream.readinto(buf) != len(buf):
+            start = stream.tell()
+            if start + sum(sizes) > size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
-            if zlib.crc32(buf) != crc or source >= len(names):
+            buf = _mapped(stream, start, sum(sizes))
+            stream.seek(start + sum(sizes))
+            if _checksum(buf) != checksum or source >= len(names):
                 raise OlearnError("corrupted cache file (rebuild it with -k)", path)
             arrays, at = {}, 0
-            for (name, dtype, shape), size in zip(fields, sizes):
+            for (name, dtype, shape), size_of in zip(fields, sizes):
                 count = int(np.prod(shape))
                 arrays[name] = buf[at:at + dtype.itemsize * count].view(dtype).reshape(shape)
-                at += size
+                at += size_of
             offsets = arrays["offsets"].astype(np.int64)
             index = arrays["index"]
             if n and (offsets[0] != 0 or offsets[-1] != nf or np.any(np.diff(offsets) < 0)
@@ -177,3 +190,15 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
                                arrays["tags"].astype(np.int64), arrays["lines"].astype(np.int64),
                                offsets, index, arrays["value"], arrays["namespace"],
                                empty_audit, no_warnings, 0, stream.tell(), pass_line, n_lines)
+
+
+def _mapped(stream: BinaryIO, start: int, length: int) -> np.ndarray:
+    """Bytes ``start:start+length`` of the file, memory-mapped copy-on-write: writable arrays
+    (as the kernels are compiled for) that never write to the file. The mapping lives as long
+    as the arrays viewing it."""
+    if length == 0:
+        return np.empty(0, dtype=np.uint8)
+    page_start = start - start % mmap.ALLOCATIONGRANULARITY
+    mapping = mmap.mmap(stream.fileno(), start + length - page_start, flags=mmap.MAP_PRIVATE,
+                        prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=page_start)
+    return np.frombuffer(mapping, dtype=np.uint8)[start - page_start:]
