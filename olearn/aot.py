@@ -151,6 +151,9 @@ def _stand_in_numba(exports: dict[str, list[tuple[Callable, list]]]) -> types.Mo
         return decorate(args[0]) if args and callable(args[0]) else decorate
 
     stand_in.njit = njit
+    # intrinsics (optim/vmath.py) are compiled into the kernels and never called from Python
+    stand_in.extending = types.ModuleType("numba.extending")
+    stand_in.extending.intrinsic = lambda function: function
     return stand_in
 
 
@@ -179,5 +182,7 @@ def install() -> bool:
         return False
     exports = {key: [(getattr(compiled, symbol), specs) for symbol, specs in variants]
                for key, variants in described["exports"].items()}
-    sys.modules["numba"] = _stand_in_numba(exports)
+    stand_in = _stand_in_numba(exports)
+    sys.modules["numba"] = stand_in
+    sys.modules["numba.extending"] = stand_in.extending
     return True

@@ -44,7 +44,7 @@ EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "e
 
 def _expert_arrays(ew: tuple) -> dict:
     """The --eg/--boa/--saew state of the active coordinates (and BOA's ghost corner)."""
-    slot, hashes, _, _, corners, coord, es, shared, meta, _ = ew
+    slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
     n = int(shared[ew_layout.SH_ACTIVE])
     if corners.shape[2] > 1:
         corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
@@ -52,7 +52,7 @@ def _expert_arrays(ew: tuple) -> dict:
 
 
 def _restore_experts(arrays: dict, ew: tuple, path: str) -> None:
-    slot, hashes, _, _, corners, coord, es, shared, meta, _ = ew
+    slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
     n = len(arrays["ew_hashes"])
     boa_sub = corners.shape[2] > 1
     expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),

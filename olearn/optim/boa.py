@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.optim import vmath
+
 V = 0
 B2 = 1
 R = 2
@@ -27,10 +29,9 @@ B2_START = 2.0 ** -20  # as opera: the first weights equal the prior
 
 @njit(cache=True, nogil=True, inline="always")
 def at_least(b, x):
-    """The least b·2^k (k >= 0) that is >= x: ranges are kept as powers of 2."""
-    while b < x:
-        b *= 2.0
-    return b
+    """The least b·2^k (k >= 0) that is >= x >= 0, for b a power of 2: ranges are kept as
+    powers of 2 (without a loop, so that the corners' update vectorizes)."""
+    return max(b, vmath.ceil_pow2(x))
 
 
 @njit(cache=True, nogil=True)
@@ -47,21 +48,30 @@ def rate(v, b, log_n):
     """eta = min(1 / B2, sqrt(ln N / V))."""
     eta = 1.0 / b
     if v > 0.0:
-        eta = min(eta, np.sqrt(log_n / v))
+        eta = min(eta, vmath.sqrt(log_n / v))
     return eta
+
+
+@njit(cache=True, nogil=True, inline="always")
+def step(v, b, rr, r, log_n):
+    """An expert's state (V, B2, R) after regret ``r``, and its new eta. On values rather than
+    the experts array: numba inlines a function with an array argument in a form that LLVM
+    does not vectorize, and the corners' loop (saew.py) must be."""
+    r2 = r * r
+    v += r2
+    b = at_least(b, abs(r))
+    eta = rate(v, b, log_n)
+    rr += 0.5 * (r - eta * r2 + (b if eta * r > 0.5 else 0.0))
+    return v, b, rr, eta
 
 
 @njit(cache=True, nogil=True, inline="always")
 def expert_step(experts, j, r, log_n):
     """Feed regret ``r`` to expert ``j``; returns (eta R, eta): its weight is
     eta exp(eta R), the caller stores it in the W row relative to its offset."""
-    r2 = r * r
-    v = experts[V, j] + r2
+    v, b, rr, eta = step(experts[V, j], experts[B2, j], experts[R, j], r, log_n)
     experts[V, j] = v
-    b = at_least(experts[B2, j], abs(r))
     experts[B2, j] = b
-    eta = rate(v, b, log_n)
-    rr = experts[R, j] + 0.5 * (r - eta * r2 + (b if eta * r > 0.5 else 0.0))
     experts[R, j] = rr
     return eta * rr, eta
 
@@ -70,7 +80,7 @@ def expert_step(experts, j, r, log_n):
 def weigh(experts, j, log_n, offset):
     """Expert ``j``'s weight eta exp(eta R - offset), recomputed from its state."""
     eta = rate(experts[V, j], experts[B2, j], log_n)
-    w = eta * np.exp(eta * experts[R, j] - offset)
+    w = eta * vmath.exp(eta * experts[R, j] - offset)
     experts[W, j] = w
     return w
 

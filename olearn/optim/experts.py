@@ -36,7 +36,7 @@ def new_experts(config: Config) -> tuple:
         grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
     instances = len(grid)
     corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
-    needed = 8 * instances * (boa.ROWS * corner_columns + L.K_ROWS * cap)
+    needed = 8 * (instances * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
     if needed > MAX_EXPERTS_BYTES:
         raise OlearnError(f"--{config.expert_learner} with -b {config.bit_precision} and "
                           f"{instances} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
@@ -61,4 +61,5 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CALIBRATE] = config.saew_calibrate
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
             np.zeros(cap, dtype=np.int64), np.zeros((instances, boa.ROWS, corner_columns)),
-            np.zeros((instances, L.K_ROWS, cap)), es, shared, meta, settings)
+            np.zeros((instances, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
+            settings)

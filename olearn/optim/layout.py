@@ -15,6 +15,7 @@ the calibration grid) sharing that index. Arrays of the ``ew`` tuple:
     es       float64 (K, E_SIZE)     per-instance scalars
     shared   float64 (SH_SIZE,)      scalars of the whole learner
     meta     float64 (ROWS + 1, K)   the calibration's BOA over the instances (last row: forecasts)
+    regrets  float64 (2 cap + 1,)    BOA's scratch: the current example's regret of each corner
     settings float64 (S_SIZE,)       the options (below)
 """
 # coord rows

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from olearn.losses import derivative
-from olearn.optim import boa, eg
+from olearn.optim import boa, eg, vmath
 from olearn.optim import layout as L
 
 REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
@@ -74,20 +74,38 @@ def _restart(corners, coord, es, eg_sub, n):
     _fresh_subroutine(corners, coord, es, eg_sub, n)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _corner(corners, j, r, log_n, offset):
-    """Corner j's BOA step; returns (its weight relative to ``offset``, its log-weight)."""
-    a, eta = boa.expert_step(corners, j, r, log_n)
-    w = eta * np.exp(a - offset)
-    corners[boa.W, j] = w
-    return w, a
+@njit(cache=True, nogil=True, error_model="numpy")
+def _corners(corners, regrets, lo, hi, log_n, offset):
+    """BOA's step of corners lo..hi-1 with their regrets; returns the sum of their weights
+    (relative to ``offset``) and their largest log-weight.
+
+    LLVM vectorizes this loop (4 corners at a time with AVX2): its exp and sqrt are vmath's,
+    the sum and maximum may be reordered, the numpy error model drops the division checks
+    (whose exception would be an exit from the loop) and every access is unit-stride: j is
+    unsigned, so that numba adds no wraparound of negative indices to it."""
+    total = 0.0
+    top = -np.inf
+    for j in range(np.uint64(lo), np.uint64(hi)):
+        v, b, rr, eta = boa.step(corners[boa.V, j], corners[boa.B2, j], corners[boa.R, j],
+                                 regrets[j], log_n)
+        a = eta * rr
+        w = eta * vmath.exp(a - offset)
+        corners[boa.V, j] = v
+        corners[boa.B2, j] = b
+        corners[boa.R, j] = rr
+        corners[boa.W, j] = w
+        total = vmath.add_reordered(total, w)
+        top = vmath.maximum(top, a)
+    return total, top
 
 
 @njit(cache=True, nogil=True)
-def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n):
-    """BOA on the 2n corners in one dense pass (regrets, rates, weights, the session sum of θ̂).
-    Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s). Weights are relative to
-    the offset E_TOP, moved (one more pass) only when the largest log-weight drifts far from it."""
+def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
+    """BOA on the 2n corners and the ghost (regrets, rates, weights, the session sum of θ̂).
+    Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s), the ghost eps m. Weights
+    are relative to the offset E_TOP, moved (one more pass) only when the largest log-weight
+    drifts far from it. The regrets are laid out per corner column first: :func:`_corners`
+    vectorizes with unit-stride reads only (it would not with x_buf[j // 2])."""
     eps = es[L.E_EPS]
     scale = eps / es[L.E_SUM]
     offset = es[L.E_TOP]
@@ -96,18 +114,17 @@ def _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n):
         s = touched[i]
         eps_m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
     eps_m *= scale
-    log_n = np.log(2.0 * n)
-    top = -np.inf
-    total = 0.0
+    eps_d1 = eps * d1
     for s in range(n):
         coord[L.K_AVG, s] += scale * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
-        eps_g = eps * d1 * x_buf[s]
-        w_plus, a_plus = _corner(corners, 2 * s, eps_m - eps_g, log_n, offset)
-        w_minus, a_minus = _corner(corners, 2 * s + 1, eps_m + eps_g, log_n, offset)
-        total += w_plus + w_minus
-        top = max(top, a_plus, a_minus)
+        eps_g = eps_d1 * x_buf[s]
+        regrets[2 * s] = eps_m - eps_g
+        regrets[2 * s + 1] = eps_m + eps_g
     ghost = corners.shape[1] - 1
-    top = max(top, _corner(corners, ghost, eps_m, log_n, offset)[1])
+    regrets[ghost] = eps_m
+    log_n = np.log(2.0 * n)
+    total, top = _corners(corners, regrets, 0, 2 * n, log_n, offset)
+    top = max(top, _corners(corners, regrets, ghost, ghost + 1, log_n, offset)[1])
     if abs(top - offset) > REBASE:
         total = 0.0
         for j in range(2 * n):
@@ -171,7 +188,7 @@ def _session_over(es, settings, n):
 
 
 @njit(cache=True, nogil=True)
-def _instance_learn(corners, coord, es, settings, x_buf, touched, nt, d1, n):
+def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n):
     g_inf = 0.0
     for i in range(nt):
         g_inf = max(g_inf, abs(d1 * x_buf[touched[i]]))
@@ -182,7 +199,7 @@ def _instance_learn(corners, coord, es, settings, x_buf, touched, nt, d1, n):
     if eg_sub:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
     else:
-        _boa_learn(corners, coord, es, x_buf, touched, nt, d1, n)
+        _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n)
     if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
         _next_session(corners, coord, es, eg_sub, n, settings[L.S_CENTER_LAST] != 0)
 
@@ -213,7 +230,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     values are gathered per coordinate for :func:`learn`; with calibration, each instance's
     forecast (clipped to [y_min, y_max]) is kept for :func:`learn`.
     """
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     eg_sub = settings[L.S_SUB] != 0
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
@@ -259,7 +276,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
 def learn(ew, loss_code, tau, p, y, imp, initial):
     """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
     value included), its label ``y``, importance ``imp``."""
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
     nt = int(shared[L.SH_TOUCHED])
     shared[L.SH_T] += 1.0
@@ -269,11 +286,11 @@ def learn(ew, loss_code, tau, p, y, imp, initial):
         for k in range(instances):
             f = meta[boa.ROWS, k] + initial
             meta[boa.ROWS, k] = d1 * (p - f)
-            _instance_learn(corners[k], coord[k], es[k], settings, x_buf, touched, nt,
+            _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
                             imp * derivative(loss_code, tau, f, y), n)
         shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
     else:
-        _instance_learn(corners[0], coord[0], es[0], settings, x_buf, touched, nt,
+        _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
                         imp * derivative(loss_code, tau, p, y), n)
     for i in range(nt):
         x_buf[touched[i]] = 0.0
@@ -284,7 +301,7 @@ def export(ew, weights):
     """Write the model's θ (iterate, session average or its truncation, as the settings say;
     with calibration, the instances' θ mixed by the aggregation's weights) into
     ``weights[:, 0]``."""
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
     eg_sub = settings[L.S_SUB] != 0
     kind = int(settings[L.S_OUTPUT])
