@@ -87,8 +87,12 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
         line += 1
         p = q + 1
     ex_off[ex] = nf
-    return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf], f_val[:nf],
-            f_ns[:nf], f_audit[: nf if audit else 0], warns[: min(nw, warns.shape[0])], nw)
+    # The feature and warning arrays are copied out of their worst-case-sized buffers (several
+    # times the block's needs): views would keep whole buffers alive in every batch queued
+    # between the parser and the learner.
+    return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf].copy(),
+            f_val[:nf].copy(), f_ns[:nf].copy(), f_audit[: nf if audit else 0].copy(),
+            warns[: min(nw, warns.shape[0])].copy(), nw)
 
 
 def parse(text: np.ndarray, n_lines: int, fmt: int, mask: int, seed: int, hash_all: bool,

@@ -147,7 +147,8 @@ def _cut_blocks(chunks: Iterable[bytes], name: str, counter: list[int],
         cut = pending.rfind(b"\n")
         if cut < 0:
             continue
-        data = bytes(pending[: cut + 1])
+        with memoryview(pending) as view:  # one copy (a bytearray slice would be a second)
+            data = bytes(view[: cut + 1])
         del pending[: cut + 1]
         n = data.count(b"\n")
         yield Block(data, name, line, n, counter[0])
