@@ -884,7 +884,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--shared-runs", type=int, default=3,
                         help="timed runs per tool per shared dataset (default 3)")
     parser.add_argument("--rss-runs", type=int, default=5,
-                        help="runs per input size and mode in the memory check (default 5; peaks vary by a few percent from run to run)")
+                        help="runs per input size and mode in the memory check (default 5: "
+                             "peaks vary by a few percent from run to run)")
     parser.add_argument("--copies", type=int, default=10,
                         help="copies of the 200k file in the memory check (default 10)")
     parser.add_argument("--rss-tolerance", type=float, default=0.05,
