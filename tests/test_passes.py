@@ -129,6 +129,26 @@ def test_cache_from_stdin_needs_a_name(data, tmp_path):
     assert _table_and_summary(second[2]) == _table_and_summary(first[2])
 
 
+def test_cache_arrays_are_mapped_in_place_aligned_writable_and_never_written_back(data):
+    from olearn.hashing import namespace_hash
+    from olearn.io import cache
+    from olearn.io.parse import FORMAT_VW, parse
+    assert run_olearn("-d", data, "-c", "--quiet")[0] == 0
+    path = f"{data}.cache"
+    before = open(path, "rb").read()
+    text = np.frombuffer(data.read_bytes(), dtype=np.uint8)
+    parsed = parse(text, text.tobytes().count(b"\n"), FORMAT_VW, (1 << 18) - 1, 0, False, True,
+                   False, namespace_hash(b" ", 0, False))
+    batches = list(cache.read(path, (1 << 18) - 1))
+    assert sum(len(b) for b in batches) == len(parsed)
+    for batch in batches:
+        for array in (batch.numbers, batch.index, batch.value, batch.namespace, batch.text):
+            assert array.flags.aligned and array.flags.writeable
+        batch.value[:] = 0.0  # copy-on-write: the file must not change
+    assert np.array_equal(np.concatenate([b.index for b in batches]), parsed.index)
+    assert open(path, "rb").read() == before
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
 def test_damaged_cache_is_refused_in_one_line(data, damage):
     assert run_olearn("-d", data, "-c", "--quiet")[0] == 0
