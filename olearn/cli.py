@@ -47,10 +47,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
                          width=min(100, shutil.get_terminal_size().columns - 2))
 
     def _format_action_invocation(self, action: argparse.Action) -> str:
-        names = ", ".join(action.option_strings)
         if not action.option_strings or action.nargs == 0:
             return super()._format_action_invocation(action)
-        return f"{names} {action.metavar}"
+        return f"{', '.join(action.option_strings)} {action.metavar}"
 
 
 def parser() -> tuple[argparse.ArgumentParser, dict]:

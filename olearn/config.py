@@ -21,6 +21,7 @@ MODEL_OPTIONS = ("bit_precision", "learning_rate", "power_t", "initial_t", "sgd"
                  "saew_grid_d0", "saew_grid_alpha", "saew_grid_radius", "saew_grid_B")
 HASHES = ("strings", "all")
 POLY_HEURISTICS = ("weight", "ssm")
+EXPERT_LEARNERS = ("eg", "boa", "saew")  # the options that replace gradient descent
 SAEW_SUBROUTINES = ("boa", "eg")
 SAEW_CENTERS = ("average", "last")
 SAEW_OUTPUTS = ("iterate", "average", "sparse")
@@ -182,11 +183,11 @@ class Config:
     @property
     def experts(self) -> bool:
         """Exponential weights (EG, BOA, SAEW) instead of gradient descent."""
-        return self.eg or self.boa or self.saew
+        return any(getattr(self, name) for name in EXPERT_LEARNERS)
 
     @property
     def expert_learner(self) -> str:
-        return "eg" if self.eg else "boa" if self.boa else "saew"
+        return next(name for name in EXPERT_LEARNERS if getattr(self, name))
 
     @property
     def subroutine(self) -> str:

@@ -42,6 +42,7 @@ class OnlineLearner:
         self.lazy = np.zeros((len(self.weights) if config.l2 > 0 else 1, regularize.SIZE))
         self.poly = self._new_poly(config)
         self.ew = new_experts(config)
+        self._exported = False  # whether weights[:, 0] holds the experts' current θ
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
@@ -149,6 +150,7 @@ class OnlineLearner:
         """
         if self.config.experts:
             saew.export(self.ew, self.weights)
+            self._exported = True
         if self.config.regularized:
             regularize.flush(self.weights, self.lazy, self.state[gd.S_REG:], self.config.l1,
                              self.config.l2 > 0)
@@ -220,12 +222,13 @@ class OnlineLearner:
         self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
+        self._exported = False
         return rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
         self._see_namespaces(batch)
-        if self.config.experts:
+        if self.config.experts and not self._exported:  # test-only prediction reads weights
             self.sync()
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
@@ -255,6 +258,7 @@ class OnlineLearner:
                 self.sync()
             features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
             row = np.empty((1, gd.ROW_COLS))
+            self._exported = False
             if self._kernel(batch.example(e), preds[e:e + 1], row, self.params, self.state,
                             self.stats):
                 rows.append(row)

@@ -14,7 +14,7 @@ import struct
 import numpy as np
 
 import olearn
-from olearn.config import MODEL_OPTIONS, Config
+from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
@@ -44,7 +44,7 @@ EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "e
 
 def _expert_arrays(ew: tuple) -> dict:
     """The --eg/--boa/--saew state of the active coordinates (and BOA's ghost corner)."""
-    slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
+    _, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
     n = int(shared[ew_layout.SH_ACTIVE])
     if corners.shape[2] > 1:
         corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
@@ -173,7 +173,7 @@ def load(path: str) -> Model:
         arrays[name] = np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
     from olearn.optim import gd
     poly = POLY_ARRAYS if header["options"].get("stage_poly") else set()
-    experts = set(EXPERT_ARRAYS) if any(header["options"].get(n) for n in ("eg", "boa", "saew")) \
+    experts = set(EXPERT_ARRAYS) if any(header["options"].get(n) for n in EXPERT_LEARNERS) \
         else set()
     if (set(arrays) != {"index", "rows", "state"} | poly | experts
             or arrays["state"].shape != (gd.STATE_SIZE,)

@@ -27,7 +27,8 @@ def _kept_options(config: Config) -> str:
 def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
           names: dict[int, str] | None = None, predict_only: bool = False) -> None:
     """Write the text model: a header, then ``index:w G N`` per nonzero weight (``index:w`` with
-    --predict_only_model, plain SGD or the experts' θ), each prefixed by the feature's name with --invert_hash."""
+    --predict_only_model, plain SGD or the experts' θ), each prefixed by the feature's name with
+    --invert_hash."""
     nonzero = np.flatnonzero(weights[:, 0])
     stateful = ((config.update_rule[0] or config.update_rule[1]) and not predict_only
                 and not config.experts)

@@ -164,7 +164,7 @@ class Throughput:
         return self.corners_per_example * self.examples / statistics.median(self.seconds[name])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Results:
     """Everything one benchmark run measured."""
 
@@ -183,7 +183,7 @@ class Results:
     quadratic: Comparison
     stage_poly: Comparison
     cache: Comparison
-    experts: "Throughput"
+    experts: Throughput
     seconds: float
     sources_changed: bool
     load_at_end: str

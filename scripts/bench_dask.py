@@ -287,11 +287,14 @@ def main() -> None:
     parser.add_argument("--features", type=int, default=317)
     parser.add_argument("--vocabulary", type=int, default=2000)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--passes", type=int, default=4)
+    parser.add_argument("--passes", type=int, default=4,
+                        help="passes per timed run, at least 2 (a pass's time is a difference)")
     parser.add_argument("--bits", type=int, default=18)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
+    if args.passes < 2:
+        parser.error("--passes must be at least 2")
     data = str(ROOT / "data" / f"dask_bench_{args.examples}x{args.features}.vw")
     if not os.path.exists(data):
         generate(data, args.examples, args.features, args.vocabulary, seed=1)

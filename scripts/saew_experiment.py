@@ -87,6 +87,7 @@ class Setting:
     radius: float
     runs: int
     methods: dict[str, dict] = field(default_factory=dict)
+    cps: np.ndarray | None = None  # the checkpoints t at which errors are recorded
 
     def base(self) -> dict:
         if self.quantile:
@@ -295,6 +296,8 @@ class Record:
     cli_final: list = field(default_factory=list)     # ln error at T from --invert_hash
     cumrisk: list = field(default_factory=list)       # arrays over t (CLI -p)
     api_cli_diff: list = field(default_factory=list)  # max |theta_api - theta_cli|
+    api_theta_T: list = field(default_factory=list)   # theta at T per run (API)
+    cli_seconds: list = field(default_factory=list)   # wall time per CLI run
     seconds: float = 0.0
 
 
@@ -316,7 +319,7 @@ def run_sweep(runner: Runner, s: Setting, runs: int, deadline: float | None,
             rec = records[s.name].setdefault(name, Record())
             rec.seconds += time.perf_counter() - start
             rec.curves.append(ln_err(est, truth))
-            rec.__dict__.setdefault("api_theta_T", []).append(est[-1])
+            rec.api_theta_T.append(est[-1])
         done += 1
         best = min(((float(np.median([c[-1] for c in rec.curves])), n)
                     for n, rec in records[s.name].items()))
@@ -345,10 +348,9 @@ def run_cli(runner: Runner, s: Setting, runs: int, records: dict, methods: dict[
             rec = records[s.name].setdefault(name, Record())
             rec.cli_final.append(float(ln_err(est, truth)))
             rec.cumrisk.append(np.cumsum((preds - signal) ** 2))
-            rec.__dict__.setdefault("cli_seconds", []).append(wall)
-            api = rec.__dict__.get("api_theta_T")
-            if api is not None and r < len(api):
-                rec.api_cli_diff.append(float(np.max(np.abs(api[r] - est))))
+            rec.cli_seconds.append(wall)
+            if r < len(rec.api_theta_T):
+                rec.api_cli_diff.append(float(np.max(np.abs(rec.api_theta_T[r] - est))))
         progress(f"{s.name} CLI run {r + 1}/{runs} done")
 
 
@@ -448,7 +450,7 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         data = []
         for n in names:
             rec = records[sname][n]
-            data.append(rec.cli_final if rec.cli_final else [c[-1] for c in rec.curves])
+            data.append(final_values(rec)[0])
         ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
         if sname == "square":
             ax.axhline(LASSO_REF, color="green", linestyle="--", label="batch Lasso+CV (paper) -8.8")
@@ -506,12 +508,9 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
                 label="slope -1")
         ax.plot(xs, y0 + 0.5 + (-0.5) * (xs - x0), color="gray", linewidth=0.8, linestyle=":",
                 label="slope -1/2")
-        ax.set_xlabel("ln t")
-        ax.set_ylabel("mean over runs of ln ||theta_hat_t - theta*||^2")
         n_runs = len(records["long"]["boa"].curves)
-        ax.set_title(f"long horizon: d = {s.d}, T = {s.T}, square loss, {n_runs} runs", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        label_axes(ax, "ln t", "mean over runs of ln ||theta_hat_t - theta*||^2",
+                   f"long horizon: d = {s.d}, T = {s.T}, square loss, {n_runs} runs")
         paths.append(save_figure(fig, out / "fig5_long_curves.png"))
 
         fig, ax = plt.subplots(figsize=(7.5, 5))
@@ -613,7 +612,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         runner.indices(500)
         runner.indices(100)
-        warm = [ln for ln in vw_lines(*make_data(50, 50, 0)[:2])]
+        warm = vw_lines(*make_data(50, 50, 0)[:2])
         for s in settings.values():
             for opts in list(s.methods.values())[:1] + [{"eg": True}, {"boa": True},
                                                          {"saew": True, "saew_sub": "eg"},
@@ -673,19 +672,16 @@ def main(argv=None) -> int:
                 headline[sname].insert(-1, best_saew)
             caches[sname].clear()
 
+    timing["total"] = time.perf_counter() - wall0
     state = (settings, records, headline, rec_name, default_rows, scored_best, sgd_best, timing,
-             digest, snapshot, wall0)
+             digest, snapshot)
     with open(PICKLE, "wb") as f:
         pickle.dump(state, f)
     return report(args, argv, *state)
 
 
 def report(args, argv, settings, records, headline, rec_name, default_rows, scored_best,
-           sgd_best, timing, digest, snapshot, wall0) -> int:
-    long_methods = []
-    if "long" in settings:
-        long_methods = ["boa"] + [n for n in records["long"] if n.startswith("saew")]
-
+           sgd_best, timing, digest, snapshot) -> int:
     out = args.out
     c_grid = sorted({float(n.split("-C")[1].split("-")[0]) for n in records["square"]
                      if n.startswith("saew-C") and n.count("-") == 2}, reverse=True)
@@ -697,11 +693,8 @@ def report(args, argv, settings, records, headline, rec_name, default_rows, scor
                       "saew-C0.5-average", "saew-C0.5-last", rec_name,
                       f"{rec_name}-outaverage", "saew-C2-last-outaverage",
                       "saew-C0.5-last-outsparse"] if "long" in settings else [])
-    if "total" not in timing:
-        timing["total"] = time.perf_counter() - wall0
-    text, results = summary(args, argv, settings, records, headline, rec_name, default_rows,
-                            scored_best, sgd_best, timing, plots, digest, snapshot, long_methods,
-                            sessions)
+    text, results = summary(args, argv, settings, records, rec_name, default_rows, scored_best,
+                            sgd_best, timing, plots, digest, snapshot, sessions)
     (out / "summary.md").write_text(text)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     print(text)
@@ -714,8 +707,8 @@ def final_values(rec: Record) -> tuple[list, str]:
     return [c[-1] for c in rec.curves], "API"
 
 
-def summary(args, argv, settings, records, headline, rec_name, default_rows, scored_best,
-            sgd_best, timing, plots, digest, snapshot, long_methods, sessions):
+def summary(args, argv, settings, records, rec_name, default_rows, scored_best, sgd_best,
+            timing, plots, digest, snapshot, sessions):
     L = []
     results = {"settings": {}, "recommended": rec_name, "timing_s": timing}
     cmd = shlex.join(["python", "scripts/saew_experiment.py",
@@ -776,7 +769,7 @@ def summary(args, argv, settings, records, headline, rec_name, default_rows, sco
             st["final_ln_err"] = [float(v) for v in vals]
             if recs[n].cumrisk:
                 st["cumrisk_T_median"] = float(np.median([c[-1] for c in recs[n].cumrisk]))
-            if recs[n].cli_seconds if hasattr(recs[n], "cli_seconds") else False:
+            if recs[n].cli_seconds:
                 st["cli_seconds_median"] = float(np.median(recs[n].cli_seconds))
             st["api_seconds_per_run"] = recs[n].seconds / max(len(recs[n].curves), 1)
             rows[n] = st

@@ -5,9 +5,10 @@ import pytest
 from olearn.config import Config
 from olearn.learner import OnlineLearner
 
-from conftest import olearn_cmd, run_cmd
+from conftest import run_olearn
 from examples import kernel_predictions
 from reference import experts_predictions
+from test_model import _error_line
 
 
 def _sparse_regression(seed=5, n=400, features=30, d0=4):
@@ -82,10 +83,6 @@ def test_calibration_matches_dense_reference(sub):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def _olearn(*args):
-    return run_cmd(olearn_cmd(*args, "--quiet"))
-
-
 @pytest.fixture
 def halves(tmp_path):
     rng = np.random.default_rng(11)
@@ -112,9 +109,9 @@ LEARNERS = [("--boa",), ("--eg", "--radius", "2"), ("--saew", "--saew_C", "0.05"
 def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves, learner):
     first, second, whole = halves
     model = tmp_path / "m.olearn"
-    assert _olearn("-d", whole, "-p", tmp_path / "all.p", *learner)[0] == 0
-    assert _olearn("-d", first, "-f", model, "-p", tmp_path / "a.p", *learner)[0] == 0
-    assert _olearn("-d", second, "-i", model, "-p", tmp_path / "b.p")[0] == 0
+    assert run_olearn("--quiet", "-d", whole, "-p", tmp_path / "all.p", *learner)[0] == 0
+    assert run_olearn("--quiet", "-d", first, "-f", model, "-p", tmp_path / "a.p", *learner)[0] == 0
+    assert run_olearn("--quiet", "-d", second, "-i", model, "-p", tmp_path / "b.p")[0] == 0
     joined = np.concatenate([np.loadtxt(tmp_path / "a.p"), np.loadtxt(tmp_path / "b.p")])
     np.testing.assert_allclose(joined, np.loadtxt(tmp_path / "all.p"), rtol=1e-4, atol=1e-5)
 
@@ -127,7 +124,8 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     learner.fit(str(whole))
     learner.save(tmp_path / "m.olearn")
     assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 2
-    code, _, _ = _olearn("-t", "-i", tmp_path / "m.olearn", "-d", second, "-p", tmp_path / "t.p")
+    code, _, _ = run_olearn("--quiet", "-t", "-i", tmp_path / "m.olearn", "-d", second,
+                            "-p", tmp_path / "t.p")
     assert code == 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "t.p"), learner.predict(str(second)),
                                rtol=1e-5, atol=1e-6)
@@ -140,15 +138,14 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     (("--saew", "--radius", "0"), "--radius must be > 0, got 0.0"),
 ])
 def test_conflicting_options_are_one_line_errors(halves, args, message):
-    code, _, err = _olearn("-d", halves[2], *args)
-    lines = err.strip().splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith(f"olearn: error: {message}")
+    assert _error_line(run_olearn("--quiet", "-d", halves[2], *args)).startswith(
+        f"olearn: error: {message}")
 
 
 def test_invert_hash_names_theta_with_quantile_loss_and_passes(tmp_path, halves):
-    code, _, err = run_cmd(olearn_cmd("-d", halves[2], "--saew", "--loss_function", "quantile",
-                                      "--quantile_tau", "0.8", "-c", "--passes", "3",
-                                      "--invert_hash", tmp_path / "theta.txt"))
+    code, _, err = run_olearn("-d", halves[2], "--saew", "--loss_function", "quantile",
+                              "--quantile_tau", "0.8", "-c", "--passes", "3",
+                              "--invert_hash", tmp_path / "theta.txt")
     assert code == 0, err
     assert "passes used = 3" in err and " h\n" in err
     entries = [line for line in (tmp_path / "theta.txt").read_text().splitlines()
@@ -157,8 +154,8 @@ def test_invert_hash_names_theta_with_quantile_loss_and_passes(tmp_path, halves)
 
 
 def test_boa_stays_in_its_l1_ball(tmp_path, halves):
-    assert _olearn("-d", halves[2], "--boa", "--radius", "0.5",
-                   "--readable_model", tmp_path / "r.txt")[0] == 0
+    assert run_olearn("--quiet", "-d", halves[2], "--boa", "--radius", "0.5",
+                      "--readable_model", tmp_path / "r.txt")[0] == 0
     lines = (tmp_path / "r.txt").read_text().splitlines()
     weights = [float(line.split(":")[1]) for line in lines[lines.index(":1") + 7:]]
     assert len(weights) == 7 and 0.2 < sum(abs(w) for w in weights) <= 0.5 + 1e-6
@@ -166,19 +163,18 @@ def test_boa_stays_in_its_l1_ball(tmp_path, halves):
 
 def test_model_refuses_a_different_calibration_grid(tmp_path, halves):
     model = tmp_path / "m.olearn"
-    assert _olearn("-d", halves[0], "--saew_calibrate", "-f", model)[0] == 0
-    code, _, err = _olearn("-d", halves[1], "-i", model, "--saew_grid_d0", "2")
-    assert code == 1 and "does not fit these options" in err and len(err.strip().splitlines()) == 1
+    assert run_olearn("--quiet", "-d", halves[0], "--saew_calibrate", "-f", model)[0] == 0
+    assert "does not fit these options" in _error_line(
+        run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_grid_d0", "2"))
 
 
 def test_state_too_large_for_the_address_space_is_a_clear_error(halves):
-    code, _, err = _olearn("-d", halves[2], "--saew_calibrate", "-b", "22")
-    lines = err.strip().splitlines()
-    assert code == 1 and len(lines) == 1 and "use a smaller -b or calibration grid" in lines[0]
+    assert "use a smaller -b or calibration grid" in _error_line(
+        run_olearn("--quiet", "-d", halves[2], "--saew_calibrate", "-b", "22"))
 
 
 def test_audit_shows_the_theta_each_example_is_predicted_with(halves):
-    code, out, err = _olearn("-d", halves[0], "--boa", "--audit")
+    code, out, err = run_olearn("--quiet", "-d", halves[0], "--boa", "--audit")
     assert code == 0, err
     lines = out.splitlines()
     first, later = lines[1], lines[-1]  # feature lines follow each prediction line

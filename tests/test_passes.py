@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,24 +130,32 @@ def test_cache_from_stdin_needs_a_name(data, tmp_path):
     assert _table_and_summary(second[2]) == _table_and_summary(first[2])
 
 
-def test_cache_arrays_are_mapped_in_place_aligned_writable_and_never_written_back(data):
-    from olearn.hashing import namespace_hash
+def _cached_batches(data) -> tuple[str, list]:
+    """Run olearn -c on ``data``; the cache's path and its batches as read back."""
     from olearn.io import cache
-    from olearn.io.parse import FORMAT_VW, parse
     assert run_olearn("-d", data, "-c", "--quiet")[0] == 0
     path = f"{data}.cache"
-    before = open(path, "rb").read()
-    text = np.frombuffer(data.read_bytes(), dtype=np.uint8)
-    parsed = parse(text, text.tobytes().count(b"\n"), FORMAT_VW, (1 << 18) - 1, 0, False, True,
-                   False, namespace_hash(b" ", 0, False))
-    batches = list(cache.read(path, (1 << 18) - 1))
+    return path, list(cache.read(path, (1 << 18) - 1))
+
+
+def test_cache_arrays_are_the_parsed_ones_mapped_in_place_aligned_and_writable(data):
+    from olearn.io.parse import FORMAT_VW
+    from test_parser_properties import _parse
+    _, batches = _cached_batches(data)
+    parsed = _parse(data.read_bytes(), FORMAT_VW)
     assert sum(len(b) for b in batches) == len(parsed)
+    assert np.array_equal(np.concatenate([b.index for b in batches]), parsed.index)
     for batch in batches:
         for array in (batch.numbers, batch.index, batch.value, batch.namespace, batch.text):
-            assert array.flags.aligned and array.flags.writeable
-        batch.value[:] = 0.0  # copy-on-write: the file must not change
-    assert np.array_equal(np.concatenate([b.index for b in batches]), parsed.index)
-    assert open(path, "rb").read() == before
+            assert array.flags.aligned and array.flags.writeable and not array.flags.owndata
+
+
+def test_writing_cached_arrays_never_changes_the_cache_file(data):
+    path, batches = _cached_batches(data)
+    before = Path(path).read_bytes()
+    for batch in batches:
+        batch.value[:] = 0.0
+    assert Path(path).read_bytes() == before
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])

@@ -169,11 +169,11 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
             n, nf, nt, source, first_line, pass_line, n_lines, checksum = _RECORD.unpack(head)
             fields = _fields(n, nf, nt)
             sizes = [_padded(dtype.itemsize * int(np.prod(shape))) for _, dtype, shape in fields]
-            start = stream.tell()
-            if start + sum(sizes) > size:
+            start, length = stream.tell(), sum(sizes)
+            if start + length > size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
-            buf = _mapped(stream, start, sum(sizes))
-            stream.seek(start + sum(sizes))
+            buf = _mapped(stream, start, length)
+            stream.seek(start + length)
             if _checksum(buf) != checksum or source >= len(names):
                 raise OlearnError("corrupted cache file (rebuild it with -k)", path)
             arrays, at = {}, 0

@@ -9,7 +9,7 @@ gradient trick the regret of expert j is ``r_j = l'(ŷ) (ŷ - f_j)``; the weight
     pi_j ∝ eta_j exp(eta_j R_j)                 (uniform prior: the form that matches the theory)
 
 The same per-expert step serves the 2d corners of an l1 ball (saew.py) and the calibration's
-aggregation of SAEW instances; both call :func:`expert_step` inside their own loop.
+aggregation of SAEW instances: :func:`step`, on values, inside each one's own loop.
 """
 from __future__ import annotations
 
@@ -67,13 +67,13 @@ def step(v, b, rr, r, log_n):
 
 @njit(cache=True, nogil=True, inline="always")
 def expert_step(experts, j, r, log_n):
-    """Feed regret ``r`` to expert ``j``; returns (eta R, eta): its weight is
-    eta exp(eta R), the caller stores it in the W row relative to its offset."""
+    """Feed regret ``r`` to expert ``j``; returns its log-weight eta R (its weight
+    eta exp(eta R) is stored by :func:`weigh`, relative to the caller's offset)."""
     v, b, rr, eta = step(experts[V, j], experts[B2, j], experts[R, j], r, log_n)
     experts[V, j] = v
     experts[B2, j] = b
     experts[R, j] = rr
-    return eta * rr, eta
+    return eta * rr
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -92,7 +92,7 @@ def aggregate_step(experts, regrets, n):
     log_n = np.log(max(n, 2))
     top = -np.inf
     for j in range(n):
-        top = max(top, expert_step(experts, j, regrets[j], log_n)[0])
+        top = max(top, expert_step(experts, j, regrets[j], log_n))
     total = 0.0
     for j in range(n):
         total += weigh(experts, j, log_n, top)

@@ -147,7 +147,7 @@ def _truncate(values, out, n, d0):
 @njit(cache=True, nogil=True)
 def _estimate(corners, coord, es, eg_sub, n, kind, out):
     """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2)."""
-    if eg_sub:
+    if eg_sub and kind != 0:  # the iterate does not read the lazy session sums
         eg.settle_all(coord, es, n)
     steps = es[L.E_N]
     for s in range(n):
