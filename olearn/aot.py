@@ -32,8 +32,7 @@ ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_b
                 ("olearn.predictions", "format_predictions"),
                 ("olearn.optim.regularize", "flush"),
                 ("olearn.optim.saew", "export"),
-                ("olearn.features.interactions", "expand"),
-                ("olearn.features.interactions", "expanded_size"),
+                ("olearn.features.interactions", "expand_example"),
                 ("olearn.features.interactions", "unseen_features"))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from olearn.batch import ExampleBatch
-from olearn.features.interactions import expand, expanded_size, unseen_features
+from olearn.features.interactions import expand_example, unseen_features
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 
 
@@ -56,15 +56,10 @@ class NameCollector:
 def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config
                       ) -> list[tuple[str, int, float]]:
     """(name, index, value) of example ``e``'s features after interactions (``a^x*b^y``)."""
-    lo, hi = int(batch.offsets[e]), int(batch.offsets[e + 1])
-    ranges = np.zeros((256, 2), dtype=np.int64)
-    need = expanded_size(batch.namespace, lo, hi, terms, ranges)
-    idx = np.empty(need, dtype=np.uint32)
-    val = np.empty(need, dtype=np.float32)
-    src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
-    n = expand(batch.index, batch.value, lo, hi, terms, ranges, config.mask,
-               config.permutations, idx, val, src)
-    return [(_joined_name(batch, src[i]), int(idx[i]), float(val[i])) for i in range(n)]
+    idx, val, src = expand_example(batch.index, batch.value, batch.namespace,
+                                   int(batch.offsets[e]), int(batch.offsets[e + 1]), terms,
+                                   config.mask, config.permutations)
+    return [(_joined_name(batch, src[i]), int(idx[i]), float(val[i])) for i in range(len(idx))]
 
 
 def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,

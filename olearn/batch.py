@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass
@@ -47,3 +48,22 @@ class ExampleBatch:
             self, numbers=self.numbers[e:e + 1], tags=self.tags[e:e + 1], lines=self.lines[e:e + 1],
             offsets=self.offsets[e:e + 2] - lo, index=self.index[lo:hi], value=self.value[lo:hi],
             namespace=self.namespace[lo:hi])
+
+
+@njit(cache=True, nogil=True)
+def valid_batch(offsets, index, value, namespace, max_index):
+    """Whether CSR arrays hold examples the kernels can read: ``offsets`` non-decreasing from
+    >= 0 to at most the feature arrays' length, and every feature index at most ``max_index``.
+    O(examples + features), branch-free over the indices (it vectorizes)."""
+    if offsets.shape[0] == 0 or offsets[0] < 0:
+        return False
+    for e in range(offsets.shape[0] - 1):
+        if offsets[e + 1] < offsets[e]:
+            return False
+    end = offsets[offsets.shape[0] - 1]
+    if end > index.shape[0] or end > value.shape[0] or end > namespace.shape[0]:
+        return False
+    top = np.uint64(0)
+    for k in range(offsets[0], end):
+        top = max(top, np.uint64(index[k]))
+    return top <= np.uint64(max_index)

@@ -38,8 +38,9 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, 1] = t0
-        # per-coordinate snapshots of a lazy L2 (L1 alone keeps its own in weights[:, 3])
-        self.lazy = np.zeros((len(self.weights) if config.l2 > 0 else 1, regularize.SIZE))
+        # per-coordinate snapshots of the lazy --l1/--l2 (optim/regularize.py)
+        self.lazy = np.zeros((len(self.weights) if config.regularized else 1,
+                              regularize.snapshot_columns(config.l2 > 0)))
         self.poly = self._new_poly(config)
         self.ew = new_experts(config)
         self._exported = False  # whether weights[:, 0] holds the experts' current θ
@@ -156,8 +157,12 @@ class OnlineLearner:
                              self.config.l2 > 0)
 
     def save(self, path: str) -> None:
-        """Write the model file (olearn/model.py) of the state as it is now."""
+        """Write the model file (olearn/model.py) of the state as it is now; a state that is
+        not finite (inputs of too large a magnitude) is refused rather than saved."""
         self.sync()
+        if not (np.isfinite(self.weights[:, :3]).all() and np.isfinite(self.state).all()):
+            raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
+                              "too large?); not saved", path)
         model.save(path, self.config, self.weights, self.state, self.poly, self.ew)
 
     def new_stats(self) -> np.ndarray:
@@ -270,5 +275,5 @@ class OnlineLearner:
 def check_strict(batch: ExampleBatch) -> None:
     """--strict_parse: the first parse warning stops the run."""
     if batch.n_warnings:
-        line, text = warning_text(batch, 0)
+        line, text = warning_text(batch, 0, fatal=True)
         raise OlearnError(text + " (--strict_parse)", batch.source, line)

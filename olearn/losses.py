@@ -94,7 +94,8 @@ def invariant_update(code: int, tau: float, p: float, y: float, s: float, q: flo
     if code == HINGE:
         if y * p >= 1.0:
             return 0.0
-        return y * min(s, (1.0 - y * p) / q)
+        margin = 1.0 - y * p  # reached after a step of margin / q (never, when q is 0)
+        return y * (margin / q if margin < s * q else s)
     e = y - p
     if e > 0:
         return tau * s if tau * s * q < e else e / q

@@ -50,11 +50,17 @@ def format_number(out, o, x):
 
 @njit(cache=True, nogil=True)
 def format_predictions(preds, tags, text):
-    """One line per prediction: the number, then `` tag`` when the example has one."""
+    """One line per prediction: the number, then `` tag`` when the example has one (a span
+    ``text[tags[e, 0]:tags[e, 1]]``; -1 or an empty span: none). Raises ValueError for tags that
+    do not fit ``preds`` or ``text``."""
+    if tags.shape[0] < preds.shape[0] or tags.shape[1] < 2:
+        raise ValueError("format_predictions: fewer tags than predictions")
     size = 0
     for e in range(preds.shape[0]):
         size += 32
         if tags[e, 1] > tags[e, 0]:
+            if tags[e, 0] < 0 or tags[e, 1] > text.shape[0]:
+                raise ValueError("format_predictions: a tag outside the text")
             size += 1 + tags[e, 1] - tags[e, 0]
     out = np.empty(size, dtype=np.uint8)
     o = 0

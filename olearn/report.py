@@ -15,14 +15,22 @@ from olearn.optim import gd
 TABLE_HEADER = ("average  since         example        example        current        current  current\n"
                 "loss     last          counter         weight          label        predict features\n")
 
+# Each parse warning: what is wrong, and what olearn does about it (left out when
+# --strict_parse makes the warning fatal).
 _WARNING_TEXT = {
-    layout.W_NOT_FLOAT: "'{token}' is not a good float, replacing with 0",
-    layout.W_TOO_MANY: "{count} is too many tokens for a simple label: '{token}'; example left unlabeled",
-    layout.W_MALFORMED: "malformed example! '|', space, or EOL expected after: \"{token}\"; rest of line skipped",
-    layout.W_NAN_VALUE: "invalid feature value \"{token}\" read as NaN; feature skipped",
-    layout.W_NAN_SCALE: "invalid namespace scale \"{token}\" read as NaN; replacing with 1",
-    layout.W_BAD_IMPORTANCE: "example has an invalid importance weight ({token}); example not learned",
-    layout.W_SVM_TOKEN: "'{token}' is not an svmlight feature (name:value); token skipped",
+    layout.W_NOT_FLOAT: ("'{token}' is not a good float", "replacing with 0"),
+    layout.W_TOO_MANY: ("{count} is too many tokens for a simple label: '{token}'",
+                        "example left unlabeled"),
+    layout.W_MALFORMED: ("malformed example! '|', space, or EOL expected after: \"{token}\"",
+                         "rest of line skipped"),
+    layout.W_BAD_VALUE: ("invalid feature value \"{token}\" (not a finite number)",
+                         "feature skipped"),
+    layout.W_BAD_SCALE: ("invalid namespace scale \"{token}\" (not a finite number)",
+                         "replacing with 1"),
+    layout.W_BAD_IMPORTANCE: ("example has an invalid importance weight ({token})",
+                              "example not learned"),
+    layout.W_SVM_TOKEN: ("'{token}' is not an svmlight feature (name:value)", "token skipped"),
+    layout.W_BAD_LABEL: ("label '{token}' is not a finite number", "example left unlabeled"),
 }
 
 
@@ -46,12 +54,14 @@ def format_row(row: np.ndarray) -> str:
             f"{_cut(str(int(nfeat)), 8, False)}" + (" h" if holdout else ""))
 
 
-def warning_text(batch: ExampleBatch, row: int) -> tuple[int, str]:
-    """The 1-based line and the message of a batch's ``row``-th parse warning."""
+def warning_text(batch: ExampleBatch, row: int, fatal: bool = False) -> tuple[int, str]:
+    """The 1-based line and the message of a batch's ``row``-th parse warning; a ``fatal`` one
+    (--strict_parse) does not say how the run would have carried on."""
     line, code, start, end = batch.warnings[row]
     token = bytes(batch.text[start:end]).decode("utf-8", "replace")
-    text = _WARNING_TEXT[int(code)].format(token=token, count=len(token.split()))
-    return batch.first_line + int(line) + 1, text
+    problem, consequence = _WARNING_TEXT[int(code)]
+    text = problem if fatal else f"{problem}; {consequence}"
+    return batch.first_line + int(line) + 1, text.format(token=token, count=len(token.split()))
 
 
 def warning_lines(batch: ExampleBatch) -> list[str]:

@@ -6,6 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property-based tests draw the same examples in every run (no random seed, no example database).
+settings.register_profile("olearn", derandomize=True, deadline=None, database=None)
+settings.load_profile("olearn")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

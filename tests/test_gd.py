@@ -3,7 +3,9 @@ import numpy as np
 import pytest
 
 from olearn.config import Config
+from olearn.hashing import CONSTANT_HASH
 from olearn.learner import OnlineLearner
+from olearn.optim import gd, regularize
 
 from examples import kernel_predictions, random_examples
 from reference import gd_predictions
@@ -60,7 +62,38 @@ def test_sync_brings_every_weight_up_to_date():
     dense = np.zeros(1 << 8)
     dense[list(want)] = list(want.values())
     np.testing.assert_allclose(learner.weights[:, 0], dense, rtol=1e-3, atol=1e-5)
-    assert (learner.lazy == 0).all() and (learner.state[-2:] == 0).all()
+    assert (learner.lazy == 0).all() and (learner.state[gd.S_REG:] == 0).all()
+
+
+def _steady_l1_learner(sum_so_far: float, steps_so_far: float) -> OnlineLearner:
+    """``1 |a a`` learned 20000 times (sgd, power_t 0, -l 0.05, --l1 0.01) after a stream whose
+    L1 accumulators reached ``sum_so_far`` over ``steps_so_far`` steps, every weight at 0."""
+    config = Config(bit_precision=4, sgd=True, power_t=0.0, learning_rate=0.05, l1=0.01)
+    learner = OnlineLearner(config)
+    learner.state[gd.S_REG + regularize.SUM] = sum_so_far
+    learner.state[gd.S_REG + regularize.STEPS] = steps_so_far
+    learner.lazy[:, regularize.SNAP_SUM] = sum_so_far
+    kernel_predictions([(1.0, 1.0, [(3, 1.0), (CONSTANT_HASH & 15, 1.0)])] * 20000, config,
+                       learner)
+    return learner
+
+
+def test_l1_alone_stays_exact_on_long_streams():
+    # w = 0.8 w + 0.1 - 0.05 * 0.01 at the fixed point: 0.4975 (each of the two weights). The
+    # accumulators start as after 6e7 examples of step 0.05; float32 snapshots of a sum that
+    # large lost the steps (0.497762 after 3e7 examples).
+    learner = _steady_l1_learner(3e6, 6e7)
+    learner.sync()
+    assert learner.weights[3, 0] == pytest.approx(0.4975, abs=1e-6)
+
+
+def test_l1_accumulators_restart_before_they_lose_precision():
+    learner = _steady_l1_learner(3e6, regularize.STEPS_LIMIT - 10)
+    # restarted after 10 steps, then 19990 more since
+    assert learner.state[gd.S_REG + regularize.STEPS] == 19990
+    assert learner.state[gd.S_REG + regularize.SUM] == pytest.approx(19990 * 0.05)
+    learner.sync()
+    assert learner.weights[3, 0] == pytest.approx(0.4975, abs=1e-6)
 
 
 def test_unlabeled_and_zero_importance_examples_are_not_learned():

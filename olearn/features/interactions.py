@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
+from olearn.batch import valid_batch
 from olearn.errors import OlearnError
 
 FNV = 16777619
@@ -109,9 +110,24 @@ def encode(terms: list[str]) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def valid_terms(terms):
+    """Whether a term table is one :func:`encode` could have made: each row's length between 1
+    and the table's width - 1, its namespaces bytes. The expansion kernels index with these."""
+    for t in range(terms.shape[0]):
+        length = terms[t, 0]
+        if length < 1 or length >= terms.shape[1]:
+            return False
+        for i in range(length):
+            if terms[t, 1 + i] < 0 or terms[t, 1 + i] > 255:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def expanded_size(namespace, lo, hi, terms, ranges):
     """Upper bound on the features of one example after expansion; fills ``ranges[ns]`` with
-    the (start, end) of each namespace's contiguous run of features (absent: start = end)."""
+    the (start, end) of each namespace's contiguous run of features (absent: start = end).
+    Trusts its arguments: callers check ``terms`` (:func:`valid_terms`) and ``lo``/``hi``."""
     for t in range(terms.shape[0]):
         for i in range(terms[t, 0]):
             ranges[terms[t, 1 + i], 0] = 0
@@ -135,8 +151,9 @@ def expanded_size(namespace, lo, hi, terms, ranges):
 def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src):
     """Linear features, then every interaction of every term, into ``out_*``; returns the count.
 
-    ``ranges`` comes from :func:`expanded_size`. With ``out_src`` non-empty, row n holds the
-    batch positions of feature n's components (for --audit).
+    ``ranges`` comes from :func:`expanded_size`, and ``out_*`` hold at least as many rows as it
+    returned (trusted, as there). With ``out_src`` non-empty, row n holds the batch positions of
+    feature n's components (for --audit).
     """
     n = 0
     track = out_src.shape[0] > 0
@@ -190,9 +207,33 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
 
 
 @njit(cache=True, nogil=True)
+def expand_example(index, value, namespace, lo, hi, terms, mask, permutations):
+    """Example features ``lo:hi`` of a batch after interactions, with each one's components
+    (rows of -1-padded batch positions): (indices, values, components), sized here. Checks its
+    arguments (raises ValueError), so that any call stays inside its arrays."""
+    if not (0 <= lo <= hi <= index.shape[0] and value.shape[0] >= hi
+            and namespace.shape[0] >= hi):
+        raise ValueError("expand_example: features lo:hi outside the batch's arrays")
+    if not valid_terms(terms):
+        raise ValueError("expand_example: malformed interaction terms")
+    ranges = np.zeros((256, 2), dtype=np.int64)
+    need = expanded_size(namespace, lo, hi, terms, ranges)
+    idx = np.empty(need, dtype=np.uint32)
+    val = np.empty(need, dtype=np.float32)
+    src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
+    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, idx, val, src)
+    return idx[:n], val[:n], src[:n]
+
+
+@njit(cache=True, nogil=True)
 def unseen_features(offsets, index, value, namespace, terms, mask, permutations, seen):
     """Features of a batch (interactions included) whose index ``seen`` does not mark yet:
-    their indices and component positions (rows of -1-padded batch positions). Marks them."""
+    their indices and component positions (rows of -1-padded batch positions). Marks them.
+    Checks its arguments (raises ValueError), so that any call stays inside its arrays."""
+    if not valid_batch(offsets, index, value, namespace, seen.shape[0] - 1):
+        raise ValueError("unseen_features: malformed batch (offsets, lengths or indices)")
+    if not valid_terms(terms) or mask >= seen.shape[0]:
+        raise ValueError("unseen_features: malformed terms, or a mask beyond the seen table")
     ranges = np.zeros((256, 2), dtype=np.int64)
     width = max(terms.shape[1], 1)
     x_idx = np.empty(0, dtype=np.uint32)

@@ -34,6 +34,16 @@ COUNTERS_SIZE = 5
 HEURISTICS = {"weight": 0, "ssm": 1}
 
 
+@njit(cache=True, nogil=True)
+def fits(poly, size, heuristic):
+    """Whether the state arrays ``poly`` (min_depth, flags, SSM sums, counters, origins) are what
+    the walk and the stages index for a table of ``size`` weights."""
+    min_depth, flags, ssm, counters, origin = poly
+    return (min_depth.shape[0] == size and flags.shape[0] == size
+            and (heuristic != 1 or ssm.shape[0] == size) and ssm.shape[1] >= 2
+            and counters.shape[0] >= COUNTERS_SIZE and origin.shape[1] >= 2)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _child(a, g, constant, mask):
     """The monomial index of input feature ``a`` times monomial ``g`` (VW's hashing)."""
@@ -170,8 +180,10 @@ def add_parents(W, flags, ssm, constant, count, heuristic, normalized):
 def parents_due(counters, exponent, table_size):
     """How many parents the next stage adds: ⌊(average input features)^α⌋, capped."""
     average = np.float32(counters[C_SPARSITY] / counters[C_EXAMPLES]) if counters[C_EXAMPLES] else 0
-    due = int(np.floor(np.float32(average) ** np.float32(exponent)))
-    return min(due, table_size)
+    due = np.floor(np.float32(average) ** np.float32(exponent))
+    if not due >= 0:  # NaN from a damaged state: no parents rather than an undefined count
+        return 0
+    return int(min(due, table_size))
 
 
 @njit(cache=True, nogil=True)

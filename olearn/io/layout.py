@@ -8,10 +8,11 @@ from numba import njit
 W_NOT_FLOAT = 1       # a label token that is not a number (read as 0)
 W_TOO_MANY = 2        # more than 3 label tokens (example left unlabeled)
 W_MALFORMED = 3       # a malformed feature or namespace (rest of the line dropped)
-W_NAN_VALUE = 4       # a NaN feature value (feature dropped)
-W_NAN_SCALE = 5       # a NaN namespace scale (scale 1)
-W_BAD_IMPORTANCE = 6  # negative or NaN importance (example not learned)
+W_BAD_VALUE = 4       # a NaN or infinite feature value (feature dropped)
+W_BAD_SCALE = 5       # a NaN or infinite namespace scale (scale 1)
+W_BAD_IMPORTANCE = 6  # negative, NaN or infinite importance (example not learned)
 W_SVM_TOKEN = 7       # an svmlight token that is not name:value (token skipped)
+W_BAD_LABEL = 8       # a NaN or infinite label (example left unlabeled)
 
 AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
 
@@ -30,6 +31,23 @@ def add_warning(warns: np.ndarray, nw: int, line: int, code: int, start: int, en
         warns[nw, 2] = start
         warns[nw, 3] = end
     return nw + 1
+
+
+@njit(cache=True, nogil=True)
+def check_label(ex_num, ex, k, warns, nw, line, s, e):
+    """Label (k = 0) or importance (k = 1) token ``buf[s:e]`` just read into ``ex_num[ex, k]``:
+    a NaN or infinite label leaves the example unlabeled; a negative importance is kept (VW adds
+    it to the weight sums) and a NaN or infinite one becomes 0: neither is learned from."""
+    value = ex_num[ex, k]
+    if k == 0:
+        if not np.isfinite(value):
+            ex_num[ex, 0] = np.nan
+            return add_warning(warns, nw, line, W_BAD_LABEL, s, e)
+    elif not (value >= 0 and np.isfinite(value)):
+        if not np.isfinite(value):
+            ex_num[ex, 1] = 0.0
+        return add_warning(warns, nw, line, W_BAD_IMPORTANCE, s, e)
+    return nw
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -25,18 +25,21 @@ def _grow(a, cap):
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns_hash):
-    """Parse ``buf`` (uint8, whole lines) holding ``n_lines`` lines.
+def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit, ns_hash):
+    """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
 
+    ``lines_hint`` only sizes the first buffers: the kernel counts lines itself and grows its
+    outputs from what it finds, so no hint (nor any byte) can make it write past them.
     ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
-    Returns the arrays of an :class:`ExampleBatch`.
+    Returns the arrays of an :class:`ExampleBatch` and the number of lines found.
     """
     n = buf.shape[0]
-    ex_num = np.empty((n_lines + 1, 3), dtype=np.float32)
-    ex_tag = np.full((n_lines + 1, 2), -1, dtype=np.int64)
-    ex_line = np.empty(n_lines + 1, dtype=np.int64)
-    ex_off = np.empty(n_lines + 2, dtype=np.int64)
-    cap = n // 4 + 2 * n_lines + 16
+    ex_cap = min(max(lines_hint, 0), n) + 1
+    ex_num = np.empty((ex_cap, 3), dtype=np.float32)
+    ex_tag = np.empty((ex_cap, 2), dtype=np.int64)
+    ex_line = np.empty(ex_cap, dtype=np.int64)
+    ex_off = np.empty(ex_cap + 1, dtype=np.int64)
+    cap = n // 4 + 2 * ex_cap + 16
     f_idx = np.empty(cap, dtype=np.uint32)
     f_val = np.empty(cap, dtype=np.float32)
     f_ns = np.empty(cap, dtype=np.uint8)
@@ -60,6 +63,8 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
         if e - s >= 3 and at(buf, s) == 0xEF and at(buf, s + 1) == 0xBB and at(buf, s + 2) == 0xBF:
             s += 3
         if e > s:
+            # a line of k bytes holds at most (k + 1) // 2 features (each needs a byte and a
+            # separator), plus the constant
             need = nf + (e - s + 1) // 2 + 2
             if need > f_idx.shape[0]:
                 cap = max(2 * f_idx.shape[0], need)
@@ -68,6 +73,13 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
                 f_ns = _grow(f_ns, cap)
                 if audit:
                     f_audit = _grow(f_audit, cap)
+            if ex + 1 >= ex_num.shape[0]:
+                ex_cap = 2 * ex_num.shape[0]
+                ex_num = _grow(ex_num, ex_cap)
+                ex_tag = _grow(ex_tag, ex_cap)
+                ex_line = _grow(ex_line, ex_cap)
+                ex_off = _grow(ex_off, ex_cap + 1)
+            ex_tag[ex, 0] = ex_tag[ex, 1] = -1
             ex_off[ex] = nf
             ex_line[ex] = line
             if fmt == FORMAT_VW:
@@ -92,16 +104,17 @@ def parse_block(buf, n_lines, fmt, mask, seed, hash_all, add_constant, audit, ns
     # between the parser and the learner.
     return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf].copy(),
             f_val[:nf].copy(), f_ns[:nf].copy(), f_audit[: nf if audit else 0].copy(),
-            warns[: min(nw, warns.shape[0])].copy(), nw)
+            warns[: min(nw, warns.shape[0])].copy(), nw, line)
 
 
-def parse(text: np.ndarray, n_lines: int, fmt: int, mask: int, seed: int, hash_all: bool,
+def parse(text: np.ndarray, lines_hint: int, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
           bytes_read: int = 0, pass_line: int = 0) -> ExampleBatch:
-    """Parse one block of whole lines into an :class:`ExampleBatch`."""
+    """Parse one block of whole lines into an :class:`ExampleBatch` (``lines_hint``: the lines
+    the block is expected to hold; the batch counts the lines the parser found)."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
-     n_warnings) = parse_block(text, n_lines, fmt, mask, seed, hash_all, add_constant, audit,
-                               ns_hash)
+     n_warnings, n_lines) = parse_block(text, lines_hint, fmt, mask, seed, hash_all,
+                                        add_constant, audit, ns_hash)
     return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
                         namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line,
-                        n_lines)
+                        int(n_lines))

@@ -11,7 +11,8 @@ from numba import njit
 from olearn.arrays import at
 
 from olearn.hashing import hash_name
-from olearn.io.layout import (W_NOT_FLOAT, W_SVM_TOKEN, add_warning, is_blank, push_feature)
+from olearn.io.layout import (W_NOT_FLOAT, W_SVM_TOKEN, add_warning, check_label, is_blank,
+                              push_feature)
 from olearn.io.numbers import parse_float
 
 SVM_NAMESPACE = b"f"
@@ -49,6 +50,7 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
                 nw = add_warning(warns, nw, line, W_NOT_FLOAT, ts, te)
                 value = np.float32(0)
             ex_num[ex, 0] = value
+            nw = check_label(ex_num, ex, 0, warns, nw, line, ts, te)
             continue
         if colon - ts == 3 and at(buf, ts) == 113 and at(buf, ts + 1) == 105 and at(buf, ts + 2) == 100:
             continue  # qid:N
@@ -56,7 +58,7 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
             nw = add_warning(warns, nw, line, W_SVM_TOKEN, ts, te)
             continue
         value, used = parse_float(buf, colon + 1, te)
-        if used != te - colon - 1 or np.isnan(value):
+        if used != te - colon - 1 or not np.isfinite(value):
             nw = add_warning(warns, nw, line, W_SVM_TOKEN, ts, te)
             continue
         if value != 0:

@@ -7,8 +7,8 @@ from numba import njit
 from olearn.arrays import at
 
 from olearn.hashing import hash_name
-from olearn.io.layout import (W_BAD_IMPORTANCE, W_MALFORMED, W_NAN_SCALE, W_NAN_VALUE,
-                              W_NOT_FLOAT, W_TOO_MANY, add_warning, is_blank, push_feature)
+from olearn.io.layout import (W_BAD_SCALE, W_BAD_VALUE, W_MALFORMED, W_NOT_FLOAT, W_TOO_MANY,
+                              add_warning, check_label, is_blank, push_feature)
 from olearn.io.numbers import parse_float
 
 BAR = 124
@@ -58,7 +58,6 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
     if ntok > 3:
         return add_warning(warns, nw, line, W_TOO_MANY, s, bar)
     p = s
-    importance_s = importance_e = 0
     for k in range(ntok):
         while at(buf, p) == 32:
             p += 1
@@ -67,11 +66,9 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
             q += 1
         value, nw = _label_number(buf, p, q, warns, nw, line)
         ex_num[ex, k] = value
-        if k == 1:
-            importance_s, importance_e = p, q
+        if k < 2:
+            nw = check_label(ex_num, ex, k, warns, nw, line, p, q)
         p = q
-    if ntok >= 2 and not ex_num[ex, 1] >= 0:
-        nw = add_warning(warns, nw, line, W_BAD_IMPORTANCE, importance_s, importance_e)
     return nw
 
 
@@ -146,8 +143,8 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
                 if used == 0:
                     return nf, add_warning(warns, nw, line, W_MALFORMED, s, p + 1), regroup
                 p += 1 + used
-                if np.isnan(value):
-                    nw = add_warning(warns, nw, line, W_NAN_SCALE, ns_s, p)
+                if not np.isfinite(value):
+                    nw = add_warning(warns, nw, line, W_BAD_SCALE, ns_s, p)
                     value = np.float32(1)
                 scale = np.float32(value)
                 if p < e and not is_blank(at(buf, p)) and at(buf, p) != BAR:
@@ -182,11 +179,10 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
                         value = np.float32(1)
                     else:
                         p += used
-                        if np.isnan(number):
-                            nw = add_warning(warns, nw, line, W_NAN_VALUE, fs, p)
+                        value = np.float32(scale * np.float32(number))
+                        if not np.isfinite(value):  # NaN, infinite, or overflowed by the scale
+                            nw = add_warning(warns, nw, line, W_BAD_VALUE, fs, p)
                             value = np.float32(0)
-                        else:
-                            value = np.float32(scale * np.float32(number))
                         malformed = p < e and not is_blank(at(buf, p)) and at(buf, p) != BAR
             if fe == fs:
                 h = (ns_hash + anon) & 0xFFFFFFFF

@@ -2,16 +2,20 @@
 
 State per coordinate j is the row ``W[j] = (w, G, N, s)``: weight, sum of squared gradients,
 largest |x| seen, and s: the scratch rate of the current update (as VW's, so a feature repeated
-in an example uses the last rate computed for it), otherwise the snapshot of a lazy --l1
-(optim/regularize.py) — one 16-byte row per feature.
+in an example uses the last rate computed for it) — one 16-byte row per feature.
+
+:func:`learn_batch` is the entry point Python calls: it checks once per call that its arrays fit
+each other (shapes, the batch's offsets and indices, the optional states), so that no argument
+can make it read or write outside them; the functions it calls trust what it checked.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from olearn.batch import valid_batch
 from olearn.features import stage_poly
-from olearn.features.interactions import expand, expanded_size
+from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.losses import derivative, gradient_update, invariant_update, loss_value
 from olearn.optim import regularize, saew
 
@@ -120,7 +124,10 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         rate = 1.0
         if adaptive:
             W[j, 1] += g2 * x2
-            rate = 1.0 / np.sqrt(W[j, 1]) if sqrt_rate else W[j, 1] ** -power_t
+            if W[j, 1] > 0:
+                rate = 1.0 / np.sqrt(W[j, 1]) if sqrt_rate else W[j, 1] ** -power_t
+            else:  # gradients so small that their squares vanish in float32: no step
+                rate = 0.0
         if normalized:
             ax = abs(x)
             n_j = np.float64(W[j, 2])
@@ -195,6 +202,36 @@ def _holdout_averages(stats, row):
 
 
 @njit(cache=True, nogil=True)
+def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
+                     value, namespace, lines, preds, rows):
+    """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
+    pass over the batch's offsets and indices (:func:`valid_batch`)."""
+    if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
+            or stats.shape[0] < STATS_SIZE):
+        raise ValueError("learn_batch: parameter, state or statistics array too short")
+    size = W.shape[0]
+    if W.shape[1] < 4 or size != np.int64(params[P_MASK]) + 1:
+        raise ValueError("learn_batch: the weight table does not match the mask")
+    n = numbers.shape[0]
+    if (numbers.shape[1] < 3 or offsets.shape[0] != n + 1 or lines.shape[0] < n
+            or preds.shape[0] < n or preds.shape[1] < 2 or rows.shape[1] < ROW_COLS):
+        raise ValueError("learn_batch: batch arrays of different lengths")
+    if not valid_batch(offsets, index, value, namespace, size - 1):
+        raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
+    if not valid_terms(terms):
+        raise ValueError("learn_batch: malformed interaction terms")
+    lam2 = params[P_L2]
+    if (params[P_L1] > 0 or lam2 > 0) and not regularize.fits(
+            lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
+        raise ValueError("learn_batch: regularization snapshots of the wrong shape")
+    if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
+                                          and 0 <= params[P_CONSTANT] < size):
+        raise ValueError("learn_batch: --stage_poly state of the wrong shape")
+    if params[P_EXPERTS] != 0 and not saew.fits(ew, size):
+        raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
+
+
+@njit(cache=True, nogil=True)
 def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index, value,
                 namespace, lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
@@ -210,6 +247,8 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
     ``ew`` the state of the exponential-weights learners (optim/layout.py), which predict from
     their own state except in test-only mode, where ``W`` holds the model they exported.
     """
+    _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
+                     value, namespace, lines, preds, rows)
     loss_code = int(params[P_LOSS])
     tau = params[P_TAU]
     binary = params[P_BINARY] != 0
@@ -316,10 +355,8 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
                 saew.learn(ew, loss_code, tau, p, y, imp, numbers[e, 2])
             elif learn and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
-                if regularized:
-                    regularize.keep_snapshots(W, acc, lam2 > 0, f_idx, lo, hi)
-                    if eta_bar > 0.0:
-                        regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+                if regularized and eta_bar > 0.0:
+                    regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
                 stage_poly.after_training(counters, first_line + lines[e], doubling)
         else:

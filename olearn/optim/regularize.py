@@ -2,14 +2,18 @@
 
 Every update applies the proximal step of ``λ1|w| + λ2/2 w²`` with step size ``η̄`` to *every*
 coordinate: ``w ← sign(w)·max(0, |w| − η̄λ1) / (1 + η̄λ2)``. Instead of touching all 2^b weights,
-the learner keeps three global accumulators (in the state array) and, per coordinate, a snapshot
-of two of them taken when that coordinate was last brought up to date; a coordinate catches up on
-all its skipped steps at once when an example next touches it, and everything catches up before
-a model is saved or printed. The result equals the dense computation up to rounding.
+the learner keeps global accumulators (in the state array) and, per coordinate, a snapshot of
+them taken when that coordinate was last brought up to date (the ``lazy`` array, float64); a
+coordinate catches up on all its skipped steps at once when an example next touches it, and
+everything catches up before a model is saved or printed. The result equals the dense
+computation up to rounding.
 
-With L1 alone a snapshot is one number, S_j, kept in float32 in the weight row itself
-(``W[j, 3]``, the update's scratch slot, see gd.py), so catching up reads no other memory; with
-L2 the two snapshots (Φ_j, S_j) live in ``lazy``, in float64.
+With L2 a snapshot is two numbers (S_j, Φ_j); with L1 alone, one (S_j). Snapshots are float64:
+a coordinate's catch-up subtracts two values of the running sum S, and in float32 their
+difference lost the steps themselves once S was large (a weight drifted after ~10^7 examples).
+In float64 the difference keeps its precision while S stays below 2^26 steps of the largest
+size, so the accumulators restart (after a flush, O(2^b)) every 2^26 steps: the result does not
+depend on the stream's length. (L2's S also grows like e^Φ: it restarts when Φ > 30 too.)
 
 ``η̄`` is the example's global step, VW's ``−u / loss′`` (vw-reference.md §3.3): the same
 regularization strength as VW's ``--l1``/``--l2``. VW applies its L1 as a truncation of the
@@ -22,12 +26,32 @@ import numpy as np
 from numba import njit
 
 # Accumulators in the learner state (indices into it, after gd's own entries).
-PHI = 0   # Φ(t) = Σ_s ln(1 + λ2 η̄_s)
-SUM = 1   # S(t) = Σ_s η̄_s e^{Φ(s−1)}   (Σ η̄_s when λ2 = 0)
-SIZE = 2
+PHI = 0    # Φ(t) = Σ_s ln(1 + λ2 η̄_s)
+SUM = 1    # S(t) = Σ_s η̄_s e^{Φ(s−1)}   (Σ η̄_s when λ2 = 0)
+STEPS = 2  # steps since the accumulators last restarted
+SIZE = 3
+
+# Columns of the per-coordinate snapshots (``lazy``): S_j, and with L2 Φ_j.
+SNAP_SUM = 0
+SNAP_PHI = 1
 
 # S grows like e^Φ: beyond this, every coordinate catches up and the accumulators restart at 0.
 PHI_LIMIT = 30.0
+# S is at most STEPS times the largest step it holds: below 2^26 steps, float64 keeps a step's
+# share of S - S_j to 2^-27 of the step.
+STEPS_LIMIT = 1 << 26
+
+
+@njit(cache=True, nogil=True)
+def snapshot_columns(l2: bool) -> int:
+    """Columns of the ``lazy`` array: S_j, and with L2 Φ_j."""
+    return 2 if l2 else 1
+
+
+@njit(cache=True, nogil=True)
+def fits(lazy, acc, size, l2):
+    """Whether ``lazy`` and ``acc`` are what the kernels below index for a table of ``size``."""
+    return lazy.shape[0] == size and lazy.shape[1] >= snapshot_columns(l2) and acc.shape[0] >= SIZE
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -48,58 +72,50 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     """Bring the coordinates ``index[lo:hi]`` up to date with the accumulators ``acc``."""
     phi = acc[PHI]
     s = acc[SUM]
-    if l2:
-        for k in range(lo, hi):
-            j = index[k]
-            w = np.float64(W[j, 0])
+    for k in range(lo, hi):
+        j = index[k]
+        w = np.float64(W[j, 0])
+        if l2:
             if w != 0.0:
-                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], True)
-            lazy[j, PHI] = phi
-            lazy[j, SUM] = s
-    else:
-        for k in range(lo, hi):
-            j = index[k]
-            w = np.float64(W[j, 0])
-            if w != 0.0:
-                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, np.float64(W[j, 3]), False)
-            W[j, 3] = s
+                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
+            lazy[j, SNAP_PHI] = phi
+        elif w != 0.0:
+            W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+        lazy[j, SNAP_SUM] = s
 
 
 @njit(cache=True, nogil=True)
-def keep_snapshots(W, acc, l2, index, lo, hi):
-    """After an update, which used ``W[j, 3]`` as scratch: put back the L1 snapshots of the
-    example's coordinates (all equal to the accumulator they were caught up to)."""
-    if not l2:
-        s = acc[SUM]
-        for k in range(lo, hi):
-            W[index[k], 3] = s
-
-
-@njit(cache=True, nogil=True)
-def flush(W, lazy, acc, lam1, l2):
-    """Bring every coordinate up to date, then restart the accumulators and snapshots at 0."""
+def _flush(W, lazy, acc, lam1, l2):
     phi = acc[PHI]
     s = acc[SUM]
     for j in range(W.shape[0]):
         w = np.float64(W[j, 0])
-        if l2:
-            if w != 0.0:
-                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, PHI], lazy[j, SUM], True)
-            lazy[j, PHI] = 0.0
-            lazy[j, SUM] = 0.0
-        else:
-            if w != 0.0:
-                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, np.float64(W[j, 3]), False)
-            W[j, 3] = 0.0
+        if w != 0.0:
+            if l2:
+                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
+            else:
+                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+    lazy[:] = 0.0
     acc[PHI] = 0.0
     acc[SUM] = 0.0
+    acc[STEPS] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def flush(W, lazy, acc, lam1, l2):
+    """Bring every coordinate up to date, then restart the accumulators and snapshots at 0.
+    Checks its arguments (raises ValueError): it is called from Python."""
+    if W.shape[1] < 1 or not fits(lazy, acc, W.shape[0], l2):
+        raise ValueError("regularize.flush: state arrays of the wrong shape")
+    _flush(W, lazy, acc, lam1, l2)
 
 
 @njit(cache=True, nogil=True)
 def advance(W, lazy, acc, lam1, lam2, eta_bar):
     """Record one proximal step of size ``eta_bar`` for all coordinates."""
     acc[SUM] += eta_bar * np.exp(acc[PHI]) if lam2 > 0 else eta_bar
+    acc[STEPS] += 1.0
     if lam2 > 0:
         acc[PHI] += np.log1p(lam2 * eta_bar)
-        if acc[PHI] > PHI_LIMIT:
-            flush(W, lazy, acc, lam1, True)
+    if acc[PHI] > PHI_LIMIT or acc[STEPS] >= STEPS_LIMIT:
+        _flush(W, lazy, acc, lam1, lam2 > 0)

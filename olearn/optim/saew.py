@@ -25,6 +25,27 @@ from olearn.optim import layout as L
 REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
 
 
+@njit(cache=True, nogil=True)
+def fits(ew, size):
+    """Whether the state arrays ``ew`` (layout.py) are consistent with each other and with a
+    table of ``size`` weights, as the kernels below index them."""
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
+    if settings.shape[0] < L.S_SIZE or shared.shape[0] < L.SH_SIZE:
+        return False
+    cap = hashes.shape[0]
+    instances = es.shape[0]
+    columns = corners.shape[2]
+    boa_sub = settings[L.S_SUB] == 0
+    return (slot.shape[0] == size and cap == size and x_buf.shape[0] >= cap
+            and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
+            and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
+            and es.shape[1] >= L.E_SIZE and corners.shape[0] == instances
+            and corners.shape[1] >= boa.ROWS and (columns == 2 * cap + 1 if boa_sub else columns >= 1)
+            and coord.shape[0] == instances and coord.shape[1] >= L.K_ROWS
+            and coord.shape[2] >= cap and meta.shape[0] >= boa.ROWS + 1
+            and meta.shape[1] == instances and regrets.shape[0] >= columns)
+
+
 # --- one instance -------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
@@ -137,7 +158,7 @@ def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
 @njit(cache=True, nogil=True)
 def _truncate(values, out, n, d0):
     """out[:n] = values[:n] with all but its d0 largest |entries| set to 0."""
-    keep = min(int(d0), n)
+    keep = int(d0) if 0 <= d0 < n else (n if d0 >= n else 0)
     order = np.argsort(np.abs(values[:n]))
     out[:n] = 0.0
     for i in range(n - keep, n):
@@ -301,6 +322,8 @@ def export(ew, weights):
     """Write the model's θ (iterate, session average or its truncation, as the settings say;
     with calibration, the instances' θ mixed by the aggregation's weights) into
     ``weights[:, 0]``."""
+    if weights.shape[1] < 1 or not fits(ew, weights.shape[0]):
+        raise ValueError("saew.export: state arrays of the wrong shape")
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
     eg_sub = settings[L.S_SUB] != 0
@@ -313,4 +336,7 @@ def export(ew, weights):
         _estimate(corners[k], coord[k], es[k], eg_sub, n, kind, part)
         theta += share * part
     for s in range(n):
-        weights[hashes[s], 0] = theta[s]
+        h = hashes[s]
+        if not 0 <= h < weights.shape[0]:
+            raise ValueError("saew.export: a coordinate's feature index is out of range")
+        weights[h, 0] = theta[s]

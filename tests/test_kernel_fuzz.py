@@ -1,0 +1,276 @@
+"""Fuzzing the kernels' entry points: any bytes and any arguments give a result or a ValueError,
+never an access outside an array.
+
+The kernels check no bounds (numba), so an access outside an array would corrupt memory or
+crash silently; run under NUMBA_BOUNDSCHECK=1 (`make test` does, in a separate kernel cache),
+such an access is an IndexError instead, which these tests do not accept.
+"""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from olearn.config import Config
+from olearn.features.interactions import encode, expand_example, unseen_features
+from olearn.hashing import namespace_hash
+from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse, parse_block
+from olearn.learner import OnlineLearner
+from olearn.optim import gd, regularize, saew
+from olearn.predictions import format_predictions
+
+# Bytes that matter to the parsers, so that random input reaches every branch.
+GRAMMAR = list(b"|: \t\n\r'#abq0123456789.-+eExinfa\x00\xef\xbb\xbf")
+# Lines dense with one-byte features (a feature per 2 bytes: more than the parser's first
+# buffers hold), and many short lines: what makes the parser grow its buffers.
+dense_line = st.tuples(
+    st.sampled_from([b"", b"1 ", b"1 2 'x", b"1:2 |", b"|a:2"]),
+    st.integers(0, 400).flatmap(lambda k: st.lists(
+        st.sampled_from([b"x"] * 8 + [b":", b"1", b"|", b":1", b"|b"]), min_size=k,
+        max_size=k)),
+    st.sampled_from([b" ", b"\t"])).map(lambda t: t[0] + b"|" + t[2].join(t[1]))
+dense_lines = st.integers(1, 30).flatmap(
+    lambda k: st.lists(dense_line, min_size=k, max_size=k)).map(b"\n".join)
+text_bytes = st.one_of(st.binary(max_size=300),
+                       st.lists(st.sampled_from(GRAMMAR), max_size=300).map(bytes),
+                       dense_lines, st.integers(0, 300).map(lambda n: b"1\n" * n))
+# Example arrays of every kernel configuration (one compiled kernel serves them all).
+CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 1e-2},
+           "sgd quadratic": {"sgd": True, "quadratic": ["ab", "b:"], "cubic": ["abc"]},
+           "stage_poly": {"stage_poly": True, "batch_sz": 2, "poly_heuristic": "ssm"},
+           "boa": {"boa": True}, "saew eg": {"saew": True, "saew_sub": "eg"},
+           "calibrated": {"saew_calibrate": True, "saew_grid_d0": 1, "saew_grid_alpha": 2,
+                          "saew_grid_radius": 1, "saew_grid_B": 1},
+           "logistic": {"loss_function": "logistic", "link": "logistic"}}
+BITS = 6
+
+
+def _parse(text: bytes, fmt: int = FORMAT_VW, hint: int | None = None, audit: bool = False):
+    ns = b"f" if fmt == FORMAT_SVMLIGHT else b" "
+    return parse(np.frombuffer(text, dtype=np.uint8),
+                 text.count(b"\n") + 1 if hint is None else hint, fmt, (1 << BITS) - 1, 0,
+                 False, True, audit, namespace_hash(ns))
+
+
+def _lines_in(text: bytes) -> int:
+    return text.count(b"\n") + (len(text) > 0 and not text.endswith(b"\n"))
+
+
+@settings(max_examples=2000)
+@given(text_bytes, st.sampled_from([FORMAT_VW, FORMAT_SVMLIGHT]), st.booleans(),
+       st.one_of(st.integers(-3, 3), st.just(1 << 40)))
+def test_parser_output_fits_its_arrays_whatever_the_bytes_and_line_count(text, fmt, audit,
+                                                                         hint):
+    batch = _parse(text, fmt, hint, audit)
+    n = len(batch)
+    assert batch.n_lines == _lines_in(text)
+    assert n <= batch.n_lines and batch.numbers.shape == (n, 3) and batch.tags.shape == (n, 2)
+    assert batch.offsets[0] == 0 and np.all(np.diff(batch.offsets) >= 0)
+    assert batch.offsets[-1] == len(batch.index) == len(batch.value) == len(batch.namespace)
+    assert np.all(batch.index < (1 << BITS)) and np.all(np.isfinite(batch.value))
+    assert np.all(batch.value != 0)
+    assert np.all((batch.lines >= 0) & (batch.lines < max(batch.n_lines, 1)))
+    tagged = batch.tags[:, 0] >= 0
+    assert np.all((batch.tags[tagged, 0] <= batch.tags[tagged, 1])
+                  & (batch.tags[tagged, 1] <= len(text)))
+    labels, importance = batch.numbers[:, 0], batch.numbers[:, 1]
+    assert not np.any(np.isinf(labels)) and np.all(np.isfinite(importance))
+    if audit:
+        assert batch.audit.shape == (len(batch.index), 6)
+        assert np.all(batch.audit[:, 1] <= len(text))
+
+
+@settings(max_examples=300)
+@given(text_bytes, st.integers(-5, 1 << 20))
+def test_parser_counts_lines_itself_whatever_the_hint(text, hint):
+    exact = _parse(text)
+    other = _parse(text, hint=hint)
+    np.testing.assert_array_equal(exact.index, other.index)
+    np.testing.assert_array_equal(exact.numbers, other.numbers)
+    assert exact.n_lines == other.n_lines
+
+
+@pytest.fixture(scope="module")
+def learners():
+    return {name: OnlineLearner(Config(bit_precision=BITS, quiet=True, **options))
+            for name, options in CONFIGS.items()}
+
+
+def _learn(learner, batch, **replace):
+    """gd.learn_batch on ``batch`` with some of its arguments replaced."""
+    args = {"W": learner.weights, "lazy": learner.lazy, "poly": learner.poly, "ew": learner.ew,
+            "state": learner.state, "stats": learner.stats, "params": learner.params,
+            "terms": learner.terms, "numbers": batch.numbers, "offsets": batch.offsets,
+            "index": batch.index, "value": batch.value, "namespace": batch.namespace,
+            "lines": batch.lines, "first_line": 0,
+            "preds": np.empty((len(batch), 2), dtype=np.float32),
+            "rows": np.empty((4, gd.ROW_COLS))}
+    args.update(replace)
+    return gd.learn_batch(*args.values())
+
+
+@settings(max_examples=1000)
+@given(text_bytes, st.sampled_from(sorted(CONFIGS)))
+def test_learner_takes_any_parsed_bytes(learners, text, name):
+    learner = learners[name]
+    batch = _parse(text)
+    preds = np.empty((len(batch), 2), dtype=np.float32)
+    learner.learn(batch, preds)
+    learner.predict(batch, preds)
+
+
+MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
+             "weights", "terms", "lazy", "poly", "ew", "state", "params")
+
+
+def _mutated(learner, batch, what, k):
+    """Arguments of learn_batch that do not fit each other, one way per ``what``."""
+    n, nf = len(batch), len(batch.index)
+    if what == "offsets":
+        offsets = batch.offsets.copy()
+        offsets[k % len(offsets)] = [-1, nf + 1 + k, 1 << 40][k % 3]
+        return {"offsets": offsets}
+    if what == "index":
+        index = np.append(batch.index, np.uint32(1 << BITS) + np.uint32(k))
+        offsets = batch.offsets.copy()
+        offsets[-1] += 1
+        return {"index": index, "value": np.append(batch.value, np.float32(1)),
+                "namespace": np.append(batch.namespace, np.uint8(97)), "offsets": offsets}
+    if what in ("value", "namespace"):
+        return {what: getattr(batch, what)[:max(nf - 1 - k % 3, 0)]}
+    if what == "numbers":
+        return {what: np.concatenate([batch.numbers, batch.numbers[:1]]) if k % 2
+                else batch.numbers[:-1]}
+    if what == "lines":
+        return {what: batch.lines[:-1]}
+    if what == "preds":
+        return {"preds": np.empty((max(n - 1, 0), 2), dtype=np.float32)}
+    if what == "rows":
+        return {"rows": np.empty((4, gd.ROW_COLS - 1))}
+    if what == "weights":
+        return {"W": learner.weights[:-1 - k % 3]}
+    if what == "terms":
+        terms = encode(["ab"])
+        terms[0, 0] = [0, 3, 99, -1][k % 4]
+        return {"terms": terms}
+    if what == "lazy":
+        return {"lazy": np.zeros((1, 1)), "params": _params(learner, gd.P_L1, 1e-3)}
+    if what == "poly":
+        poly = tuple(a[:1] for a in learner.poly)
+        return {"poly": poly, "params": _params(learner, gd.P_STAGE_POLY, 1)}
+    if what == "ew":
+        return {"ew": tuple(a[..., :1] for a in learner.ew),
+                "params": _params(learner, gd.P_EXPERTS, 1)}
+    if what == "state":
+        return {"state": learner.state[:-1]}
+    return {"params": learner.params[:-1]}
+
+
+def _params(learner, slot, value):
+    params = learner.params.copy()
+    params[slot] = value
+    return params
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(GRAMMAR[:-4]), min_size=1, max_size=120).map(bytes),
+       st.sampled_from(MUTATIONS), st.integers(0, 11), st.sampled_from(["default", "boa"]))
+def test_learner_refuses_arguments_that_do_not_fit(learners, text, what, k, name):
+    learner = learners[name]
+    batch = _parse(b"1 |a x y |b z\n" + text)
+    with pytest.raises(ValueError, match="learn_batch"):
+        _learn(learner, batch, **_mutated(learner, batch, what, k))
+
+
+def test_learner_takes_its_own_arguments(learners):
+    batch = _parse(b"1 |a x y |b z\n2 |a x\n")
+    for learner in learners.values():
+        _learn(learner, batch)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.integers(0, 255), max_size=12), st.integers(-2, 14), st.integers(-2, 14),
+       st.lists(st.text(alphabet="abc:", min_size=1, max_size=4), max_size=3))
+def test_expansion_for_audit_checks_its_range_and_terms(namespaces, lo, hi, terms):
+    namespace = np.array(namespaces, dtype=np.uint8)
+    index = np.arange(len(namespaces), dtype=np.uint32)
+    value = np.ones(len(namespaces), dtype=np.float32)
+    table = encode([t for t in terms if len(t) >= 1])
+    if not 0 <= lo <= hi <= len(namespaces):
+        with pytest.raises(ValueError, match="lo:hi"):
+            expand_example(index, value, namespace, lo, hi, table, 255, False)
+        return
+    idx, val, src = expand_example(index, value, namespace, lo, hi, table, 255, False)
+    assert len(idx) == len(val) == len(src) >= hi - lo
+    assert np.all((src >= -1) & (src < max(hi, 1)))
+
+
+def test_expansion_for_audit_refuses_malformed_terms():
+    table = encode(["ab"])
+    table[0, 0] = 5
+    with pytest.raises(ValueError, match="terms"):
+        expand_example(np.zeros(2, np.uint32), np.ones(2, np.float32),
+                       np.array([97, 98], np.uint8), 0, 2, table, 255, False)
+
+
+@settings(max_examples=100)
+@given(text_bytes, st.integers(0, 3))
+def test_unseen_features_checks_the_batch_and_table(text, cut):
+    batch = _parse(text)
+    seen = np.zeros((1 << BITS) - cut, dtype=np.bool_)
+    args = (batch.offsets, batch.index, batch.value, batch.namespace, encode(["ab"]),
+            (1 << BITS) - 1, False, seen)
+    if cut:  # a table smaller than the mask says
+        with pytest.raises(ValueError, match="unseen_features"):
+            unseen_features(*args)
+        return
+    indices, components = unseen_features(*args)
+    assert np.all(indices < len(seen)) and len(indices) == len(components)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(-3, 12), st.integers(-3, 12)), max_size=6),
+       st.integers(0, 8))
+def test_prediction_lines_check_their_tags(spans, text_length):
+    tags = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    text = np.frombuffer(b"abcdefgh"[:text_length], dtype=np.uint8)
+    preds = np.arange(len(spans), dtype=np.float32)
+    inside = all(end <= start or (start >= 0 and end <= text_length) for start, end in spans)
+    if not inside:
+        with pytest.raises(ValueError, match="tag"):
+            format_predictions(preds, tags, text)
+        return
+    lines = bytes(format_predictions(preds, tags, text)).decode().splitlines()
+    assert len(lines) == len(spans)
+    with pytest.raises(ValueError, match="tags"):
+        format_predictions(np.append(preds, np.float32(1)), tags, text)
+
+
+def test_flush_and_export_check_their_arrays(learners):
+    learner = learners["elastic net"]
+    acc = learner.state[gd.S_REG:]
+    with pytest.raises(ValueError, match="flush"):
+        regularize.flush(learner.weights, learner.lazy[:-1], acc, 1e-3, True)
+    with pytest.raises(ValueError, match="flush"):
+        regularize.flush(learner.weights, learner.lazy[:, :1], acc, 1e-3, True)
+    experts = learners["boa"]
+    with pytest.raises(ValueError, match="export"):
+        saew.export(experts.ew, experts.weights[:-1])
+    hashes = experts.ew[1].copy()
+    hashes[0] = 1 << 20
+    shared = experts.ew[7].copy()
+    shared[0] = 1  # one active coordinate, whose feature index is out of range
+    ew = experts.ew[:1] + (hashes,) + experts.ew[2:7] + (shared,) + experts.ew[8:]
+    with pytest.raises(ValueError, match="export"):
+        saew.export(ew, experts.weights)
+
+
+def test_parse_block_sizes_its_buffers_from_the_bytes_not_the_hint():
+    text = np.frombuffer(b"1 |a x\n" * 50, dtype=np.uint8)
+    for hint in (0, 1, 1 << 40):
+        out = parse_block(text, hint, FORMAT_VW, 255, 0, False, True, False, 0)
+        assert len(out[0]) == 50 and out[-1] == 50
+
+
+def test_batch_lines_are_the_parsers_count():
+    batch = _parse(b"1 |a x\n2 |a y\n3 |a z", hint=1)
+    assert batch.n_lines == 3 and len(batch) == 3
