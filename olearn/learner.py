@@ -98,7 +98,10 @@ class OnlineLearner:
         saved = model.load(path)
         config = model.merged_config(config, saved, path,
                                      lambda text: config.quiet or sys.stderr.write(text + "\n"))
-        learner = cls(config)
+        try:
+            learner = cls(config)
+        except OlearnError as exc:  # the model's options (e.g. its -b) can be the cause
+            raise OlearnError(exc.message, exc.file or path) from None
         saved.restore(learner, path)
         return learner
 

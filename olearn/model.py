@@ -4,11 +4,17 @@ Layout: ``MAGIC``, a little-endian uint32 header length, a JSON header (format v
 model options, and each array's dtype, shape and byte range), the arrays' bytes, and a SHA-256
 of everything before it. Written through a temporary file and renamed, so a crash never leaves
 a half-written model.
+
+A model file is untrusted input: its checksum catches accidents, not lies (anyone can write a
+valid one). :func:`load` checks every field before use: the header's types, each option's type
+and value, each array's dtype, shape and byte range, index ranges and uniqueness, finiteness,
+and the invariants the kernels rely on (counts and sizes they index or loop with, divisors).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import struct
 
 import numpy as np
@@ -18,11 +24,34 @@ from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
+from olearn.optim import boa, experts, gd, regularize
 from olearn.optim import layout as ew_layout
 
 MAGIC = b"OLEARN-MODEL\n"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+# Format 3 (olearn 0.1.0) has no regularization step count, the state's last entry: it loads
+# with 0 there (its accumulators are flushed when saved, so no steps are pending).
+OLD_FORMAT_VERSION = 3
 _DIGEST = 32
+HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
+SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
+# The dtype and shape (None: any length) of each array save() writes.
+ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, 4)),
+          "state": ("<f8", (None,)), "poly_index": ("<u4", (None,)),
+          "poly_depth": ("|u1", (None,)), "poly_flags": ("|u1", (None,)),
+          "poly_ssm": ("<f8", (None, 2)), "poly_counters": ("<f8", (stage_poly.COUNTERS_SIZE,)),
+          "ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
+          "ew_coord": ("<f8", (None, ew_layout.K_ROWS, None)),
+          "ew_es": ("<f8", (None, ew_layout.E_SIZE)), "ew_shared": ("<f8", (ew_layout.SH_SIZE,)),
+          "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
+EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "ew_meta")
+# Config's annotation of each option, and the JSON types each of its words accepts.
+_ANNOTATIONS = {f.name: f.type for f in dataclasses.fields(Config)}
+_JSON_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,),
+               "None": (type(None),)}
+# Counts and counters the kernels convert to int64 must stay below this.
+_INT64_LIMIT = 1 << 63
 
 
 def _sha256(data: bytes) -> bytes:
@@ -38,10 +67,6 @@ def _default_row(config: Config) -> np.ndarray:
     return row
 
 
-POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
-EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "ew_meta")
-
-
 def _expert_arrays(ew: tuple) -> dict:
     """The --eg/--boa/--saew state of the active coordinates (and BOA's ghost corner)."""
     _, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
@@ -52,14 +77,15 @@ def _expert_arrays(ew: tuple) -> dict:
 
 
 def _restore_experts(arrays: dict, ew: tuple, path: str) -> None:
+    """Put the saved experts' state into ``ew`` (load checked it against the model's options;
+    the run's options may still ask for another grid)."""
     slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
     n = len(arrays["ew_hashes"])
     boa_sub = corners.shape[2] > 1
     expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
                 "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
                 "ew_shared": shared.shape, "ew_meta": meta.shape}
-    if (any(arrays[name].shape != shape for name, shape in expected.items())
-            or int(arrays["ew_shared"][ew_layout.SH_ACTIVE]) != n or n > len(hashes)):
+    if any(arrays[name].shape != shape for name, shape in expected.items()):
         raise OlearnError("model's --eg/--boa/--saew state does not fit these options "
                           "(a different calibration grid or subroutine?)", path)
     hashes[:n] = arrays["ew_hashes"]
@@ -68,7 +94,9 @@ def _restore_experts(arrays: dict, ew: tuple, path: str) -> None:
         corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
         corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
     coord[:, :, :n] = arrays["ew_coord"]
+    options = es[:, experts.E_OPTIONS]  # the run's: an option given on the command line applies
     es[:] = arrays["ew_es"]
+    es[:, experts.E_OPTIONS] = options
     shared[:] = arrays["ew_shared"]
     meta[:] = arrays["ew_meta"]
 
@@ -78,20 +106,21 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
     """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
     with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums); with
     --eg/--boa/--saew, the experts' state."""
-    changed = np.flatnonzero(np.any(weights != _default_row(config), axis=1)).astype(np.uint32)
+    changed = np.flatnonzero(np.any(weights != _default_row(config), axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
     if config.experts:
         arrays.update(_expert_arrays(ew))
     if config.stage_poly:
         min_depth, flags, ssm, counters, _ = poly
-        seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0)).astype(np.uint32)
+        seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0))
         arrays.update(poly_index=seen, poly_depth=min_depth[seen], poly_flags=flags[seen],
                       poly_ssm=ssm[seen] if len(ssm) == len(min_depth) else ssm[:0],
                       poly_counters=counters)
     spec, offset, blobs = {}, 0, []
     for name, array in arrays.items():
-        data = np.ascontiguousarray(array).tobytes()
-        spec[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset,
+        dtype = ARRAYS[name][0]
+        data = np.ascontiguousarray(array, dtype=dtype).tobytes()
+        spec[name] = {"dtype": dtype, "shape": list(array.shape), "offset": offset,
                       "bytes": len(data)}
         offset += len(data)
         blobs.append(data)
@@ -139,6 +168,15 @@ class Model:
             counters[:] = self.arrays["poly_counters"]
 
 
+class _Invalid(Exception):
+    """What is wrong in a model file's contents; load() reports it as a corrupted model."""
+
+
+def _require(condition: bool, what: str) -> None:
+    if not condition:
+        raise _Invalid(what)
+
+
 def load(path: str) -> Model:
     """Read and check a model; any problem is one OlearnError naming what is wrong."""
     try:
@@ -160,47 +198,221 @@ def load(path: str) -> Model:
         raise OlearnError("truncated model file" if too_short
                           else "corrupted model file (checksum mismatch)", path)
     try:
-        header = json.loads(body[start:start + header_len])
-    except ValueError:
-        raise OlearnError("corrupted model file (unreadable header)", path) from None
-    if header.get("format_version") != FORMAT_VERSION:
-        raise OlearnError(f"unsupported model format version {header.get('format_version')} "
-                          f"(this olearn reads version {FORMAT_VERSION})", path)
-    payload = body[start + header_len:]
+        _require(start + header_len <= len(body), "header longer than the file")
+        header = _header(body[start:start + header_len])
+        version = header["format_version"]
+        if version not in (OLD_FORMAT_VERSION, FORMAT_VERSION):
+            raise OlearnError(f"unsupported model format version {version} (this olearn reads "
+                              f"versions {OLD_FORMAT_VERSION} and {FORMAT_VERSION})", path)
+        _require(set(header) == HEADER_KEYS and type(header["olearn"]) is str
+                 and type(header["options"]) is dict
+                 and set(header["options"]) == set(MODEL_OPTIONS), "unexpected header fields")
+        options = header["options"]
+        config = _config(options)
+        arrays = _arrays(header["arrays"], body[start + header_len:], _names(config))
+        _check_table(arrays, config, version)
+        if config.stage_poly:
+            _check_poly(arrays, config)
+        if config.experts:
+            _check_experts(arrays, config)
+    except _Invalid as exc:
+        raise OlearnError(f"corrupted model file ({exc})", path) from None
+    return Model(options, arrays)
+
+
+def _header(text: bytes) -> dict:
+    """The JSON header: an object with an integer format version."""
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
+        raise _Invalid("unreadable header") from None
+    _require(type(header) is dict and type(header.get("format_version")) is int,
+             "header without a format version")
+    return header
+
+
+def _config(options: dict) -> Config:
+    """The model's options as a Config: each of its Config field's type, then Config's checks."""
+    for name, value in options.items():
+        annotation = _ANNOTATIONS[name]
+        if annotation == "list[str]":  # interaction terms: namespaces are bytes
+            fits = type(value) is list and all(
+                type(term) is str and max(map(ord, term), default=0) < 256 for term in value)
+        else:
+            fits = any(type(value) in _JSON_TYPES[word] for word in annotation.split(" | "))
+        _require(fits, f"option {name} is a {type(value).__name__}, not {annotation}")
+        _require(not (type(value) is float and math.isnan(value)), f"option {name} is NaN")
+        _require(not (type(value) is int and abs(value) >= _INT64_LIMIT),
+                 f"option {name} out of range")
+    try:
+        return Config(quiet=True, **options)
+    except OlearnError as exc:
+        raise _Invalid(f"options: {exc.message}") from None
+
+
+def _names(config: Config) -> set[str]:
+    """The arrays a model of these options holds."""
+    names = {"index", "rows", "state"}
+    if config.stage_poly:
+        names |= POLY_ARRAYS
+    if config.experts:
+        names |= set(EXPERT_ARRAYS)
+    return names
+
+
+def _arrays(specs: object, payload: bytes, names: set[str]) -> dict[str, np.ndarray]:
+    """The arrays ``specs`` describe in ``payload``: each one's dtype the one save() writes,
+    its shape of that rank (fixed dimensions equal), its byte range its size and inside."""
+    _require(type(specs) is dict and set(specs) == names, "unexpected arrays")
+    limit = len(payload)  # no dimension, offset or size can be larger
+
+    def natural(x: object) -> bool:
+        return type(x) is int and 0 <= x <= limit
+
     arrays = {}
-    for name, spec in header["arrays"].items():
-        raw = payload[spec["offset"]:spec["offset"] + spec["bytes"]]
-        arrays[name] = np.frombuffer(raw, dtype=np.dtype(spec["dtype"])).reshape(spec["shape"]).copy()
-    from olearn.optim import gd
-    poly = POLY_ARRAYS if header["options"].get("stage_poly") else set()
-    experts = set(EXPERT_ARRAYS) if any(header["options"].get(n) for n in EXPERT_LEARNERS) \
-        else set()
-    if (set(arrays) != {"index", "rows", "state"} | poly | experts
-            or arrays["state"].shape != (gd.STATE_SIZE,)
-            or arrays["rows"].shape != (len(arrays["index"]), 4)
-            or set(header["options"]) != set(MODEL_OPTIONS)
-            or (poly and (arrays["poly_counters"].shape != (stage_poly.COUNTERS_SIZE,)
-                          or len({len(arrays[n]) for n in ("poly_index", "poly_depth",
-                                                          "poly_flags")}) != 1))):
-        raise OlearnError("corrupted model file (unexpected contents)", path)
-    bits = header["options"]["bit_precision"]
-    for name in ("index", "poly_index", "ew_hashes"):
-        if name in arrays and len(arrays[name]) and int(arrays[name].max()) >> bits:
-            raise OlearnError("corrupted model file (index out of range)", path)
-    return Model(header["options"], arrays)
+    for name, spec in specs.items():
+        dtype, pattern = ARRAYS[name]
+        _require(type(spec) is dict and set(spec) == SPEC_KEYS, f"{name}: unexpected fields")
+        _require(spec["dtype"] == dtype, f"{name}: not of dtype {dtype}")
+        shape, offset, size = spec["shape"], spec["offset"], spec["bytes"]
+        _require(type(shape) is list and len(shape) == len(pattern)
+                 and all(natural(d) and p in (None, d) for d, p in zip(shape, pattern)),
+                 f"{name}: unexpected shape")
+        count = math.prod(shape)
+        _require(natural(offset) and natural(size) and size == count * np.dtype(dtype).itemsize
+                 and offset + size <= limit, f"{name}: byte range does not fit its shape")
+        arrays[name] = np.frombuffer(payload, dtype=dtype, count=count,
+                                     offset=offset).reshape(shape).copy()
+    return arrays
+
+
+def _increasing_below(a: np.ndarray, size: int) -> bool:
+    """Whether ``a`` is strictly increasing (so without duplicates) and below ``size``."""
+    return len(a) == 0 or (int(a[-1]) < size and bool(np.all(a[1:] > a[:-1])))
+
+
+def _counts(a: np.ndarray) -> bool:
+    """Whether ``a`` holds non-negative whole numbers that convert to int64."""
+    return bool(np.all((a >= 0) & (a < _INT64_LIMIT) & (a == np.floor(a))))
+
+
+def _check_table(arrays: dict, config: Config, version: int) -> None:
+    """The weight rows and the learner state (a format-3 state gets its step count)."""
+    index, rows = arrays["index"], arrays["rows"]
+    _require(len(rows) == len(index), "rows and index of different lengths")
+    _require(_increasing_below(index, 1 << config.bit_precision),
+             "index out of range, unsorted or repeated")
+    # w, G, N are what save() checks are finite; column 3 is the update's scratch
+    _require(bool(np.isfinite(rows[:, :3]).all()), "NaN or infinite weights")
+    _require(bool(np.all(rows[:, 1:3] >= 0)), "negative adaptive sums or normalizers")
+    state = arrays["state"]
+    if version == OLD_FORMAT_VERSION and len(state) == gd.STATE_SIZE - 1:
+        state = arrays["state"] = np.append(state, 0.0)
+    _require(len(state) == gd.STATE_SIZE, "state of the wrong length")
+    _require(bool(np.isfinite(state).all()), "NaN or infinite state")
+    _require(state[gd.S_NORM] >= 0 and state[gd.S_TOTAL] >= 0, "negative normalization totals")
+    # the lazy snapshots are not saved: they are consistent only with flushed accumulators
+    _require(not state[gd.S_REG:gd.S_REG + regularize.SIZE].any(),
+             "regularization accumulators not flushed")
+    fixed = config.min_prediction is not None or config.max_prediction is not None
+    _require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
+
+
+def _check_poly(arrays: dict, config: Config) -> None:
+    """--stage_poly: the monomials' indices, depths, flags, SSM sums and the counters."""
+    seen, depth, flags = arrays["poly_index"], arrays["poly_depth"], arrays["poly_flags"]
+    _require(_increasing_below(seen, 1 << config.bit_precision),
+             "poly_index out of range, unsorted or repeated")
+    _require(len(depth) == len(seen) and len(flags) == len(seen),
+             "poly arrays of different lengths")
+    _require(bool(np.all(depth <= stage_poly.NEVER)), "monomial depth out of range")
+    _require(not np.any(flags & ~stage_poly.PARENT), "unknown monomial flags")
+    _require(bool(np.all((depth != stage_poly.NEVER) | (flags != 0))),
+             "a monomial neither seen nor a parent")
+    ssm = arrays["poly_ssm"]
+    _require(len(ssm) == (len(seen) if config.poly_heuristic == "ssm" else 0),
+             "poly_ssm of the wrong length")
+    _require(bool(np.all(np.isfinite(ssm) & (ssm >= 0))), "negative or non-finite SSM sums")
+    counters = arrays["poly_counters"]
+    _require(bool(np.all(np.isfinite(counters) & (counters >= 0))),
+             "negative or non-finite counters")
+    _require(_counts(counters[[stage_poly.C_PERIOD, stage_poly.C_COUNTER_BASE]])
+             and counters[stage_poly.C_PENDING] in (0.0, 1.0), "malformed counters")
+
+
+def _check_experts(arrays: dict, config: Config) -> None:
+    """--eg/--boa/--saew: shapes for the model's options, the active index, and what the
+    kernels use as counts, indices and divisors."""
+    L = ew_layout
+    hashes, corners, coord = arrays["ew_hashes"], arrays["ew_corners"], arrays["ew_coord"]
+    es, shared, meta = arrays["ew_es"], arrays["ew_shared"], arrays["ew_meta"]
+    n, k = len(hashes), experts.instances(config)  # k before new_es: its grid can be large
+    columns = 2 * n + 1 if config.subroutine == "boa" else 1
+    _require(corners.shape[::2] == (k, columns) and coord.shape[::2] == (k, n)
+             and len(es) == k and meta.shape[1] == k,
+             "--eg/--boa/--saew state does not fit the model's options")
+    _require(bool(np.all(hashes >= 0)) and len(np.unique(hashes)) == n
+             and (n == 0 or int(hashes.max()) < 1 << config.bit_precision),
+             "ew_hashes out of range or repeated")
+    _require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
+             "NaN or infinite --eg/--boa/--saew state")
+    learned = shared[L.SH_T] > 0  # examples learned: coordinates arrive only then
+    _require(shared[L.SH_ACTIVE] == n and (learned or n == 0)
+             and _counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n
+             and shared[L.SH_META_SUM] > 0, "malformed ew_shared")
+    options = experts.E_OPTIONS
+    _require(np.array_equal(es[:, options], experts.new_es(config)[:, options])
+             and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
+             "ew_es does not hold the model's options")
+    # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
+    # sum (a divisor once there are coordinates) or a non-negative offset
+    _require(_counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
+             and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
+    # BOA's rates divide by B2; the corners are all 0 until the first example resets them
+    boa_corners = learned and config.subroutine == "boa"
+    _require(_boa_experts(meta, True) and _boa_experts(corners.transpose(1, 0, 2), boa_corners),
+             "malformed BOA experts")
+
+
+def _boa_experts(rows: np.ndarray, in_use: bool) -> bool:
+    """Whether BOA experts (rows V, B2, R, W) have V, W >= 0 and, ``in_use``, B2 > 0."""
+    return (bool(np.all(rows[[boa.V, boa.W]] >= 0))
+            and (not in_use or bool(np.all(rows[boa.B2] > 0))))
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:
     """The run's options with ``-i``: the model's, except those given on the command line
-    (a warning when they differ). A different ``-b`` is an error, as in VW."""
-    options = dict(model.options)
-    saved_bits = options["bit_precision"]
-    if "bit_precision" in config.explicit and config.bit_precision != saved_bits:
-        raise OlearnError(f"model has -b {saved_bits}, the command line asks for "
+    (a warning when they differ). A different ``-b`` is an error, as in VW, and so is another
+    learner (the state would not be its)."""
+    saved = model.options
+    if "bit_precision" in config.explicit and config.bit_precision != saved["bit_precision"]:
+        raise OlearnError(f"model has -b {saved['bit_precision']}, the command line asks for "
                           f"-b {config.bit_precision}", path)
-    for name in MODEL_OPTIONS:
-        if name in config.explicit and getattr(config, name) != options[name]:
-            warn(f"[warning] --{name} {getattr(config, name)} from the command line overrides "
-                 f"the model's {options[name]}")
-            options[name] = getattr(config, name)
-    return dataclasses.replace(config, **options)
+    given = [name for name in MODEL_OPTIONS
+             if name in config.explicit and getattr(config, name) != saved[name]]
+    options = {**saved, **{name: getattr(config, name) for name in given}}
+    if any(name in config.explicit for name in (*EXPERT_LEARNERS, "saew_calibrate")):
+        # the command line names the learner: --boa replaces a model's --eg (it is not both)
+        options.update({name: getattr(config, name) for name in EXPERT_LEARNERS})
+    if _learner(options) != _learner(saved):
+        raise OlearnError(f"model was trained with {_learner(saved)}, the command line asks for "
+                          f"{_learner(options)} (a model continues with its own learner)", path)
+    try:
+        merged = dataclasses.replace(config, **options)
+    except OlearnError as exc:  # the model's options with the command line's
+        raise OlearnError(exc.message, path) from None
+    for name in given:
+        warn(f"[warning] --{name} {getattr(config, name)} from the command line overrides "
+             f"the model's {saved[name]}")
+    return merged
+
+
+def _learner(options: dict) -> str:
+    """The learner model options train, as its options (it decides what state is saved)."""
+    chosen = [name for name in EXPERT_LEARNERS if options[name]]
+    if not chosen:
+        return "gradient descent"
+    if chosen != ["saew"]:
+        return " ".join(f"--{name}" for name in chosen)
+    kind = "--saew_calibrate" if options["saew_calibrate"] else "--saew"
+    return f"{kind} --saew_sub {options['saew_sub']}"

@@ -23,6 +23,30 @@ def calibration_grid(config: Config) -> np.ndarray:
     return np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
 
 
+# The instances' scalars that are options (layout.py): the run's, not the saved state's.
+E_OPTIONS = [L.E_D0, L.E_ALPHA, L.E_U, L.E_B, L.E_B_SCALE]
+
+
+def instances(config: Config) -> int:
+    """How many SAEW instances the learner runs: --saew_calibrate's grid, or one."""
+    if not config.saew_calibrate:
+        return 1
+    return (config.saew_grid_d0 * config.saew_grid_alpha * config.saew_grid_radius
+            * config.saew_grid_B)
+
+
+def new_es(config: Config) -> np.ndarray:
+    """Each instance's scalars before any example: its options (``E_OPTIONS``), the rest 0."""
+    if config.saew_calibrate:
+        grid = calibration_grid(config)
+    else:
+        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
+    es = np.zeros((len(grid), L.E_SIZE))
+    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE] = grid.T
+    es[:, L.E_B] = config.saew_B
+    return es
+
+
 def new_experts(config: Config) -> tuple:
     """The ``ew`` state tuple of --eg/--boa/--saew (layout.py); tiny arrays when unused.
 
@@ -30,25 +54,19 @@ def new_experts(config: Config) -> tuple:
     actually used grows with the features seen.
     """
     cap = 1 << config.bit_precision if config.experts else 1
-    if config.saew_calibrate:
-        grid = calibration_grid(config)
-    else:
-        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
-    instances = len(grid)
+    count = instances(config)
     corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
-    needed = 8 * (instances * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
+    needed = 8 * (count * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
     if needed > MAX_EXPERTS_BYTES:
         raise OlearnError(f"--{config.expert_learner} with -b {config.bit_precision} and "
-                          f"{instances} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
+                          f"{count} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
                           f"(at most {MAX_EXPERTS_BYTES // 2 ** 30}); use a smaller -b"
-                          + (" or calibration grid" if instances > 1 else ""))
-    es = np.zeros((instances, L.E_SIZE))
-    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE] = grid.T
-    es[:, L.E_B] = config.saew_B
+                          + (" or calibration grid" if count > 1 else ""))
+    es = new_es(config)
     shared = np.zeros(L.SH_SIZE)
-    shared[L.SH_META_SUM] = instances
-    meta = np.zeros((boa.ROWS + 1, instances))
-    for k in range(instances):
+    shared[L.SH_META_SUM] = count
+    meta = np.zeros((boa.ROWS + 1, count))
+    for k in range(count):
         boa.reset(meta, k)
     settings = np.zeros(L.S_SIZE)
     settings[L.S_SUB] = config.subroutine == "eg"
@@ -60,6 +78,6 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
     settings[L.S_CALIBRATE] = config.saew_calibrate
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
-            np.zeros(cap, dtype=np.int64), np.zeros((instances, boa.ROWS, corner_columns)),
-            np.zeros((instances, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
+            np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
+            np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
             settings)
