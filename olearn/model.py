@@ -52,6 +52,9 @@ _JSON_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (st
                "None": (type(None),)}
 # Counts and counters the kernels convert to int64 must stay below this.
 _INT64_LIMIT = 1 << 63
+# Relative tolerance of a stored weight or weight sum against its recomputation (the kernels
+# sum in another order and use their own exp, within an ulp).
+_REL_TOL = 1e-6
 
 
 def _sha256(data: bytes) -> bytes:
@@ -302,7 +305,7 @@ def _check_table(arrays: dict, config: Config, version: int) -> None:
     _require(len(rows) == len(index), "rows and index of different lengths")
     _require(_increasing_below(index, 1 << config.bit_precision),
              "index out of range, unsorted or repeated")
-    # w, G, N are what save() checks are finite; column 3 is the update's scratch
+    # w, G, N: what OnlineLearner.save checks are finite (column 3 is the update's scratch)
     _require(bool(np.isfinite(rows[:, :3]).all()), "NaN or infinite weights")
     _require(bool(np.all(rows[:, 1:3] >= 0)), "negative adaptive sums or normalizers")
     state = arrays["state"]
@@ -342,13 +345,13 @@ def _check_poly(arrays: dict, config: Config) -> None:
 
 def _check_experts(arrays: dict, config: Config) -> None:
     """--eg/--boa/--saew: shapes for the model's options, the active index, and what the
-    kernels use as counts, indices and divisors."""
+    kernels use as counts, indices and divisors; BOA's weights those of its experts' state."""
     L = ew_layout
     hashes, corners, coord = arrays["ew_hashes"], arrays["ew_corners"], arrays["ew_coord"]
     es, shared, meta = arrays["ew_es"], arrays["ew_shared"], arrays["ew_meta"]
     n, k = len(hashes), experts.instances(config)  # k before new_es: its grid can be large
-    columns = 2 * n + 1 if config.subroutine == "boa" else 1
-    _require(corners.shape[::2] == (k, columns) and coord.shape[::2] == (k, n)
+    boa_sub = config.subroutine == "boa"
+    _require(corners.shape[::2] == (k, 2 * n + 1 if boa_sub else 1) and coord.shape[::2] == (k, n)
              and len(es) == k and meta.shape[1] == k,
              "--eg/--boa/--saew state does not fit the model's options")
     _require(bool(np.all(hashes >= 0)) and len(np.unique(hashes)) == n
@@ -356,10 +359,12 @@ def _check_experts(arrays: dict, config: Config) -> None:
              "ew_hashes out of range or repeated")
     _require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
              "NaN or infinite --eg/--boa/--saew state")
-    learned = shared[L.SH_T] > 0  # examples learned: coordinates arrive only then
-    _require(shared[L.SH_ACTIVE] == n and (learned or n == 0)
-             and _counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n
-             and shared[L.SH_META_SUM] > 0, "malformed ew_shared")
+    # coordinates arrive with the examples learned, and one without features cannot be
+    # learned (the experts' kernels divide by its empty sums): learned exactly when n > 0
+    learned = n > 0
+    _require(shared[L.SH_ACTIVE] == n and (shared[L.SH_T] > 0) == learned
+             and _counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n,
+             "malformed ew_shared")
     options = experts.E_OPTIONS
     _require(np.array_equal(es[:, options], experts.new_es(config)[:, options])
              and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
@@ -368,16 +373,36 @@ def _check_experts(arrays: dict, config: Config) -> None:
     # sum (a divisor once there are coordinates) or a non-negative offset
     _require(_counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
              and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
-    # BOA's rates divide by B2; the corners are all 0 until the first example resets them
-    boa_corners = learned and config.subroutine == "boa"
-    _require(_boa_experts(meta, True) and _boa_experts(corners.transpose(1, 0, 2), boa_corners),
-             "malformed BOA experts")
+    # the calibration's BOA over the instances (its weight sum divides)
+    _require(_boa_weights_fit(meta[:boa.ROWS], None, math.log(max(k, 2)))
+             and math.isclose(shared[L.SH_META_SUM], meta[boa.W].sum(), rel_tol=_REL_TOL),
+             "malformed ew_meta")
+    if boa_sub and learned:  # (before the first example, the corners are reset when used)
+        _require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
+                     and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
+                                      rel_tol=_REL_TOL) for i in range(k)),
+                 "BOA's corner weights are not those of their state")
+    if not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
+        log_weights = np.abs(es[:, L.E_ETA, None] * coord[:, L.K_G])
+        _require(bool(np.all(log_weights <= es[:, L.E_OFF, None])),
+                 "EG's offset below its log-weights")
 
 
-def _boa_experts(rows: np.ndarray, in_use: bool) -> bool:
-    """Whether BOA experts (rows V, B2, R, W) have V, W >= 0 and, ``in_use``, B2 > 0."""
-    return (bool(np.all(rows[[boa.V, boa.W]] >= 0))
-            and (not in_use or bool(np.all(rows[boa.B2] > 0))))
+def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:
+    """Whether BOA experts (rows V, B2, R, W; a column each) are fresh (boa.reset) or weigh
+    what their state says, eta e^(eta R - offset) (boa.weigh; ``offset`` None: the largest
+    eta R, as the calibration's step). B2 > 0: the rates divide by it."""
+    v, b2, r, w = experts_rows
+    fresh = (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+    if fresh.all():
+        return True
+    if not (np.all(v >= 0) and np.all(b2 > 0)):
+        return False
+    with np.errstate(all="ignore"):  # an overflow is a mismatch
+        eta = np.where(v > 0, np.minimum(1 / b2, np.sqrt(log_n / np.where(v > 0, v, 1))), 1 / b2)
+        a = eta * r
+        weights = eta * np.exp(a - (a.max() if offset is None else offset))
+    return bool(np.all(fresh | np.isclose(w, weights, rtol=_REL_TOL, atol=1e-300)))
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:
