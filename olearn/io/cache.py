@@ -225,7 +225,8 @@ def _record_problem(counts: tuple, arrays: dict, mask: int, n_sources: int,
     n, nf, nt, source, first_line, pass_line, n_lines, _ = counts
     if source >= n_sources:
         return "source number out of range"
-    if pass_line != lines_before or not 0 <= first_line <= pass_line or n_lines < 0:
+    # (a record's lines are numbered in uint32)
+    if pass_line != lines_before or not 0 <= first_line <= pass_line or not 0 <= n_lines < 1 << 32:
         return "line numbers out of sequence"
     offsets, lines, tags = arrays["offsets"], arrays["lines"], arrays["tags"]
     if offsets[0] != 0 or offsets[-1] != nf or np.any(offsets[1:] < offsets[:-1]):
