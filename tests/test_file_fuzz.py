@@ -339,6 +339,17 @@ def test_another_learner_than_the_models_is_refused(folder, models, name, given,
     assert message in info.value.message
 
 
+def test_learner_the_models_options_cannot_build_is_an_error_naming_the_model(folder):
+    path = folder / "wide.olearn"
+    Learner(bit_precision=BITS, saew_calibrate=True).save(path)  # before any example: no index
+    header, payload = _split_model(path.read_bytes())
+    header["options"]["bit_precision"] = 22
+    path.write_bytes(_model_file(header, payload))
+    with pytest.raises(OlearnError, match="would reserve") as info:
+        Learner.load(path)
+    _check_error(info.value, path)
+
+
 def test_another_learner_is_one_line_on_the_command_line(folder, models):
     path = folder / "learner.olearn"
     path.write_bytes(models["calibrated eg"])
