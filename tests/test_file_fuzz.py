@@ -233,7 +233,8 @@ def test_index_beyond_the_table_is_refused(folder, models):
 def test_nan_weight_is_refused(folder, models):
     def nan(rows):
         rows[0, 0] = np.nan
-    assert "NaN or infinite weights" in _refused(folder, _with_array(models["default"], "rows", nan))
+    assert "NaN or infinite weights" in _refused(
+        folder, _with_array(models["default"], "rows", nan))
 
 
 def test_another_dtype_is_refused(folder, models):
@@ -306,7 +307,8 @@ def test_repeated_expert_hash_is_refused(folder, models):
 def test_zero_weight_sum_is_refused(folder, models):
     def zero(es):
         es[:, L.E_SUM] = 0.0
-    assert "malformed ew_es" in _refused(folder, _with_array(models["calibrated eg"], "ew_es", zero))
+    assert "malformed ew_es" in _refused(
+        folder, _with_array(models["calibrated eg"], "ew_es", zero))
 
 
 def test_options_in_the_experts_state_must_be_the_models(folder, models):
