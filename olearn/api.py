@@ -18,7 +18,7 @@ import numpy as np
 
 from olearn.batch import ExampleBatch
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OptionError
 from olearn.io import sources
 from olearn.learner import OnlineLearner
 from olearn.passes import DataPlan, Holdout, finish_pass
@@ -52,7 +52,7 @@ class Learner:
         options.setdefault("quiet", True)
         self.config = Config(**options)
         if self.config.dask:
-            raise OlearnError("dask is for the command line (olearn --dask); a Learner learns "
+            raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")
         self._learner = OnlineLearner(self.config)
 
@@ -65,7 +65,7 @@ class Learner:
         """
         config = self.config
         if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
-            raise OlearnError("several passes need a path or a list of lines to read again")
+            raise OptionError("several passes need a path or a list of lines to read again")
         plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
         holdout = Holdout(config)
         try:

@@ -12,7 +12,7 @@ import sys
 
 from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
                            SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OptionError
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
 
@@ -264,10 +264,14 @@ def _fail(message: str, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one line per failure, never a traceback; fast exit when done."""
+    """Console entry point: one line per failure, never a traceback; fast exit when done.
+
+    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 70 a bug."""
     code = 0
     try:
         command(sys.argv[1:] if argv is None else argv)
+    except OptionError as exc:
+        code = _fail(str(exc), 2)
     except OlearnError as exc:
         code = _fail(str(exc), 1)
     except UsageError as exc:

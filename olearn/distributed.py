@@ -57,7 +57,7 @@ import numpy as np
 
 from olearn import readable
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OptionError
 from olearn.features import stage_poly
 from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, check_strict
@@ -136,7 +136,7 @@ def partitions(patterns: list[str], minimum: int = 0) -> list[Partition]:
     that is needed for at least ``minimum`` partitions (a gzip stream can only be read from its
     start, so a .gz file is always one partition)."""
     if not patterns or "-" in patterns:
-        raise OlearnError("--dask reads data files (-d), not stdin: the workers open them")
+        raise OptionError("--dask reads data files (-d), not stdin: the workers open them")
     files = []
     for pattern in patterns:
         found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
@@ -361,7 +361,8 @@ def connect(address: str) -> Iterator:
         if address == "local" or address.startswith("local:"):
             count = address.partition(":")[2] or str(os.cpu_count() or 1)
             if not count.isdigit() or int(count) < 1:
-                raise OlearnError(f"--dask local:N needs a number of workers N >= 1, got {count!r}")
+                raise OptionError(
+                    f"--dask local:N needs a number of workers N >= 1, got {count!r}")
             cluster = stack.enter_context(LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=logging.ERROR))

@@ -19,3 +19,7 @@ class OlearnError(Exception):
         if self.file is not None:
             where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
         return where + self.message
+
+
+class OptionError(OlearnError):
+    """A bad option value or combination of options: a usage error (exit code 2)."""

@@ -88,7 +88,7 @@ def test_early_termination_matches_vw_and_keeps_the_best_model(vw, worsening, tm
 
 def test_several_passes_need_a_cache(data):
     code, _, err = run_olearn("-d", data, "--passes", "2")
-    assert code == 1 and "need a cache file for multiple passes" in err
+    assert code == 2 and "need a cache file for multiple passes" in err
 
 
 def test_second_run_reads_the_cache_and_gives_the_same_results(data, tmp_path):
