@@ -13,6 +13,8 @@ import sys
 from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
                            SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
 from olearn.errors import OlearnError, OptionError
+from olearn.io import cache
+from olearn.io.atomic import STDOUT
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
 
@@ -251,11 +253,55 @@ def command(argv: list[str]) -> None:
         warm_cache()
         return
     config = Config(data=options.pop("data") + paths, explicit=frozenset(given), **options)
+    check_outputs(config)
     if config.dask:
         from olearn.distributed import run as run_on_dask
         run_on_dask(config)
     else:
         run(config)
+
+
+# Output options, as the command line names them.
+FINAL_REGRESSOR = "-f/--final_regressor"
+OUTPUTS = (("predictions", "-p/--predictions"), ("raw_predictions", "-r/--raw_predictions"),
+           ("final_regressor", FINAL_REGRESSOR), ("readable_model", "--readable_model"),
+           ("invert_hash", "--invert_hash"), ("cache_file", "--cache_file"))
+
+
+def _is_file(path: str) -> bool:
+    """Whether ``path`` is, or would be created as, a regular file (stdout, devices and pipes
+    are written in place and may be shared)."""
+    return path not in STDOUT and (os.path.isfile(path) or not os.path.exists(path))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(config: Config) -> None:
+    """Refuse, before anything is written, an output file that is an input (a data file or
+    the -i model) or another output. -f may be the -i model: continuing a model in place is
+    a normal workflow, and -f is replaced atomically."""
+    inputs = [("the data file", path) for path in config.data if path != "-"]
+    model = config.initial_regressor
+    outputs = [(flag, getattr(config, name)) for name, flag in OUTPUTS if getattr(config, name)]
+    if config.cache and not (config.cache_file or config.dask or config.data[:1] in ([], ["-"])):
+        outputs.append(("-c/--cache", cache.default_path(config.data)))
+    for i, (flag, path) in enumerate(outputs):
+        if not _is_file(path):
+            continue
+        for what, other in inputs:
+            if _same_file(path, other):
+                raise OptionError(f"{flag} {path} would overwrite {what} {other}")
+        if model and flag != FINAL_REGRESSOR and _same_file(path, model):
+            raise OptionError(f"{flag} {path} would overwrite the -i/--initial_regressor "
+                              f"model {model}")
+        for other_flag, other in outputs[:i]:
+            if _same_file(path, other):
+                raise OptionError(f"{other_flag} and {flag} name the same file {path}")
 
 
 def _fail(message: str, code: int) -> int:

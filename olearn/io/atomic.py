@@ -7,6 +7,8 @@ from typing import BinaryIO
 
 from olearn.errors import OlearnError
 
+STDOUT = ("stdout", "/dev/stdout", "-")  # output names that mean standard output
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -24,7 +26,7 @@ class AtomicOutput:
         self.path = path
         self._tmp: str | None = None
         try:
-            if path in ("stdout", "/dev/stdout", "-"):
+            if path in STDOUT:
                 self._file: BinaryIO = sys.stdout.buffer
             elif os.path.exists(path) and not os.path.isfile(path):
                 self._file = open(path, "wb")
