@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 
 from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
@@ -34,6 +35,16 @@ _METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
 
 class UsageError(Exception):
     """A command line that does not parse (exit code 2, as VW and click)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every cleanup (``finally``, ``except
+    BaseException``) runs as for Ctrl-C: no temporary output is left behind."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -312,8 +323,9 @@ def _fail(message: str, code: int) -> int:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line per failure, never a traceback; fast exit when done.
 
-    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 70 a bug."""
+    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 143 SIGTERM, 70 a bug."""
     code = 0
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         command(sys.argv[1:] if argv is None else argv)
     except OptionError as exc:
@@ -324,6 +336,8 @@ def main(argv: list[str] | None = None) -> None:
         code = _fail(f"{exc} (see olearn --help)", 2)
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
+    except Terminated:
+        code = _fail("terminated", 143)
     except BrokenPipeError:
         code = 0
         try:

@@ -1,6 +1,9 @@
 """Option values and output files the command line refuses: one line on stderr, exit code 2,
 nothing written; and how a run ends on SIGTERM or a closed output pipe."""
 import math
+import signal
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -142,3 +145,32 @@ def test_devices_and_stdout_may_be_shared(data):
                             "--quiet")
     assert code == 0, err
     assert len(out.splitlines()) == 8
+
+
+def _error_lines(err: bytes) -> list[str]:
+    return [line for line in err.decode().splitlines() if line.strip()]
+
+
+def test_sigterm_removes_temporary_outputs_and_exits_143(tmp_path):
+    """SIGTERM while the reading thread waits on a pipe that stays open: one line, exit 143,
+    the temporary -p/-r files removed, no -p/-r/-f file."""
+    proc = subprocess.Popen(olearn_cmd("-p", "p.txt", "-r", "r.txt", "-f", "m.olearn"),
+                            cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(DATA * 40000)  # 1.5 MB: a block is learned, and more is awaited
+        proc.stdin.flush()
+        deadline = time.monotonic() + 120  # start-up, or numba compiling the kernels
+        while not list(tmp_path.glob(".olearn-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdin.close()
+    assert code == 143
+    assert _error_lines(proc.stderr.read())[-1:] == ["olearn: error: terminated"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+

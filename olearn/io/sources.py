@@ -220,12 +220,15 @@ class ReadAhead:
             yield item
 
     def close(self) -> None:
+        """Stop reading ahead. Not waited for: a thread blocked reading a pipe would hold up
+        an interrupted run until the writer sends more (it is a daemon). Emptying the queue
+        frees a thread waiting to queue a block, which then sees the stop before the next."""
         self._stop.set()
-        while self._thread.is_alive():
+        while True:
             try:
                 self._queue.get_nowait()
             except queue.Empty:
-                self._thread.join(0.01)
+                return
 
 
 def file_size(path: str) -> int | None:
