@@ -13,7 +13,7 @@ import sys
 
 from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
                            SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
-from olearn.errors import OlearnError, OptionError
+from olearn.errors import OlearnError, OptionError, OutputClosed
 from olearn.io import cache
 from olearn.io.atomic import STDOUT
 from olearn.losses import NAMES as LOSS_NAMES
@@ -316,18 +316,24 @@ def check_outputs(config: Config) -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"olearn: error: {message}\n")
+    try:
+        sys.stderr.write(f"olearn: error: {message}\n")
+    except (OSError, ValueError):  # stderr closed too: the exit code still tells
+        pass
     return code
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one line per failure, never a traceback; fast exit when done.
 
-    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 143 SIGTERM, 70 a bug."""
+    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 141 an output closed early (a
+    broken pipe, as a shell reports SIGPIPE), 143 SIGTERM, 70 a bug."""
     code = 0
     signal.signal(signal.SIGTERM, _terminate)
     try:
         command(sys.argv[1:] if argv is None else argv)
+    except OutputClosed as exc:
+        code = _fail(str(exc), 141)
     except OptionError as exc:
         code = _fail(str(exc), 2)
     except OlearnError as exc:
@@ -338,12 +344,8 @@ def main(argv: list[str] | None = None) -> None:
         code = _fail("interrupted", 130)
     except Terminated:
         code = _fail("terminated", 143)
-    except BrokenPipeError:
-        code = 0
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        except Exception:
-            pass
+    except BrokenPipeError:  # stdout (--audit) or stderr
+        code = _fail("broken pipe (an output was closed before the run finished)", 141)
     except Exception as exc:  # a bug: still one line, with the traceback on request
         if os.environ.get("OLEARN_DEBUG"):
             raise

@@ -23,3 +23,8 @@ class OlearnError(Exception):
 
 class OptionError(OlearnError):
     """A bad option value or combination of options: a usage error (exit code 2)."""
+
+
+class OutputClosed(OlearnError):
+    """An output's reader went away (a broken pipe) before the run finished (exit code 141,
+    as a shell reports a command killed by SIGPIPE)."""

@@ -116,6 +116,8 @@ def run(config: Config) -> OnlineLearner:
                 console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
             bytes_done += bytes_read
             passes_used += 1
+            for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
+                out.flush()
             if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
                 learner.save(config.final_regressor)
             if config.save_per_pass and config.final_regressor:

@@ -174,3 +174,28 @@ def test_sigterm_removes_temporary_outputs_and_exits_143(tmp_path):
     assert _error_lines(proc.stderr.read())[-1:] == ["olearn: error: terminated"]
     assert sorted(path.name for path in tmp_path.iterdir()) == []
 
+
+def _big(tmp_path):
+    """Input whose predictions (~600 kB) are far more than a pipe holds."""
+    path = tmp_path / "big.vw"
+    path.write_bytes(DATA * 16000)
+    return path
+
+
+@pytest.mark.parametrize("output", [["-p", "/dev/stdout"], ["--audit"]])
+def test_closed_output_pipe_is_one_line_exit_141_and_no_model(tmp_path, output):
+    data = _big(tmp_path)
+    proc = subprocess.Popen(olearn_cmd("-d", data, *output, "-f", tmp_path / "m.olearn",
+                                       "--quiet"),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline()
+        proc.stdout.close()  # as `olearn ... | head -1` does
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = _error_lines(proc.stderr.read())
+    assert code == 141 and len(lines) == 1 and "broken pipe" in lines[0], lines
+    assert [path.name for path in tmp_path.iterdir()] == ["big.vw"]
