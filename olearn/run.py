@@ -118,6 +118,8 @@ def run(config: Config) -> OnlineLearner:
             passes_used += 1
             for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
                 out.flush()
+            if config.audit:
+                sys.stdout.flush()
             if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
                 learner.save(config.final_regressor)
             if config.save_per_pass and config.final_regressor:
