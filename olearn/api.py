@@ -31,11 +31,23 @@ def _is_path(data: Data) -> bool:
 
 
 def _blocks(data: Data) -> Iterator[sources.Block]:
-    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines."""
+    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines; anything
+    else is a TypeError (bytes are not taken for a path, nor numbers for lines)."""
     if _is_path(data):
         path = os.fspath(data)
         sources.check_readable([path])
         return sources.all_blocks([path])
+    kind = type(data).__name__
+    if isinstance(data, np.ndarray):
+        kind += f" of {data.dtype} in {data.ndim} dimension(s)"
+        iterable = data.ndim == 1 and data.dtype.kind in "USO"  # strings, or objects checked
+    else:
+        iterable = not isinstance(data, (bytes, bytearray, memoryview)) and hasattr(
+            data, "__iter__")
+    if not iterable:
+        hint = " (lines in one bytes object: pass [data])" if isinstance(data, bytes) else ""
+        raise TypeError("data must be a path (str or os.PathLike) or an iterable of example "
+                        f"lines (str or bytes), not {kind}{hint}")
     return sources.blocks_of_lines(data)
 
 

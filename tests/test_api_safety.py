@@ -1,0 +1,62 @@
+"""The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
+warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
+import numpy as np
+import pytest
+
+import olearn
+from olearn.io import sources
+
+LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
+PROBE = ["|a x:1 y:2 |b z1", "|a x:4", "|b z3"]
+
+
+@pytest.mark.parametrize("data", [
+    np.array([1.0, 2.0]), np.array([["1 |a x"]]), 5, 1.5, None, [1, 2], ["1 |a x", 3],
+    ("1 |a x", None), b"1 |a x\n", bytearray(b"1 |a x\n"), object(),
+], ids=lambda data: type(data).__name__)
+def test_data_that_is_not_example_lines_is_a_type_error_and_nothing_is_learned(data):
+    model = olearn.Learner()
+    with pytest.raises(TypeError, match="str or bytes"):
+        model.fit(data)
+    np.testing.assert_array_equal(model.predict(PROBE), np.zeros(len(PROBE)))
+
+
+def test_predict_refuses_data_that_is_not_example_lines():
+    with pytest.raises(TypeError, match="not NoneType"):
+        olearn.Learner().predict(None)
+
+
+def test_an_iterator_is_checked_as_it_is_read():
+    with pytest.raises(TypeError, match="data item 2 is int"):
+        olearn.Learner().fit(iter(["1 |a x", "2 |a y", 3]))
+
+
+def test_numpy_array_of_strings_is_example_lines():
+    want = olearn.Learner().fit(LINES).predict(PROBE)
+    np.testing.assert_array_equal(olearn.Learner().fit(np.array(LINES)).predict(PROBE), want)
+    np.testing.assert_array_equal(
+        olearn.Learner().fit(np.array([s.encode() for s in LINES])).predict(PROBE), want)
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_string_holding_newlines_is_several_examples(kind):
+    def as_kind(text):
+        return text if kind is str else text.encode()
+    one_per_line = olearn.Learner().fit(LINES)
+    joined = olearn.Learner().fit([as_kind("\n".join(LINES[:150])),
+                                   as_kind("\n".join(LINES[150:]) + "\n")])
+    np.testing.assert_array_equal(joined.predict(PROBE), one_per_line.predict(PROBE))
+    assert joined.average_loss == one_per_line.average_loss
+    assert len(olearn.Learner().predict([as_kind("|a x\n|a y\n\n|b z")])) == 3
+
+
+def test_blocks_of_lines_count_embedded_newlines():
+    blocks = list(sources.blocks_of_lines(["1 |a\n2 |b", "3 |c", "4 |d\n\n5 |e"], block_size=8))
+    assert [(b.first_line, b.n_lines, b.pass_line) for b in blocks] == [(0, 2, 0), (2, 4, 2)]
+    assert sum(b.data.count(b"\n") for b in blocks) == 6
+
+
+def test_nul_bytes_and_cr_only_text_give_a_result():
+    model = olearn.Learner().fit([b"1 |a x\x00y\n", "1 |a x\r-1 |b y", b"\x00\x00"])
+    preds = model.predict(["|a x\r\n", b"\x00", "\r"])  # "\r" alone: an empty line, no example
+    assert len(preds) == 2 and np.isfinite(preds).all()
