@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from typing import Iterable, Iterator, Union
 
 import numpy as np
 
 from olearn.batch import ExampleBatch
 from olearn.config import Config
-from olearn.errors import OptionError
+from olearn.errors import OptionError, ParseWarning
 from olearn.io import sources
-from olearn.learner import OnlineLearner
+from olearn.learner import OnlineLearner, parse_warnings
 from olearn.passes import DataPlan, Holdout, finish_pass
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
@@ -58,6 +59,9 @@ class Learner:
     ``fit`` and ``partial_fit`` learn online (one pass, or ``passes``), predicting each example
     before learning it (progressive validation); ``predict`` only predicts. The state carries
     over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
+
+    Parse warnings are :class:`olearn.ParseWarning` warnings (``warnings`` module), or with
+    ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`.
     """
 
     def __init__(self, **options):
@@ -106,6 +110,8 @@ class Learner:
         outputs = []
         lines = 0
         for batch in batches:
+            for message in parse_warnings(batch, self.config.strict_parse, prefix=""):
+                warnings.warn(message, ParseWarning, stacklevel=3)  # at the call of fit/predict
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if learn:
                 learner.learn(batch, preds)

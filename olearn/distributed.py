@@ -60,11 +60,11 @@ from olearn.config import Config
 from olearn.errors import OlearnError, OptionError
 from olearn.features import stage_poly
 from olearn.io import cache, sources
-from olearn.learner import OnlineLearner, check_strict
+from olearn.learner import OnlineLearner, parse_warnings
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.passes import DataPlan, Holdout, finish_pass
-from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+from olearn.report import TABLE_HEADER, Console, format_row, summary
 from olearn.run import header
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -315,10 +315,7 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
     plan = part.plan(config, pass_no)
     try:
         for batch in plan.batches(learner, 0):
-            if batch.n_warnings:
-                if config.strict_parse:
-                    check_strict(batch)
-                warnings += warning_lines(batch)[:MAX_WARNINGS - len(warnings)]
+            warnings += parse_warnings(batch, config.strict_parse)[:MAX_WARNINGS - len(warnings)]
             rows = learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
             if len(rows):
                 row = rows[-1]

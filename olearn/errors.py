@@ -1,4 +1,4 @@
-"""The one exception type every user-facing failure is raised as."""
+"""User-facing failures (OlearnError and its kinds) and the Python API's parse warning."""
 from __future__ import annotations
 
 
@@ -28,3 +28,8 @@ class OptionError(OlearnError):
 class OutputClosed(OlearnError):
     """An output's reader went away (a broken pipe) before the run finished (exit code 141,
     as a shell reports a command killed by SIGPIPE)."""
+
+
+class ParseWarning(UserWarning):
+    """A parse warning of the Python API: the command line's text (file or ``<lines>``, line,
+    what is wrong and what olearn does about it), one per warning."""

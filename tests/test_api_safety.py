@@ -1,13 +1,24 @@
 """The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
 warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
+import warnings
+
 import numpy as np
 import pytest
 
 import olearn
+from conftest import olearn_cmd, run_cmd
 from olearn.io import sources
 
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
 PROBE = ["|a x:1 y:2 |b z1", "|a x:4", "|b z3"]
+
+
+def _parse_warnings(action):
+    """The messages of the ParseWarnings that ``action()`` raises."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [str(w.message) for w in caught if w.category is olearn.ParseWarning]
 
 
 @pytest.mark.parametrize("data", [
@@ -56,7 +67,40 @@ def test_blocks_of_lines_count_embedded_newlines():
     assert sum(b.data.count(b"\n") for b in blocks) == 6
 
 
+def test_warnings_name_the_line_counting_embedded_newlines():
+    messages = _parse_warnings(lambda: olearn.Learner().fit(
+        ["1 |a x\n2 |a y\nabc |a z", "1 |a x", "def |a w"]))
+    assert [m.split(": ")[0] for m in messages] == ["<lines>:3", "<lines>:5"]
+
+
 def test_nul_bytes_and_cr_only_text_give_a_result():
     model = olearn.Learner().fit([b"1 |a x\x00y\n", "1 |a x\r-1 |b y", b"\x00\x00"])
     preds = model.predict(["|a x\r\n", b"\x00", "\r"])  # "\r" alone: an empty line, no example
     assert len(preds) == 2 and np.isfinite(preds).all()
+
+
+def test_parse_warning_has_the_command_line_text(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_bytes(b"1 |a x\nabc |a x\n1 |a x:nan\n")
+    _, _, err = run_cmd(olearn_cmd("-d", data))
+    cli = [line.removeprefix("[warning] ") for line in err.splitlines()
+           if line.startswith("[warning]")]
+    assert len(cli) == 2
+    assert _parse_warnings(lambda: olearn.Learner().fit(data)) == cli
+    assert _parse_warnings(lambda: olearn.Learner().predict(data)) == cli
+
+
+def test_parse_warning_points_at_the_callers_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        olearn.Learner().fit(["abc |a x"])
+    assert [w.filename for w in caught] == [__file__]
+    assert issubclass(olearn.ParseWarning, UserWarning)
+
+
+@pytest.mark.parametrize("method", ["fit", "predict"])
+def test_strict_parse_makes_the_first_warning_an_error(method):
+    model = olearn.Learner(strict_parse=True)
+    with pytest.raises(olearn.OlearnError, match=r"<lines>:2: 'abc' is not a good float "
+                                                 r"\(--strict_parse\)"):
+        getattr(model, method)(["1 |a x", "abc |a x", "def |a x"])
