@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import warnings
 from typing import Iterable, Iterator, Union
 
@@ -61,7 +62,8 @@ class Learner:
     over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
 
     Parse warnings are :class:`olearn.ParseWarning` warnings (``warnings`` module), or with
-    ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`.
+    ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`. Calls from several
+    threads run one at a time (a lock), each seeing the state the previous one left.
     """
 
     def __init__(self, **options):
@@ -71,6 +73,7 @@ class Learner:
             raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")
         self._learner = OnlineLearner(self.config)
+        self._lock = threading.Lock()
 
     def fit(self, data: Data) -> "Learner":
         """Learn online from ``data`` (a path, or example lines); returns ``self``.
@@ -82,27 +85,29 @@ class Learner:
         config = self.config
         if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
             raise OptionError("several passes need a path or a list of lines to read again")
-        plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
-        holdout = Holdout(config)
-        try:
-            for pass_no in range(config.passes):
-                batches = (plan.batches(self._learner, pass_no) if plan is not None
-                           else self._learner.batches(_blocks(data)))
-                _, lines = self._run(batches, learn=True)
-                finish_pass(self._learner, holdout, lines, pass_no + 1)
-                if holdout.stopped_early:
-                    break
-        except BaseException:
-            if plan is not None:
-                plan.discard()
-            raise
+        with self._lock:
+            plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
+            holdout = Holdout(config)
+            try:
+                for pass_no in range(config.passes):
+                    batches = (plan.batches(self._learner, pass_no) if plan is not None
+                               else self._learner.batches(_blocks(data)))
+                    _, lines = self._run(batches, learn=True)
+                    finish_pass(self._learner, holdout, lines, pass_no + 1)
+                    if holdout.stopped_early:
+                        break
+            except BaseException:
+                if plan is not None:
+                    plan.discard()
+                raise
         return self
 
     partial_fit = fit
 
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data``; no learning."""
-        return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
+        with self._lock:
+            return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool) -> tuple[np.ndarray, int]:
         """Outputs of every example, and the number of lines read."""
@@ -124,11 +129,13 @@ class Learner:
     @property
     def average_loss(self) -> float:
         """Progressive-validation loss of everything learned so far (NaN before any label)."""
-        return self._learner.average_loss
+        with self._lock:
+            return self._learner.average_loss
 
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
-        self._learner.save(os.fspath(path))
+        with self._lock:
+            self._learner.save(os.fspath(path))
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> "Learner":
@@ -138,4 +145,5 @@ class Learner:
         learner._learner = OnlineLearner.start(dataclasses.replace(
             given, explicit=frozenset(options), initial_regressor=os.fspath(path)))
         learner.config = learner._learner.config
+        learner._lock = threading.Lock()
         return learner

@@ -1,5 +1,6 @@
 """The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
 warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
+import threading
 import warnings
 
 import numpy as np
@@ -104,3 +105,29 @@ def test_strict_parse_makes_the_first_warning_an_error(method):
     with pytest.raises(olearn.OlearnError, match=r"<lines>:2: 'abc' is not a good float "
                                                  r"\(--strict_parse\)"):
         getattr(model, method)(["1 |a x", "abc |a x", "def |a x"])
+
+
+def test_threads_fitting_one_learner_give_one_serial_order():
+    first = LINES * 40
+    second = [line.replace("|b", "|c") for line in LINES] * 40
+    model = olearn.Learner()
+    threads = [threading.Thread(target=model.fit, args=(half,)) for half in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    got = model.predict(PROBE + ["|c z2"])
+    orders = [olearn.Learner().fit(a).fit(b) for a, b in ((first, second), (second, first))]
+    assert any(np.array_equal(got, serial.predict(PROBE + ["|c z2"])) for serial in orders)
+    assert any(model.average_loss == serial.average_loss for serial in orders)
+
+
+def test_threads_saving_while_fitting_write_whole_models(tmp_path):
+    model = olearn.Learner()
+    fitting = threading.Thread(target=model.fit, args=(LINES * 100,))
+    fitting.start()
+    for k in range(5):
+        model.save(tmp_path / f"m{k}.olearn")
+    fitting.join()
+    for k in range(5):
+        assert len(olearn.Learner.load(tmp_path / f"m{k}.olearn").predict(PROBE)) == 3
