@@ -1,5 +1,7 @@
 """The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
 warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
+import os
+import subprocess
 import threading
 import warnings
 
@@ -131,3 +133,32 @@ def test_threads_saving_while_fitting_write_whole_models(tmp_path):
     fitting.join()
     for k in range(5):
         assert len(olearn.Learner.load(tmp_path / f"m{k}.olearn").predict(PROBE)) == 3
+
+
+@pytest.mark.parametrize("data, options", [
+    ([], {}), (["|a x", "|b y"], {}), (["1 |a x", "-1 |b y"], {"testonly": True}),
+    (["1 0 |a x"], {}), (["1 |a x"] * 3, {"loss_function": "logistic"}),
+    (["-1 |a x"] * 3, {"loss_function": "hinge", "binary": True}),
+    (["|a x"], {"passes": 2, "holdout_off": False}),
+])
+def test_no_runtime_warning_from_the_api(data, options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = olearn.Learner(**options)
+        assert np.isnan(model.average_loss)
+        model.fit(data)
+        model.average_loss
+        model.predict(data)
+
+
+@pytest.mark.parametrize("text, args", [
+    (b"", []), (b"|a x\n|b y\n", []), (b"1 |a x\n-1 |b y\n", ["-t"]),
+    (b"|a x\n", ["--passes", "2", "--cache_file", "{cache}"]), (b"1 0 |a x\n", []),
+    (b"1 |a x\n", ["--loss_function", "logistic"]),
+])
+def test_no_python_warning_from_the_command_line(tmp_path, text, args):
+    args = [arg.format(cache=tmp_path / "c.cache") for arg in args]
+    proc = subprocess.run(olearn_cmd(*args), input=text, capture_output=True,
+                          env={**os.environ, "PYTHONWARNINGS": "error"})
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Warning" not in err and "finished run" in err, err
