@@ -104,10 +104,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
     add("-b", "--bit_precision", type=int, default=18, show_default=True,
         help="Number of bits in the feature table (1..30).")
     add("-l", "--learning_rate", type=float, default=None,
-        help="Learning rate [default: 0.5, or 10 unless adaptive and normalized].")
+        help="Learning rate, > 0 [default: 0.5, or 10 unless adaptive and normalized].")
     add("--power_t", type=float, default=0.5, show_default=True, help="t power value.")
     add("--initial_t", type=float, default=None,
-        help="Initial t value [default: 0, or 1 without --adaptive/--normalized].")
+        help="Initial t value, >= 0 [default: 0, or 1 without --adaptive/--normalized].")
     add("--sgd", flag=True, help="Plain SGD: no adaptive, normalized or invariant update.")
     add("--adaptive", flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
     add("--normalized", flag=True, help="Per-feature normalized updates.")
@@ -123,7 +123,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
     add("--min_prediction", type=float, default=None,
         help="Smallest prediction to output (fixes the clipping range).")
     add("--max_prediction", type=float, default=None,
-        help="Largest prediction to output (fixes the clipping range).")
+        help="Largest prediction to output (fixes the clipping range; above "
+             "--min_prediction).")
     add("--stage_poly", flag=True,
         help="APPLE: grow polynomial features (monomials) in stages, from the best weights.")
     add("--sched_exponent", "--alpha", "sched_exponent", type=float, default=1.0,
@@ -171,7 +172,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
         help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
              "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1)).")
     add("--saew_grid_d0", type=int, default=3, show_default=True,
-        help="--saew_calibrate: d0 values 1, 4, 16, ...")
+        help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)")
     add("--saew_grid_alpha", type=int, default=3, show_default=True,
         help="--saew_calibrate: alpha values --saew_alpha × 4^k, k centered on 0.")
     add("--saew_grid_radius", type=int, default=3, show_default=True,
@@ -195,7 +196,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
         help="Keep interactions that repeat another up to order.")
     add("--hash", "hash", choices=HASHES, default="strings", show_default=True,
         help="How to hash features: strings (all-digit names as numbers) or all.")
-    add("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
+    add("--hash_seed", type=int, default=0, show_default=True,
+        help="Seed for hashing, a uint32 (-N is 2^32 - N, as VW reads it).")
     add("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
     add("-r", "--raw_predictions", metavar="FILE",
         help="File to output raw scores to (before clipping and link).")
