@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 import zlib
 
+from olearn.errors import OlearnError, OptionError, ParseWarning  # noqa: F401 (the API's)
+
 __version__ = "0.1.0"
 
 

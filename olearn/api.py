@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
+import warnings
 from typing import Iterable, Iterator, Union
 
 import numpy as np
 
 from olearn.batch import ExampleBatch
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OptionError, ParseWarning
 from olearn.io import sources
-from olearn.learner import OnlineLearner
+from olearn.learner import OnlineLearner, parse_warnings
 from olearn.passes import DataPlan, Holdout, finish_pass
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
@@ -31,11 +33,23 @@ def _is_path(data: Data) -> bool:
 
 
 def _blocks(data: Data) -> Iterator[sources.Block]:
-    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines."""
+    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines; anything
+    else is a TypeError (bytes are not taken for a path, nor numbers for lines)."""
     if _is_path(data):
         path = os.fspath(data)
         sources.check_readable([path])
         return sources.all_blocks([path])
+    kind = type(data).__name__
+    if isinstance(data, np.ndarray):
+        kind += f" of {data.dtype} in {data.ndim} dimension(s)"
+        iterable = data.ndim == 1 and data.dtype.kind in "USO"  # strings, or objects checked
+    else:
+        iterable = not isinstance(data, (bytes, bytearray, memoryview)) and hasattr(
+            data, "__iter__")
+    if not iterable:
+        hint = " (lines in one bytes object: pass [data])" if isinstance(data, bytes) else ""
+        raise TypeError("data must be a path (str or os.PathLike) or an iterable of example "
+                        f"lines (str or bytes), not {kind}{hint}")
     return sources.blocks_of_lines(data)
 
 
@@ -46,15 +60,20 @@ class Learner:
     ``fit`` and ``partial_fit`` learn online (one pass, or ``passes``), predicting each example
     before learning it (progressive validation); ``predict`` only predicts. The state carries
     over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
+
+    Parse warnings are :class:`olearn.ParseWarning` warnings (``warnings`` module), or with
+    ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`. Calls from several
+    threads run one at a time (a lock), each seeing the state the previous one left.
     """
 
     def __init__(self, **options):
         options.setdefault("quiet", True)
         self.config = Config(**options)
         if self.config.dask:
-            raise OlearnError("dask is for the command line (olearn --dask); a Learner learns "
+            raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")
         self._learner = OnlineLearner(self.config)
+        self._lock = threading.Lock()
 
     def fit(self, data: Data) -> "Learner":
         """Learn online from ``data`` (a path, or example lines); returns ``self``.
@@ -65,28 +84,30 @@ class Learner:
         """
         config = self.config
         if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
-            raise OlearnError("several passes need a path or a list of lines to read again")
-        plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
-        holdout = Holdout(config)
-        try:
-            for pass_no in range(config.passes):
-                batches = (plan.batches(self._learner, pass_no) if plan is not None
-                           else self._learner.batches(_blocks(data)))
-                _, lines = self._run(batches, learn=True)
-                finish_pass(self._learner, holdout, lines, pass_no + 1)
-                if holdout.stopped_early:
-                    break
-        except BaseException:
-            if plan is not None:
-                plan.discard()
-            raise
+            raise OptionError("several passes need a path or a list of lines to read again")
+        with self._lock:
+            plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
+            holdout = Holdout(config)
+            try:
+                for pass_no in range(config.passes):
+                    batches = (plan.batches(self._learner, pass_no) if plan is not None
+                               else self._learner.batches(_blocks(data)))
+                    _, lines = self._run(batches, learn=True)
+                    finish_pass(self._learner, holdout, lines, pass_no + 1)
+                    if holdout.stopped_early:
+                        break
+            except BaseException:
+                if plan is not None:
+                    plan.discard()
+                raise
         return self
 
     partial_fit = fit
 
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data``; no learning."""
-        return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
+        with self._lock:
+            return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool) -> tuple[np.ndarray, int]:
         """Outputs of every example, and the number of lines read."""
@@ -94,6 +115,8 @@ class Learner:
         outputs = []
         lines = 0
         for batch in batches:
+            for message in parse_warnings(batch, self.config.strict_parse, prefix=""):
+                warnings.warn(message, ParseWarning, stacklevel=3)  # at the call of fit/predict
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if learn:
                 learner.learn(batch, preds)
@@ -106,11 +129,13 @@ class Learner:
     @property
     def average_loss(self) -> float:
         """Progressive-validation loss of everything learned so far (NaN before any label)."""
-        return self._learner.average_loss
+        with self._lock:
+            return self._learner.average_loss
 
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
-        self._learner.save(os.fspath(path))
+        with self._lock:
+            self._learner.save(os.fspath(path))
 
     @classmethod
     def load(cls, path: str | os.PathLike, **options) -> "Learner":
@@ -120,4 +145,5 @@ class Learner:
         learner._learner = OnlineLearner.start(dataclasses.replace(
             given, explicit=frozenset(options), initial_regressor=os.fspath(path)))
         learner.config = learner._learner.config
+        learner._lock = threading.Lock()
         return learner

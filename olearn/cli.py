@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 
 from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
                            SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OptionError, OutputClosed
+from olearn.io import cache
+from olearn.io.atomic import STDOUT
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
 
@@ -32,6 +35,16 @@ _METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
 
 class UsageError(Exception):
     """A command line that does not parse (exit code 2, as VW and click)."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every cleanup (``finally``, ``except
+    BaseException``) runs as for Ctrl-C: no temporary output is left behind."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Terminated
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,10 +104,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
     add("-b", "--bit_precision", type=int, default=18, show_default=True,
         help="Number of bits in the feature table (1..30).")
     add("-l", "--learning_rate", type=float, default=None,
-        help="Learning rate [default: 0.5, or 10 unless adaptive and normalized].")
+        help="Learning rate, > 0 [default: 0.5, or 10 unless adaptive and normalized].")
     add("--power_t", type=float, default=0.5, show_default=True, help="t power value.")
     add("--initial_t", type=float, default=None,
-        help="Initial t value [default: 0, or 1 without --adaptive/--normalized].")
+        help="Initial t value, >= 0 [default: 0, or 1 without --adaptive/--normalized].")
     add("--sgd", flag=True, help="Plain SGD: no adaptive, normalized or invariant update.")
     add("--adaptive", flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
     add("--normalized", flag=True, help="Per-feature normalized updates.")
@@ -110,7 +123,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
     add("--min_prediction", type=float, default=None,
         help="Smallest prediction to output (fixes the clipping range).")
     add("--max_prediction", type=float, default=None,
-        help="Largest prediction to output (fixes the clipping range).")
+        help="Largest prediction to output (fixes the clipping range; above "
+             "--min_prediction).")
     add("--stage_poly", flag=True,
         help="APPLE: grow polynomial features (monomials) in stages, from the best weights.")
     add("--sched_exponent", "--alpha", "sched_exponent", type=float, default=1.0,
@@ -158,7 +172,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
         help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
              "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1)).")
     add("--saew_grid_d0", type=int, default=3, show_default=True,
-        help="--saew_calibrate: d0 values 1, 4, 16, ...")
+        help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)")
     add("--saew_grid_alpha", type=int, default=3, show_default=True,
         help="--saew_calibrate: alpha values --saew_alpha × 4^k, k centered on 0.")
     add("--saew_grid_radius", type=int, default=3, show_default=True,
@@ -182,7 +196,8 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
         help="Keep interactions that repeat another up to order.")
     add("--hash", "hash", choices=HASHES, default="strings", show_default=True,
         help="How to hash features: strings (all-digit names as numbers) or all.")
-    add("--hash_seed", type=int, default=0, show_default=True, help="Seed for hashing.")
+    add("--hash_seed", type=int, default=0, show_default=True,
+        help="Seed for hashing, a uint32 (-N is 2^32 - N, as VW reads it).")
     add("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
     add("-r", "--raw_predictions", metavar="FILE",
         help="File to output raw scores to (before clipping and link).")
@@ -251,6 +266,7 @@ def command(argv: list[str]) -> None:
         warm_cache()
         return
     config = Config(data=options.pop("data") + paths, explicit=frozenset(given), **options)
+    check_outputs(config)
     if config.dask:
         from olearn.distributed import run as run_on_dask
         run_on_dask(config)
@@ -258,28 +274,80 @@ def command(argv: list[str]) -> None:
         run(config)
 
 
+# Output options, as the command line names them.
+FINAL_REGRESSOR = "-f/--final_regressor"
+OUTPUTS = (("predictions", "-p/--predictions"), ("raw_predictions", "-r/--raw_predictions"),
+           ("final_regressor", FINAL_REGRESSOR), ("readable_model", "--readable_model"),
+           ("invert_hash", "--invert_hash"), ("cache_file", "--cache_file"))
+
+
+def _is_file(path: str) -> bool:
+    """Whether ``path`` is, or would be created as, a regular file (stdout, devices and pipes
+    are written in place and may be shared)."""
+    return path not in STDOUT and (os.path.isfile(path) or not os.path.exists(path))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist yet
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(config: Config) -> None:
+    """Refuse, before anything is written, an output file that is an input (a data file or
+    the -i model) or another output. -f may be the -i model: continuing a model in place is
+    a normal workflow, and -f is replaced atomically."""
+    inputs = [("the data file", path) for path in config.data if path != "-"]
+    model = config.initial_regressor
+    outputs = [(flag, getattr(config, name)) for name, flag in OUTPUTS if getattr(config, name)]
+    if config.cache and not (config.cache_file or config.dask or config.data[:1] in ([], ["-"])):
+        outputs.append(("-c/--cache", cache.default_path(config.data)))
+    for i, (flag, path) in enumerate(outputs):
+        if not _is_file(path):
+            continue
+        for what, other in inputs:
+            if _same_file(path, other):
+                raise OptionError(f"{flag} {path} would overwrite {what} {other}")
+        if model and flag != FINAL_REGRESSOR and _same_file(path, model):
+            raise OptionError(f"{flag} {path} would overwrite the -i/--initial_regressor "
+                              f"model {model}")
+        for other_flag, other in outputs[:i]:
+            if _same_file(path, other):
+                raise OptionError(f"{other_flag} and {flag} name the same file {path}")
+
+
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"olearn: error: {message}\n")
+    try:
+        sys.stderr.write(f"olearn: error: {message}\n")
+    except (OSError, ValueError):  # stderr closed too: the exit code still tells
+        pass
     return code
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one line per failure, never a traceback; fast exit when done."""
+    """Console entry point: one line per failure, never a traceback; fast exit when done.
+
+    Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 141 an output closed early (a
+    broken pipe, as a shell reports SIGPIPE), 143 SIGTERM, 70 a bug."""
     code = 0
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         command(sys.argv[1:] if argv is None else argv)
+    except OutputClosed as exc:
+        code = _fail(str(exc), 141)
+    except OptionError as exc:
+        code = _fail(str(exc), 2)
     except OlearnError as exc:
         code = _fail(str(exc), 1)
     except UsageError as exc:
         code = _fail(f"{exc} (see olearn --help)", 2)
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
-    except BrokenPipeError:
-        code = 0
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        except Exception:
-            pass
+    except Terminated:
+        code = _fail("terminated", 143)
+    except BrokenPipeError:  # stdout (--audit) or stderr
+        code = _fail("broken pipe (an output was closed before the run finished)", 141)
     except Exception as exc:  # a bug: still one line, with the traceback on request
         if os.environ.get("OLEARN_DEBUG"):
             raise

@@ -1,10 +1,12 @@
 """Every option of a run, validated once; shared by the CLI, the Python API and model files."""
 from __future__ import annotations
 
+import math
+import numbers
 import sys
 from dataclasses import dataclass, field
 
-from olearn.errors import OlearnError
+from olearn.errors import OptionError
 from olearn.features.interactions import terms_of
 from olearn.losses import NAMES as LOSS_NAMES
 from olearn.optim.gd import LINKS
@@ -27,6 +29,54 @@ SAEW_CENTERS = ("average", "last")
 SAEW_OUTPUTS = ("iterate", "average", "sparse")
 # chosen by scripts/saew_experiment.py (BENCHMARKS.md, "SAEW")
 SAEW_DEFAULTS = {"saew_d0": 5, "saew_C": 0.5, "saew_center": "last"}
+MAX_COUNT = 2 ** 32 - 1  # VW's counters are 32-bit; every count stays exact in float64 params
+MAX_GRID = 16  # --saew_calibrate's d0 values 1, 4, ..., 4^15 = 2^30 cover -b 30
+# Integer options: lowest and highest value.
+INT_RANGES = {"bit_precision": (1, 30), "passes": (1, MAX_COUNT),
+              "holdout_period": (1, MAX_COUNT), "holdout_after": (0, MAX_COUNT),
+              "early_terminate": (1, MAX_COUNT), "batch_sz": (0, MAX_COUNT),
+              "dask_partitions": (0, MAX_COUNT), "saew_d0": (1, MAX_COUNT),
+              "saew_grid_d0": (1, MAX_GRID), "saew_grid_alpha": (1, MAX_GRID),
+              "saew_grid_radius": (1, MAX_GRID), "saew_grid_B": (1, MAX_GRID),
+              "hash_seed": (-MAX_COUNT, MAX_COUNT)}  # VW reads -N as 2^32 - N
+# Float options: finite, from a lowest value (allowed or not) to below a highest one.
+FLOAT_RANGES = {"learning_rate": (0.0, False, math.inf), "power_t": (0.0, True, math.inf),
+                "initial_t": (0.0, True, math.inf), "quantile_tau": (0.0, False, 1.0),
+                "min_prediction": (-math.inf, True, math.inf),
+                "max_prediction": (-math.inf, True, math.inf),
+                "l1": (0.0, True, math.inf), "l2": (0.0, True, math.inf),
+                "sched_exponent": (0.0, True, math.inf), "radius": (0.0, False, math.inf),
+                "saew_alpha": (0.0, False, math.inf), "saew_B": (0.0, True, math.inf),
+                "saew_C": (0.0, False, math.inf), "saew_a": (0.0, True, math.inf),
+                "saew_b": (0.0, True, math.inf), "decay_learning_rate": (0.0, False, math.inf)}
+# May be None: VW's default for the update rule, or no fixed prediction range.
+OPTIONAL_NUMBERS = ("learning_rate", "initial_t", "min_prediction", "max_prediction")
+_SHORT_FLAGS = {"bit_precision": "-b", "learning_rate": "-l", "quadratic": "-q"}
+
+
+def _flag(name: str) -> str:
+    """An option as the command line names it (``-b/--bit_precision``)."""
+    short = _SHORT_FLAGS.get(name)
+    return f"{short}/--{name}" if short else f"--{name}"
+
+
+def _describe(low: float, low_allowed: bool, high: float) -> str:
+    if high < math.inf:
+        return f"in ({low:g}, {high:g})"
+    if low == -math.inf:
+        return "a finite number"
+    return f"finite and {'>=' if low_allowed else '>'} {low:g}"
+
+
+def _terms_list(name: str, terms: object) -> list:
+    """-q/--cubic/--interactions terms as a list (one string is one term)."""
+    if isinstance(terms, str):
+        return [terms]
+    try:
+        return list(terms)
+    except TypeError:
+        raise OptionError(f"{_flag(name)} expects strings of namespace letters, "
+                          f"got {terms!r}") from None
 
 
 @dataclass
@@ -109,75 +159,60 @@ class Config:
     explicit: frozenset = frozenset()  # options the user gave (the rest are defaults)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.bit_precision <= 30:
-            raise OlearnError(f"-b/--bit_precision must be between 1 and 30, got {self.bit_precision}")
-        if self.format not in FORMATS:
-            raise OlearnError(f"--format must be one of {', '.join(FORMATS)}, got {self.format!r}")
-        if self.hash not in HASHES:
-            raise OlearnError(f"--hash must be one of {', '.join(HASHES)}, got {self.hash!r}")
-        if self.loss_function not in LOSS_NAMES:
-            raise OlearnError(f"unknown --loss_function {self.loss_function!r} "
-                              f"(known: {', '.join(LOSS_NAMES)})")
-        if not 0 < self.quantile_tau < 1:
-            raise OlearnError(f"--quantile_tau must be in (0, 1), got {self.quantile_tau}")
-        if self.link not in LINKS:
-            raise OlearnError(f"--link must be one of {', '.join(LINKS)}, got {self.link!r}")
-        for name in ("l1", "l2"):
-            if not getattr(self, name) >= 0:
-                raise OlearnError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("passes", "holdout_period", "early_terminate"):
-            if getattr(self, name) < 1:
-                raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
-        if self.dask_partitions < 0:
-            raise OlearnError(f"--dask_partitions must be >= 0, got {self.dask_partitions}")
-        if self.batch_sz < 0:
-            raise OlearnError(f"--batch_sz must be >= 0, got {self.batch_sz}")
-        if not self.sched_exponent >= 0:
-            raise OlearnError(f"--sched_exponent must be >= 0, got {self.sched_exponent}")
-        if self.poly_heuristic not in POLY_HEURISTICS:
-            raise OlearnError(f"--poly_heuristic must be one of {', '.join(POLY_HEURISTICS)}, "
-                              f"got {self.poly_heuristic!r}")
-        if self.holdout_after < 0:
-            raise OlearnError(f"--holdout_after must be >= 0, got {self.holdout_after}")
-        if not self.decay_learning_rate > 0:
-            raise OlearnError(f"--decay_learning_rate must be > 0, got {self.decay_learning_rate}")
-        if self.power_t < 0:
-            raise OlearnError(f"--power_t must be >= 0, got {self.power_t}")
+        self._check_numbers()
+        for name, choices in (("format", FORMATS), ("hash", HASHES),
+                              ("loss_function", LOSS_NAMES), ("link", LINKS),
+                              ("poly_heuristic", POLY_HEURISTICS), ("saew_sub", SAEW_SUBROUTINES),
+                              ("saew_center", SAEW_CENTERS), ("saew_output", SAEW_OUTPUTS)):
+            if getattr(self, name) not in choices:
+                raise OptionError(f"--{name} must be one of {', '.join(choices)}, "
+                                  f"got {getattr(self, name)!r}")
+        if (self.min_prediction is not None and self.max_prediction is not None
+                and not self.min_prediction < self.max_prediction):
+            raise OptionError(f"--min_prediction ({self.min_prediction:g}) must be below "
+                              f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
-        self.quadratic, self.cubic, self.interactions = (
-            list(self.quadratic), list(self.cubic), list(self.interactions))
+        for name in ("quadratic", "cubic", "interactions"):
+            setattr(self, name, _terms_list(name, getattr(self, name)))
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
                               self.leave_duplicate_interactions,
                               lambda text: self.quiet or sys.stderr.write(text + "\n"))
+
+    def _check_numbers(self) -> None:
+        """Every numeric option is a number of its type in its range (NaN and infinities fail
+        every check), stored as a plain int or float (model files keep them as JSON)."""
+        for name, (low, high) in INT_RANGES.items():
+            value = getattr(self, name)
+            if (not isinstance(value, numbers.Integral) or isinstance(value, bool)
+                    or not low <= value <= high):
+                raise OptionError(f"{_flag(name)} must be an integer from {low} to {high}, "
+                                  f"got {value!r}")
+            setattr(self, name, int(value))
+        self.hash_seed %= 1 << 32  # VW reads it as a uint32: -1 is 2^32 - 1
+        for name, (low, low_allowed, high) in FLOAT_RANGES.items():
+            value = getattr(self, name)
+            if value is None and name in OPTIONAL_NUMBERS:
+                continue
+            if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+                    or not math.isfinite(value) or not low <= value < high
+                    or (value == low and not low_allowed)):
+                raise OptionError(f"{_flag(name)} must be {_describe(low, low_allowed, high)}, "
+                                  f"got {value!r}")
+            setattr(self, name, float(value))
 
     def _check_experts(self) -> None:
         """--eg, --boa, --saew: one of them, and not with gradient descent's own options."""
         if self.saew_calibrate:
             self.saew = True
         if self.eg + self.boa + self.saew > 1:
-            raise OlearnError("choose one of --eg, --boa and --saew "
+            raise OptionError("choose one of --eg, --boa and --saew "
                               "(--saew_sub chooses SAEW's subroutine)")
-        for name, choices in (("saew_sub", SAEW_SUBROUTINES), ("saew_center", SAEW_CENTERS),
-                              ("saew_output", SAEW_OUTPUTS)):
-            if getattr(self, name) not in choices:
-                raise OlearnError(f"--{name} must be one of {', '.join(choices)}, "
-                                  f"got {getattr(self, name)!r}")
-        for name in ("radius", "saew_alpha", "saew_C"):
-            if not getattr(self, name) > 0:
-                raise OlearnError(f"--{name} must be > 0, got {getattr(self, name)}")
-        for name in ("saew_B", "saew_a", "saew_b"):
-            if not getattr(self, name) >= 0:
-                raise OlearnError(f"--{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("saew_d0", "saew_grid_d0", "saew_grid_alpha", "saew_grid_radius",
-                     "saew_grid_B"):
-            if getattr(self, name) < 1:
-                raise OlearnError(f"--{name} must be at least 1, got {getattr(self, name)}")
         if self.experts:
             for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
                              ("stage_poly", self.stage_poly)):
                 if on:
-                    raise OlearnError(f"--{name} works with gradient descent, not with "
+                    raise OptionError(f"--{name} works with gradient descent, not with "
                                       f"--{self.expert_learner}")
 
     @property
@@ -201,11 +236,11 @@ class Config:
             return False, 2.0
         try:
             value = float(text)
-        except ValueError:
-            raise OlearnError(f"-P/--progress expects a number, got {text!r}") from None
-        if "." not in text and "e" not in text.lower():
-            if value <= 0:
-                raise OlearnError(f"-P/--progress must be positive, got {text}")
+        except (TypeError, ValueError):
+            raise OptionError(f"-P/--progress expects a number, got {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise OptionError(f"-P/--progress must be finite and > 0, got {text!r}")
+        if "." not in str(text) and "e" not in str(text).lower():
             return True, value
         return False, value + 1 if value <= 1 else value
 

@@ -57,14 +57,14 @@ import numpy as np
 
 from olearn import readable
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OptionError
 from olearn.features import stage_poly
 from olearn.io import cache, sources
-from olearn.learner import OnlineLearner, check_strict
+from olearn.learner import OnlineLearner, parse_warnings
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.passes import DataPlan, Holdout, finish_pass
-from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+from olearn.report import TABLE_HEADER, Console, format_row, summary
 from olearn.run import header
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -136,7 +136,7 @@ def partitions(patterns: list[str], minimum: int = 0) -> list[Partition]:
     that is needed for at least ``minimum`` partitions (a gzip stream can only be read from its
     start, so a .gz file is always one partition)."""
     if not patterns or "-" in patterns:
-        raise OlearnError("--dask reads data files (-d), not stdin: the workers open them")
+        raise OptionError("--dask reads data files (-d), not stdin: the workers open them")
     files = []
     for pattern in patterns:
         found = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
@@ -315,10 +315,7 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
     plan = part.plan(config, pass_no)
     try:
         for batch in plan.batches(learner, 0):
-            if batch.n_warnings:
-                if config.strict_parse:
-                    check_strict(batch)
-                warnings += warning_lines(batch)[:MAX_WARNINGS - len(warnings)]
+            warnings += parse_warnings(batch, config.strict_parse)[:MAX_WARNINGS - len(warnings)]
             rows = learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
             if len(rows):
                 row = rows[-1]
@@ -361,7 +358,8 @@ def connect(address: str) -> Iterator:
         if address == "local" or address.startswith("local:"):
             count = address.partition(":")[2] or str(os.cpu_count() or 1)
             if not count.isdigit() or int(count) < 1:
-                raise OlearnError(f"--dask local:N needs a number of workers N >= 1, got {count!r}")
+                raise OptionError(
+                    f"--dask local:N needs a number of workers N >= 1, got {count!r}")
             cluster = stack.enter_context(LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=logging.ERROR))

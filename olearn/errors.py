@@ -1,4 +1,4 @@
-"""The one exception type every user-facing failure is raised as."""
+"""User-facing failures (OlearnError and its kinds) and the Python API's parse warning."""
 from __future__ import annotations
 
 
@@ -19,3 +19,17 @@ class OlearnError(Exception):
         if self.file is not None:
             where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
         return where + self.message
+
+
+class OptionError(OlearnError):
+    """A bad option value or combination of options: a usage error (exit code 2)."""
+
+
+class OutputClosed(OlearnError):
+    """An output's reader went away (a broken pipe) before the run finished (exit code 141,
+    as a shell reports a command killed by SIGPIPE)."""
+
+
+class ParseWarning(UserWarning):
+    """A parse warning of the Python API: the command line's text (file or ``<lines>``, line,
+    what is wrong and what olearn does about it), one per warning."""

@@ -21,7 +21,7 @@ from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd, regularize, saew
 from olearn.optim.experts import new_experts
 from olearn.predictions import format_predictions
-from olearn.report import warning_text
+from olearn.report import warning_lines, warning_text
 
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
@@ -275,8 +275,10 @@ class OnlineLearner:
         return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
 
 
-def check_strict(batch: ExampleBatch) -> None:
-    """--strict_parse: the first parse warning stops the run."""
-    if batch.n_warnings:
+def parse_warnings(batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
+    """Messages for the parse warnings of ``batch``, each naming the file and line; with
+    --strict_parse the first one stops the run (an OlearnError)."""
+    if strict and batch.n_warnings:
         line, text = warning_text(batch, 0, fatal=True)
         raise OlearnError(text + " (--strict_parse)", batch.source, line)
+    return warning_lines(batch, prefix)

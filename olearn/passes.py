@@ -9,7 +9,7 @@ import numpy as np
 
 from olearn.batch import ExampleBatch
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OptionError
 from olearn.io import cache, sources
 from olearn.optim import gd
 
@@ -32,10 +32,10 @@ class DataPlan:
         self._blocks = blocks or (lambda: sources.all_blocks(paths))
         self.path = config.cache_file or (cache.default_path(paths) if config.cache else None)
         if config.passes > 1 and self.path is None:
-            raise OlearnError("need a cache file for multiple passes: try using --cache (-c) "
+            raise OptionError("need a cache file for multiple passes: try using --cache (-c) "
                               "or --cache_file <name>")
         if config.passes > 1 and config.audit and "-" in paths:
-            raise OlearnError("--audit with --passes parses the text in every pass, "
+            raise OptionError("--audit with --passes parses the text in every pass, "
                               "and stdin can be read only once")
         self._fingerprint = fingerprint or (cache.fingerprint(config, paths) if self.path
                                             else None)

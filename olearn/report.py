@@ -64,15 +64,15 @@ def warning_text(batch: ExampleBatch, row: int, fatal: bool = False) -> tuple[in
     return batch.first_line + int(line) + 1, text.format(token=token, count=len(token.split()))
 
 
-def warning_lines(batch: ExampleBatch) -> list[str]:
+def warning_lines(batch: ExampleBatch, prefix: str = "[warning] ") -> list[str]:
     """Messages for the parse warnings of a batch, each naming the file and line."""
     out = []
     for row in range(len(batch.warnings)):
         line, text = warning_text(batch, row)
-        out.append(f"[warning] {batch.source}:{line}: {text}")
+        out.append(f"{prefix}{batch.source}:{line}: {text}")
     dropped = batch.n_warnings - len(batch.warnings)
     if dropped > 0:
-        out.append(f"[warning] {batch.source}: {dropped} more warnings in this block not shown")
+        out.append(f"{prefix}{batch.source}: {dropped} more warnings in this block not shown")
     return out
 
 

@@ -10,13 +10,13 @@ from olearn import aot, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.io import sources
-from olearn.learner import OnlineLearner, check_strict
+from olearn.learner import OnlineLearner, parse_warnings
 from olearn.losses import NAMES as LOSS_CODES
 from olearn.io.atomic import AtomicOutput
 from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.optim import gd
 from olearn.predictions import format_predictions
-from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_lines
+from olearn.report import TABLE_HEADER, Console, format_row, summary
 
 
 def header(config: Config, data_lines: list[str]) -> str:
@@ -95,11 +95,8 @@ def run(config: Config) -> OnlineLearner:
             from_text = plan.reads_text(pass_no)
             bytes_read = lines = 0
             for batch in plan.batches(learner, pass_no):
-                if batch.n_warnings:
-                    if config.strict_parse:
-                        check_strict(batch)
-                    for message in warning_lines(batch):
-                        console.print(message)
+                for message in parse_warnings(batch, config.strict_parse):
+                    console.print(message)
                 preds = np.empty((len(batch), 2), dtype=np.float32)
                 if config.audit:
                     rows = learner.learn_audited(batch, preds, sys.stdout.write)
@@ -116,6 +113,10 @@ def run(config: Config) -> OnlineLearner:
                 console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
             bytes_done += bytes_read
             passes_used += 1
+            for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
+                out.flush()
+            if config.audit:
+                sys.stdout.flush()
             if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
                 learner.save(config.final_regressor)
             if config.save_per_pass and config.final_regressor:

@@ -135,10 +135,10 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     (("--eg", "--boa"), "choose one of --eg, --boa and --saew"),
     (("--saew", "--l1", "1e-6"), "--l1 works with gradient descent, not with --saew"),
     (("--boa", "--stage_poly"), "--stage_poly works with gradient descent, not with --boa"),
-    (("--saew", "--radius", "0"), "--radius must be > 0, got 0.0"),
+    (("--saew", "--radius", "0"), "--radius must be finite and > 0, got 0.0"),
 ])
 def test_conflicting_options_are_one_line_errors(halves, args, message):
-    assert _error_line(run_olearn("--quiet", "-d", halves[2], *args)).startswith(
+    assert _error_line(run_olearn("--quiet", "-d", halves[2], *args), 2).startswith(
         f"olearn: error: {message}")
 
 
@@ -170,7 +170,7 @@ def test_model_refuses_a_different_calibration_grid(tmp_path, halves):
 
 def test_state_too_large_for_the_address_space_is_a_clear_error(halves):
     assert "use a smaller -b or calibration grid" in _error_line(
-        run_olearn("--quiet", "-d", halves[2], "--saew_calibrate", "-b", "22"))
+        run_olearn("--quiet", "-d", halves[2], "--saew_calibrate", "-b", "22"), 2)
 
 
 def test_audit_shows_the_theta_each_example_is_predicted_with(halves):

@@ -72,7 +72,7 @@ def test_terms_are_sorted_by_length_then_letters():
 @pytest.mark.parametrize("option, term", [("-q", "abc"), ("--cubic", "ab"), ("--interactions", "a")])
 def test_interaction_of_the_wrong_size_is_refused(option, term):
     code, _, err = run_cmd(olearn_cmd(option, term), input=b"1 |a x\n")
-    assert code == 1 and err.strip().count("\n") == 0 and "expected" in err
+    assert code == 2 and err.strip().count("\n") == 0 and "expected" in err
 
 
 def test_model_keeps_its_interactions(tmp_path):

@@ -24,9 +24,9 @@ def halves(tmp_path):
     return first, second, whole
 
 
-def _error_line(result):
+def _error_line(result, expected_code=1):
     code, _, err = result
-    assert code == 1 and "Traceback" not in err
+    assert code == expected_code and "Traceback" not in err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("olearn: error: ")
     return lines[0]

@@ -88,7 +88,7 @@ def test_early_termination_matches_vw_and_keeps_the_best_model(vw, worsening, tm
 
 def test_several_passes_need_a_cache(data):
     code, _, err = run_olearn("-d", data, "--passes", "2")
-    assert code == 1 and "need a cache file for multiple passes" in err
+    assert code == 2 and "need a cache file for multiple passes" in err
 
 
 def test_second_run_reads_the_cache_and_gives_the_same_results(data, tmp_path):
@@ -122,7 +122,7 @@ def test_cache_is_rebuilt_when_what_it_depends_on_changes(data, change):
 def test_cache_from_stdin_needs_a_name(data, tmp_path):
     text = data.read_bytes()
     code, _, err = run_olearn("-c", input=text)
-    assert code == 1 and "--cache_file" in err and "Traceback" not in err
+    assert code == 2 and "--cache_file" in err and "Traceback" not in err
     cache = tmp_path / "stdin.cache"
     first = run_olearn("--cache_file", cache, "--passes", "2", input=text)
     assert first[0] == 0 and "passes used = 2" in first[2]

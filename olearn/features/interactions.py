@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from olearn.batch import valid_batch
-from olearn.errors import OlearnError
+from olearn.errors import OptionError
 
 FNV = 16777619
 WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')
@@ -31,9 +31,15 @@ def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
     for option, given, size in (("-q", quadratic, 2), ("--cubic", cubic, 3),
                                 ("--interactions", interactions, None)):
         for term in given:
+            if not isinstance(term, str):
+                raise OptionError(f"{option} {term!r}: expected a string of namespace letters")
             if (size is not None and len(term) != size) or len(term) < 2:
                 expected = f"{size} namespace letters" if size else "at least 2 namespace letters"
-                raise OlearnError(f"{option} {term!r}: expected {expected}")
+                raise OptionError(f"{option} {term!r}: expected {expected}")
+            wide = [letter for letter in term if ord(letter) > 255]
+            if wide:  # a namespace is one byte: the first of its name
+                raise OptionError(f"{option} {term!r}: {wide[0]!r} is not a namespace letter "
+                                  "(one byte: a Latin-1 character)")
             if len(set(term)) < len(term) and WILDCARD not in term:
                 term = "".join(sorted(term))  # VW groups repeated namespaces (abcb -> abbc)
             terms.append(term)

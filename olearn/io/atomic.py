@@ -5,7 +5,9 @@ import os
 import sys
 from typing import BinaryIO
 
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OutputClosed
+
+STDOUT = ("stdout", "/dev/stdout", "-")  # output names that mean standard output
 
 
 def _umask() -> int:
@@ -24,7 +26,7 @@ class AtomicOutput:
         self.path = path
         self._tmp: str | None = None
         try:
-            if path in ("stdout", "/dev/stdout", "-"):
+            if path in STDOUT:
                 self._file: BinaryIO = sys.stdout.buffer
             elif os.path.exists(path) and not os.path.isfile(path):
                 self._file = open(path, "wb")
@@ -37,15 +39,27 @@ class AtomicOutput:
             raise OlearnError(f"cannot write: {exc.strerror or exc}", path) from None
 
     def write(self, data) -> None:
+        """Write all of ``data`` (bytes or an array): stdout may be a raw stream (python -u,
+        PYTHONUNBUFFERED), which can take part of it, as when its reader goes away."""
         try:
-            self._file.write(data)
+            rest = memoryview(data).cast("B")
+            while rest:
+                rest = rest[self._file.write(rest):]
         except OSError as exc:
-            raise OlearnError(f"cannot write: {exc.strerror or exc}", self.path) from None
+            raise _write_error(exc, self.path) from None
+
+    def flush(self) -> None:
+        """Hand what was written to the system: a reader that went away (a broken pipe) shows
+        here, before the run saves anything that says it finished."""
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise _write_error(exc, self.path) from None
 
     def commit(self) -> None:
         """Flush and, for a regular file, move it into place."""
+        self.flush()
         try:
-            self._file.flush()
             if self._tmp is not None:
                 self._file.close()
                 os.chmod(self._tmp, 0o666 & ~_umask())
@@ -63,3 +77,9 @@ class AtomicOutput:
             except OSError:
                 pass
             self._tmp = None
+
+
+def _write_error(exc: OSError, path: str) -> OlearnError:
+    if isinstance(exc, BrokenPipeError):
+        return OutputClosed("broken pipe (the output was closed before the run finished)", path)
+    return OlearnError(f"cannot write: {exc.strerror or exc}", path)

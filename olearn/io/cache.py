@@ -26,7 +26,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from olearn.batch import ExampleBatch
-from olearn.errors import OlearnError
+from olearn.errors import OlearnError, OptionError
 from olearn.io import sources
 from olearn.io.atomic import AtomicOutput
 from olearn.io.layout import AUDIT_COLS
@@ -73,7 +73,7 @@ def fingerprint(config, paths: list[str]) -> dict:
 def default_path(paths: list[str]) -> str:
     """``-c`` names the cache after the first data file, as VW does (``train.vw.cache``)."""
     if paths[0] == "-":
-        raise OlearnError("-c names the cache after the data file, and the data is stdin: "
+        raise OptionError("-c names the cache after the data file, and the data is stdin: "
                           "name it with --cache_file")
     return paths[0] + ".cache"
 

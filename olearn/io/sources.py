@@ -159,21 +159,44 @@ def _cut_blocks(chunks: Iterable[bytes], name: str, counter: list[int],
         yield Block(data, name, line, n, counter[0])
 
 
+LINE_TYPES = (str, bytes)  # numpy's str_ and bytes_ are subclasses
+
+
+def _not_a_line(item: object, number: int) -> TypeError:
+    return TypeError(f"data item {number} is {type(item).__name__} {item!r:.40}; example lines "
+                     "are str or bytes")
+
+
 def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
                     block_size: int = BLOCK_SIZE) -> Iterator[Block]:
-    """Blocks of in-memory example lines (str or bytes, with or without their newline)."""
+    """Blocks of in-memory example lines (str or bytes, with or without their newline; an item
+    holding newlines is several lines). An item of another type is a TypeError: in a list or
+    tuple before the first block, so that nothing is learned; in other iterables when read."""
+    if isinstance(lines, (list, tuple)):
+        bad = next((i for i, text in enumerate(lines) if not isinstance(text, LINE_TYPES)), None)
+        if bad is not None:
+            raise _not_a_line(lines[bad], bad)
     pending: list[bytes] = []
-    size = line = 0
-    for text in lines:
-        data = text.encode() if isinstance(text, str) else bytes(text)
-        pending.append(data if data.endswith(b"\n") else data + b"\n")
-        size += len(pending[-1])
+    size = line = count = total = 0
+    for number, text in enumerate(lines):
+        if isinstance(text, str):
+            data = text.encode("utf-8", "surrogateescape")  # undoes a surrogateescape decode
+        elif isinstance(text, bytes):
+            data = text
+        else:
+            raise _not_a_line(text, number)
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        pending.append(data)
+        size += len(data)
+        count += data.count(b"\n")
         if size >= block_size:
-            yield Block(b"".join(pending), name, line, len(pending), size)
-            line += len(pending)
-            pending, size = [], 0
+            total += size
+            yield Block(b"".join(pending), name, line, count, total, line)
+            line += count
+            pending, size, count = [], 0, 0
     if pending:
-        yield Block(b"".join(pending), name, line, len(pending), size)
+        yield Block(b"".join(pending), name, line, count, total + size, line)
 
 
 def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
@@ -220,12 +243,15 @@ class ReadAhead:
             yield item
 
     def close(self) -> None:
+        """Stop reading ahead. Not waited for: a thread blocked reading a pipe would hold up
+        an interrupted run until the writer sends more (it is a daemon). Emptying the queue
+        frees a thread waiting to queue a block, which then sees the stop before the next."""
         self._stop.set()
-        while self._thread.is_alive():
+        while True:
             try:
                 self._queue.get_nowait()
             except queue.Empty:
-                self._thread.join(0.01)
+                return
 
 
 def file_size(path: str) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from olearn.config import Config
-from olearn.errors import OlearnError
+from olearn.errors import OptionError
 from olearn.optim import boa
 from olearn.optim import layout as L
 
@@ -18,8 +18,13 @@ def calibration_grid(config: Config) -> np.ndarray:
     alpha, radius and the B scale × 4^k around the options' values (k centered on 0)."""
     def around(center: float, size: int) -> np.ndarray:
         return center * 4.0 ** (np.arange(size) - (size - 1) / 2)
-    axes = (4.0 ** np.arange(config.saew_grid_d0), around(config.saew_alpha, config.saew_grid_alpha),
-            around(config.radius, config.saew_grid_radius), around(1.0, config.saew_grid_B))
+    with np.errstate(over="ignore", under="ignore"):  # checked below
+        axes = (4.0 ** np.arange(config.saew_grid_d0),
+                around(config.saew_alpha, config.saew_grid_alpha),
+                around(config.radius, config.saew_grid_radius), around(1.0, config.saew_grid_B))
+    if not all((np.isfinite(axis) & (axis > 0)).all() for axis in axes):
+        raise OptionError("--saew_calibrate: the grid around --saew_alpha and --radius leaves "
+                          "the floating-point range")
     return np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
 
 
@@ -58,7 +63,7 @@ def new_experts(config: Config) -> tuple:
     corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
     needed = 8 * (count * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
     if needed > MAX_EXPERTS_BYTES:
-        raise OlearnError(f"--{config.expert_learner} with -b {config.bit_precision} and "
+        raise OptionError(f"--{config.expert_learner} with -b {config.bit_precision} and "
                           f"{count} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
                           f"(at most {MAX_EXPERTS_BYTES // 2 ** 30}); use a smaller -b"
                           + (" or calibration grid" if count > 1 else ""))

@@ -1,0 +1,164 @@
+"""The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
+warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
+import os
+import subprocess
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import olearn
+from conftest import olearn_cmd, run_cmd
+from olearn.io import sources
+
+LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
+PROBE = ["|a x:1 y:2 |b z1", "|a x:4", "|b z3"]
+
+
+def _parse_warnings(action):
+    """The messages of the ParseWarnings that ``action()`` raises."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        action()
+    return [str(w.message) for w in caught if w.category is olearn.ParseWarning]
+
+
+@pytest.mark.parametrize("data", [
+    np.array([1.0, 2.0]), np.array([["1 |a x"]]), 5, 1.5, None, [1, 2], ["1 |a x", 3],
+    ("1 |a x", None), b"1 |a x\n", bytearray(b"1 |a x\n"), object(),
+], ids=lambda data: type(data).__name__)
+def test_data_that_is_not_example_lines_is_a_type_error_and_nothing_is_learned(data):
+    model = olearn.Learner()
+    with pytest.raises(TypeError, match="str or bytes"):
+        model.fit(data)
+    np.testing.assert_array_equal(model.predict(PROBE), np.zeros(len(PROBE)))
+
+
+def test_predict_refuses_data_that_is_not_example_lines():
+    with pytest.raises(TypeError, match="not NoneType"):
+        olearn.Learner().predict(None)
+
+
+def test_an_iterator_is_checked_as_it_is_read():
+    with pytest.raises(TypeError, match="data item 2 is int"):
+        olearn.Learner().fit(iter(["1 |a x", "2 |a y", 3]))
+
+
+def test_numpy_array_of_strings_is_example_lines():
+    want = olearn.Learner().fit(LINES).predict(PROBE)
+    np.testing.assert_array_equal(olearn.Learner().fit(np.array(LINES)).predict(PROBE), want)
+    np.testing.assert_array_equal(
+        olearn.Learner().fit(np.array([s.encode() for s in LINES])).predict(PROBE), want)
+
+
+@pytest.mark.parametrize("kind", [str, bytes])
+def test_a_string_holding_newlines_is_several_examples(kind):
+    def as_kind(text):
+        return text if kind is str else text.encode()
+    one_per_line = olearn.Learner().fit(LINES)
+    joined = olearn.Learner().fit([as_kind("\n".join(LINES[:150])),
+                                   as_kind("\n".join(LINES[150:]) + "\n")])
+    np.testing.assert_array_equal(joined.predict(PROBE), one_per_line.predict(PROBE))
+    assert joined.average_loss == one_per_line.average_loss
+    assert len(olearn.Learner().predict([as_kind("|a x\n|a y\n\n|b z")])) == 3
+
+
+def test_blocks_of_lines_count_embedded_newlines():
+    blocks = list(sources.blocks_of_lines(["1 |a\n2 |b", "3 |c", "4 |d\n\n5 |e"], block_size=8))
+    assert [(b.first_line, b.n_lines, b.pass_line) for b in blocks] == [(0, 2, 0), (2, 4, 2)]
+    assert sum(b.data.count(b"\n") for b in blocks) == 6
+
+
+def test_warnings_name_the_line_counting_embedded_newlines():
+    messages = _parse_warnings(lambda: olearn.Learner().fit(
+        ["1 |a x\n2 |a y\nabc |a z", "1 |a x", "def |a w"]))
+    assert [m.split(": ")[0] for m in messages] == ["<lines>:3", "<lines>:5"]
+
+
+def test_nul_bytes_and_cr_only_text_give_a_result():
+    model = olearn.Learner().fit([b"1 |a x\x00y\n", "1 |a x\r-1 |b y", b"\x00\x00"])
+    preds = model.predict(["|a x\r\n", b"\x00", "\r"])  # "\r" alone: an empty line, no example
+    assert len(preds) == 2 and np.isfinite(preds).all()
+
+
+def test_parse_warning_has_the_command_line_text(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_bytes(b"1 |a x\nabc |a x\n1 |a x:nan\n")
+    _, _, err = run_cmd(olearn_cmd("-d", data))
+    cli = [line.removeprefix("[warning] ") for line in err.splitlines()
+           if line.startswith("[warning]")]
+    assert len(cli) == 2
+    assert _parse_warnings(lambda: olearn.Learner().fit(data)) == cli
+    assert _parse_warnings(lambda: olearn.Learner().predict(data)) == cli
+
+
+def test_parse_warning_points_at_the_callers_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        olearn.Learner().fit(["abc |a x"])
+    assert [w.filename for w in caught] == [__file__]
+    assert issubclass(olearn.ParseWarning, UserWarning)
+
+
+@pytest.mark.parametrize("method", ["fit", "predict"])
+def test_strict_parse_makes_the_first_warning_an_error(method):
+    model = olearn.Learner(strict_parse=True)
+    with pytest.raises(olearn.OlearnError, match=r"<lines>:2: 'abc' is not a good float "
+                                                 r"\(--strict_parse\)"):
+        getattr(model, method)(["1 |a x", "abc |a x", "def |a x"])
+
+
+def test_threads_fitting_one_learner_give_one_serial_order():
+    first = LINES * 40
+    second = [line.replace("|b", "|c") for line in LINES] * 40
+    model = olearn.Learner()
+    threads = [threading.Thread(target=model.fit, args=(half,)) for half in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    got = model.predict(PROBE + ["|c z2"])
+    orders = [olearn.Learner().fit(a).fit(b) for a, b in ((first, second), (second, first))]
+    assert any(np.array_equal(got, serial.predict(PROBE + ["|c z2"])) for serial in orders)
+    assert any(model.average_loss == serial.average_loss for serial in orders)
+
+
+def test_threads_saving_while_fitting_write_whole_models(tmp_path):
+    model = olearn.Learner()
+    fitting = threading.Thread(target=model.fit, args=(LINES * 100,))
+    fitting.start()
+    for k in range(5):
+        model.save(tmp_path / f"m{k}.olearn")
+    fitting.join()
+    for k in range(5):
+        assert len(olearn.Learner.load(tmp_path / f"m{k}.olearn").predict(PROBE)) == 3
+
+
+@pytest.mark.parametrize("data, options", [
+    ([], {}), (["|a x", "|b y"], {}), (["1 |a x", "-1 |b y"], {"testonly": True}),
+    (["1 0 |a x"], {}), (["1 |a x"] * 3, {"loss_function": "logistic"}),
+    (["-1 |a x"] * 3, {"loss_function": "hinge", "binary": True}),
+    (["|a x"], {"passes": 2, "holdout_off": False}),
+])
+def test_no_runtime_warning_from_the_api(data, options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = olearn.Learner(**options)
+        assert np.isnan(model.average_loss)
+        model.fit(data)
+        model.average_loss
+        model.predict(data)
+
+
+@pytest.mark.parametrize("text, args", [
+    (b"", []), (b"|a x\n|b y\n", []), (b"1 |a x\n-1 |b y\n", ["-t"]),
+    (b"|a x\n", ["--passes", "2", "--cache_file", "{cache}"]), (b"1 0 |a x\n", []),
+    (b"1 |a x\n", ["--loss_function", "logistic"]),
+])
+def test_no_python_warning_from_the_command_line(tmp_path, text, args):
+    args = [arg.format(cache=tmp_path / "c.cache") for arg in args]
+    proc = subprocess.run(olearn_cmd(*args), input=text, capture_output=True,
+                          env={**os.environ, "PYTHONWARNINGS": "error"})
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and "Warning" not in err and "finished run" in err, err
