@@ -359,10 +359,10 @@ def _check_experts(arrays: dict, config: Config) -> None:
              "ew_hashes out of range or repeated")
     _require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
              "NaN or infinite --eg/--boa/--saew state")
-    # coordinates arrive with the examples learned, and one without features cannot be
-    # learned (the experts' kernels divide by its empty sums): learned exactly when n > 0
-    learned = n > 0
-    _require(shared[L.SH_ACTIVE] == n and (shared[L.SH_T] > 0) == learned
+    # coordinates arrive with the examples learned; examples without features leave the
+    # subroutine untouched (saew._instance_learn), so BOA's lone ghost stays fresh
+    learned = shared[L.SH_T] > 0
+    _require(shared[L.SH_ACTIVE] == n and (n == 0 or learned)
              and _counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n,
              "malformed ew_shared")
     options = experts.E_OPTIONS
@@ -377,7 +377,9 @@ def _check_experts(arrays: dict, config: Config) -> None:
     _require(_boa_weights_fit(meta[:boa.ROWS], None, math.log(max(k, 2)))
              and math.isclose(shared[L.SH_META_SUM], meta[boa.W].sum(), rel_tol=_REL_TOL),
              "malformed ew_meta")
-    if boa_sub and learned:  # (before the first example, the corners are reset when used)
+    if boa_sub and n == 0 and learned:
+        _require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
+    elif boa_sub and learned:  # (before the first example, the corners are reset when used)
         _require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
                      and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
                                       rel_tol=_REL_TOL) for i in range(k)),
@@ -388,12 +390,18 @@ def _check_experts(arrays: dict, config: Config) -> None:
                  "EG's offset below its log-weights")
 
 
+def _fresh(experts_rows: np.ndarray) -> np.ndarray:
+    """Which BOA experts (rows V, B2, R, W; a column each) are as boa.reset leaves them."""
+    v, b2, r, w = experts_rows
+    return (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+
+
 def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:
     """Whether BOA experts (rows V, B2, R, W; a column each) are fresh (boa.reset) or weigh
     what their state says, eta e^(eta R - offset) (boa.weigh; ``offset`` None: the largest
     eta R, as the calibration's step). B2 > 0: the rates divide by it."""
     v, b2, r, w = experts_rows
-    fresh = (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+    fresh = _fresh(experts_rows)
     if fresh.all():
         return True
     if not (np.all(v >= 0) and np.all(b2 > 0)):

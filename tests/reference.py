@@ -237,12 +237,14 @@ class _Instance:
 
     def learn(self, g, active, settings):
         n_active = active.sum()
-        pi = self.weights(active)
-        theta = self.center + self.eps * (pi[0] - pi[1])
-        g_inf = np.abs(g).max()
+        g_inf = np.abs(g).max() if len(g) else 0.0
         self.b_max = max(self.b_max, g_inf)
         self.q += g_inf ** 2
         self.steps += 1
+        if n_active == 0:  # no corner yet: nothing to weigh, nothing to stop
+            return
+        pi = self.weights(active)
+        theta = self.center + self.eps * (pi[0] - pi[1])
         self.avg += theta - self.center
         m = float(g @ (pi[0] - pi[1]))
         if self.sub == "eg":

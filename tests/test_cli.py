@@ -103,6 +103,43 @@ def test_strict_parse_makes_warnings_fatal(tmp_path):
     assert f"{path}:2:" in line and "not a good float" in line
 
 
+@pytest.mark.parametrize("line, problem", [
+    (b"inf |a x", "label 'inf' is not a finite number; example left unlabeled"),
+    (b"-inf |a x", "label '-inf' is not a finite number"),
+    (b"nan |a x", "label 'nan' is not a finite number"),
+    (b"1 inf |a x", "invalid importance weight (inf)"),
+    (b"1 |a x:inf", "invalid feature value"),
+    (b"1 |a x:1e999", "invalid feature value"),
+    (b"1 |a:1e30 x:1e30", "invalid feature value"),
+    (b"1 |a:inf x", "invalid namespace scale \"a:inf\" (not a finite number); replacing with 1"),
+])
+def test_non_finite_input_warns_and_learns_nothing_from_it(tmp_path, line, problem):
+    path = tmp_path / "bad.vw"
+    path.write_bytes(b"1 |a x:1\n" + line + b"\n2 |a x:2\n")
+    code, _, err = olearn("-d", path, "-f", tmp_path / "m", "--readable_model", tmp_path / "r")
+    warnings = [w for w in err.splitlines() if w.startswith("[warning]")]
+    assert code == 0 and len(warnings) == 1 and f"{path}:2: " in warnings[0], err
+    assert problem in warnings[0]
+    readable = (tmp_path / "r").read_text().lower()
+    assert "nan" not in readable and "inf" not in readable and "average loss = nan" not in err
+
+
+def test_strict_parse_names_the_problem_without_a_recovery(tmp_path):
+    path = tmp_path / "bad.vw"
+    path.write_bytes(b"inf |a x\n")
+    line = _one_error_line(*olearn("-d", path, "--strict_parse", "-f", tmp_path / "m",
+                                   "--quiet")[::2])
+    assert line.endswith(f"{path}:1: label 'inf' is not a finite number (--strict_parse)")
+    assert not (tmp_path / "m").exists()
+
+
+def test_model_with_overflowed_weights_is_not_saved(tmp_path):
+    path = tmp_path / "huge.vw"
+    path.write_bytes(b"1e38 |a x:1e38\n" * 2)
+    line = _one_error_line(*olearn("-d", path, "--sgd", "-f", tmp_path / "m", "--quiet")[::2])
+    assert "NaN or infinite weights" in line and not (tmp_path / "m").exists()
+
+
 def test_quiet_silences_warnings(tmp_path):
     path = tmp_path / "bad.vw"
     path.write_bytes(b"abc |a x\n")

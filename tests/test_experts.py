@@ -68,6 +68,22 @@ def test_kernel_matches_dense_reference(case, output):
                                [want_theta.get(j, 0.0) for j in keys], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_examples_without_features_before_any_feature_are_learned_as_nothing(case):
+    """An empty example leaves every corner as it was (zero gradient), also when no
+    coordinate exists yet (the kernels divided by the empty weight sum)."""
+    options, settings = CASES[case]
+    examples = [(1.0, 1.0, [])] * 3 + _sparse_regression(n=100)
+    config = Config(bit_precision=8, noconstant=True, saew_output="average", **options)
+    got, theta = _exported(config, examples)
+    want_theta = {}
+    want = experts_predictions(examples, final=want_theta, output="average", **settings)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    keys = sorted(set(theta) | set(want_theta))
+    np.testing.assert_allclose([theta.get(j, 0.0) for j in keys],
+                               [want_theta.get(j, 0.0) for j in keys], rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("sub", ["boa", "eg"])
 def test_calibration_matches_dense_reference(sub):
     from olearn.optim.experts import calibration_grid

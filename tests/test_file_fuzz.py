@@ -263,7 +263,7 @@ def test_shape_that_does_not_fit_its_bytes_is_refused(folder, models):
     ("quadratic", "ab", "option quadratic is a str, not list[str]"),
     ("learning_rate", math.nan, "option learning_rate is NaN"),
     ("hash_seed", 2 ** 64, "option hash_seed out of range"),
-    ("l1", -1, "options: --l1 must be >= 0, got -1"),
+    ("l1", -1, "options: --l1 must be finite and >= 0, got -1"),
 ])
 def test_option_of_another_type_or_value_is_refused(folder, models, name, value, message):
     header, payload = _split_model(models["default"])

@@ -45,3 +45,12 @@ def test_values_are_vws(text, bits):
 ])
 def test_prefixes_and_fallbacks(text, value, used):
     assert _read(parse_float, text) == (np.float32(value), used)
+
+
+@pytest.mark.parametrize("text, value", [
+    (b"1e999", np.inf), (b"-1e999", -np.inf), (b"1e-999", 0.0), (b"1e200", np.inf),
+    (b"1e-200", 0.0), (b"1.5e127", np.inf), (b"1e-130", 0.0),
+])
+def test_exponents_beyond_an_int8_do_not_wrap(text, value):
+    """VW reads 1e999 as 1e-25 (its exponent is an int8); olearn gives the value's limit."""
+    assert _read(parse_float, text) == (np.float32(value), len(text))

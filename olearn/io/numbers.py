@@ -279,8 +279,9 @@ def parse_float_general(buf: np.ndarray, start: int, end: int):
         exp *= esign
     if p < end and not (is_space(at(buf, p)) or at(buf, p) == 10 or at(buf, p) == 13):
         return strtof(buf, start, end)
+    # VW keeps this difference in an int8, so 1e999 reads as 1e-25 there: olearn does not wrap
+    # (an overflow is inf, which the parser then refuses; an underflow is 0)
     e = exp - ndec
-    e = ((e + 128) & 255) - 128  # VW keeps the exponent difference in an int8
     if e < -37:
         scale = np.float32(0)
     elif e > 38:

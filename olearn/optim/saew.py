@@ -216,6 +216,8 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
     es[L.E_B_MAX] = max(es[L.E_B_MAX], g_inf)
     es[L.E_Q] += g_inf * g_inf
     es[L.E_N] += 1.0
+    if n == 0:  # no feature seen yet (examples without features): no corner to weigh
+        return
     eg_sub = settings[L.S_SUB] != 0
     if eg_sub:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
