@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-boundscheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,9 +21,18 @@ demo: $(STAMP)
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
 # --warm-cache compiles the kernels first (and builds the ahead-of-time ones the CLI starts with).
+# Then the suite again with numba's bounds checks on, so an out-of-bounds access in a kernel
+# fails a test instead of corrupting memory. numba's cache does not tell bounds-checked code
+# apart, hence its own cache directory (no AOT module there: the CLI runs the checked JIT code).
+# Dask (a cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
 test: $(STAMP)
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-boundscheck
+
+test-boundscheck: $(STAMP)
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(VENV)/numba-boundscheck $(BIN)/python -m pytest -q \
+		--ignore=tests/test_dask.py --ignore=tests/test_vw_oracle.py --ignore=tests/test_aot.py
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
