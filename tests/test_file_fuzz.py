@@ -217,26 +217,6 @@ def _refused(folder: Path, data: bytes) -> str:
     return info.value.message
 
 
-def test_repeated_index_is_refused(folder, models):
-    def repeat(index):
-        index[1] = index[0]
-    assert "index out of range, unsorted or repeated" in _refused(
-        folder, _with_array(models["default"], "index", repeat))
-
-
-def test_index_beyond_the_table_is_refused(folder, models):
-    def beyond(index):
-        index[-1] = 1 << BITS
-    assert "index out of range" in _refused(folder, _with_array(models["default"], "index", beyond))
-
-
-def test_nan_weight_is_refused(folder, models):
-    def nan(rows):
-        rows[0, 0] = np.nan
-    assert "NaN or infinite weights" in _refused(
-        folder, _with_array(models["default"], "rows", nan))
-
-
 def test_another_dtype_is_refused(folder, models):
     header, payload = _split_model(models["default"])
     header["arrays"]["state"]["dtype"] = "<f4"
@@ -271,51 +251,31 @@ def test_option_of_another_type_or_value_is_refused(folder, models, name, value,
     assert message in _refused(folder, _model_file(header, payload))
 
 
-def test_unflushed_regularization_is_refused(folder, models):
-    def pending(state):
-        state[gd.S_REG] = 1.0
-    assert "not flushed" in _refused(folder, _with_array(models["l1"], "state", pending))
+def _change(where, to):
+    """A change to an array: ``array[where] = to(array)``."""
+    def change(array):
+        array[where] = to(array)
+    return change
 
 
-def test_monomial_depth_beyond_the_walk_is_refused(folder, models):
-    def deep(depth):
-        depth[0] = stage_poly.NEVER + 1
-    assert "depth out of range" in _refused(
-        folder, _with_array(models["stage_poly"], "poly_depth", deep))
-
-
-def test_unknown_monomial_flag_is_refused(folder, models):
-    def cycle(flags):
-        flags[0] = stage_poly.CYCLE
-    assert "unknown monomial flags" in _refused(
-        folder, _with_array(models["stage_poly"], "poly_flags", cycle))
-
-
-def test_active_count_other_than_the_hashes_is_refused(folder, models):
-    def more(shared):
-        shared[L.SH_ACTIVE] += 1
-    assert "malformed ew_shared" in _refused(folder, _with_array(models["boa"], "ew_shared", more))
-
-
-def test_repeated_expert_hash_is_refused(folder, models):
-    def repeat(hashes):
-        hashes[1] = hashes[0]
-    assert "ew_hashes out of range or repeated" in _refused(
-        folder, _with_array(models["saew"], "ew_hashes", repeat))
-
-
-def test_zero_weight_sum_is_refused(folder, models):
-    def zero(es):
-        es[:, L.E_SUM] = 0.0
-    assert "malformed ew_es" in _refused(
-        folder, _with_array(models["calibrated eg"], "ew_es", zero))
-
-
-def test_options_in_the_experts_state_must_be_the_models(folder, models):
-    def radius(es):
-        es[0, L.E_U] *= 2
-    assert "does not hold the model's options" in _refused(
-        folder, _with_array(models["boa"], "ew_es", radius))
+@pytest.mark.parametrize("learner, array, change, message", [
+    ("default", "index", _change(1, lambda a: a[0]), "index out of range, unsorted or repeated"),
+    ("default", "index", _change(-1, lambda a: 1 << BITS), "index out of range"),
+    ("default", "rows", _change((0, 0), lambda a: np.nan), "NaN or infinite weights"),
+    ("l1", "state", _change(gd.S_REG, lambda a: 1.0), "not flushed"),
+    ("stage_poly", "poly_depth", _change(0, lambda a: stage_poly.NEVER + 1), "depth out of range"),
+    ("stage_poly", "poly_flags", _change(0, lambda a: stage_poly.CYCLE), "unknown monomial flags"),
+    ("boa", "ew_shared", _change(L.SH_ACTIVE, lambda a: a[L.SH_ACTIVE] + 1), "malformed ew_shared"),
+    ("saew", "ew_hashes", _change(1, lambda a: a[0]), "ew_hashes out of range or repeated"),
+    ("calibrated eg", "ew_es", _change((slice(None), L.E_SUM), lambda a: 0.0), "malformed ew_es"),
+    ("boa", "ew_es", _change((0, L.E_U), lambda a: 2 * a[0, L.E_U]),
+     "does not hold the model's options"),
+], ids=["repeated index", "index beyond the table", "NaN weight", "unflushed regularization",
+        "monomial depth beyond the walk", "unknown monomial flag",
+        "active count other than the hashes", "repeated expert hash", "zero weight sum",
+        "options in the experts' state not the model's"])
+def test_array_breaking_an_invariant_is_refused(folder, models, learner, array, change, message):
+    assert message in _refused(folder, _with_array(models[learner], array, change))
 
 
 def test_command_line_radius_applies_to_the_restored_experts(folder, models):

@@ -40,7 +40,8 @@ def fits(ew, size):
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
             and es.shape[1] >= L.E_SIZE and corners.shape[0] == instances
-            and corners.shape[1] >= boa.ROWS and (columns == 2 * cap + 1 if boa_sub else columns >= 1)
+            and corners.shape[1] >= boa.ROWS
+            and (columns == 2 * cap + 1 if boa_sub else columns >= 1)
             and coord.shape[0] == instances and coord.shape[1] >= L.K_ROWS
             and coord.shape[2] >= cap and meta.shape[0] >= boa.ROWS + 1
             and meta.shape[1] == instances and regrets.shape[0] >= columns)
@@ -158,7 +159,7 @@ def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
 @njit(cache=True, nogil=True)
 def _truncate(values, out, n, d0):
     """out[:n] = values[:n] with all but its d0 largest |entries| set to 0."""
-    keep = int(d0) if 0 <= d0 < n else (n if d0 >= n else 0)
+    keep = n if d0 >= n else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
     order = np.argsort(np.abs(values[:n]))
     out[:n] = 0.0
     for i in range(n - keep, n):
