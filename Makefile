@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(MAKE) test-boundscheck
 
 test-boundscheck: $(STAMP)
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(VENV)/numba-boundscheck $(BIN)/python -m pytest -q \
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck $(BIN)/python -m pytest -q \
 		--ignore=tests/test_dask.py --ignore=tests/test_vw_oracle.py --ignore=tests/test_aot.py
 
 bench: $(STAMP)
