@@ -16,7 +16,7 @@ from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_
 from olearn.errors import OlearnError, OptionError, OutputClosed
 from olearn.io import cache
 from olearn.io.atomic import STDOUT
-from olearn.losses import NAMES as LOSS_NAMES
+from olearn.losses import BY_NAME as LOSSES
 from olearn.optim.gd import LINKS
 
 DESCRIPTION = """olearn: fast online learning with Vowpal Wabbit's input, options and output.
@@ -112,7 +112,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict]:
     add("--adaptive", flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
     add("--normalized", flag=True, help="Per-feature normalized updates.")
     add("--invariant", flag=True, help="Importance-invariant updates.")
-    add("--loss_function", choices=list(LOSS_NAMES), default="squared",
+    add("--loss_function", choices=list(LOSSES), default="squared",
         show_default=True, help="Loss function.")
     add("--quantile_tau", type=float, default=0.5, show_default=True,
         help="τ of the quantile (pinball) loss.")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from olearn.errors import OptionError
 from olearn.features.interactions import terms_of
-from olearn.losses import NAMES as LOSS_NAMES
+from olearn.losses import BY_NAME as LOSSES, Loss
 from olearn.optim.gd import LINKS
 
 FORMATS = ("auto", "vw", "svmlight")
@@ -161,7 +161,7 @@ class Config:
     def __post_init__(self) -> None:
         self._check_numbers()
         for name, choices in (("format", FORMATS), ("hash", HASHES),
-                              ("loss_function", LOSS_NAMES), ("link", LINKS),
+                              ("loss_function", tuple(LOSSES)), ("link", LINKS),
                               ("poly_heuristic", POLY_HEURISTICS), ("saew_sub", SAEW_SUBROUTINES),
                               ("saew_center", SAEW_CENTERS), ("saew_output", SAEW_OUTPUTS)):
             if getattr(self, name) not in choices:
@@ -247,6 +247,15 @@ class Config:
     def model_options(self) -> dict:
         """The options a model file keeps."""
         return {name: getattr(self, name) for name in MODEL_OPTIONS}
+
+    @property
+    def loss(self) -> Loss:
+        return LOSSES[self.loss_function]
+
+    @property
+    def loss_param(self) -> float:
+        """The loss's parameter (0 for a loss without one)."""
+        return getattr(self, self.loss.parameter) if self.loss.parameter else 0.0
 
     @property
     def update_rule(self) -> tuple[bool, bool, bool]:

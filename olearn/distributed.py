@@ -61,7 +61,6 @@ from olearn.errors import OlearnError, OptionError
 from olearn.features import stage_poly
 from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, parse_warnings
-from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd
 from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.report import TABLE_HEADER, Console, format_row, summary
@@ -418,7 +417,7 @@ def run(config: Config) -> OnlineLearner:
     if config.readable_model:
         readable.write(config.readable_model, config, learner.weights, learner.state, None,
                        config.predict_only_model)
-    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
+    console.print(summary(learner.stats, config.loss, config.loss_param,
                           passes_used, holdout.best if holdout.active else None))
     return learner
 

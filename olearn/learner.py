@@ -17,7 +17,6 @@ from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
-from olearn.losses import NAMES as LOSS_CODES
 from olearn.optim import gd, regularize, saew
 from olearn.optim.experts import new_experts
 from olearn.predictions import format_predictions
@@ -46,8 +45,7 @@ class OnlineLearner:
         self._exported = False  # whether weights[:, 0] holds the experts' current θ
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
-        if config.loss_function == "logistic":  # VW's logistic range starts at [-50, 50]
-            self.state[gd.S_MIN], self.state[gd.S_MAX] = -50.0, 50.0
+        self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
         if normalized and adaptive and t0 > 0:
             self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
         self._apply_fixed_range()
@@ -60,8 +58,8 @@ class OnlineLearner:
         params[gd.P_ADAPTIVE] = adaptive
         params[gd.P_NORMALIZED] = normalized
         params[gd.P_INVARIANT] = invariant
-        params[gd.P_LOSS] = LOSS_CODES[config.loss_function]
-        params[gd.P_TAU] = config.quantile_tau
+        params[gd.P_LOSS] = config.loss.code
+        params[gd.P_LOSS_PARAM] = config.loss_param
         params[gd.P_LINK] = gd.LINKS[config.link]
         params[gd.P_BINARY] = config.binary
         params[gd.P_TEST_ONLY] = config.testonly

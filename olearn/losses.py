@@ -1,21 +1,33 @@
-"""Loss functions (vw-reference.md §4): value, derivative and updates.
+"""Loss functions, declared once each (docs/architecture.md, "Add a loss").
 
-Each function takes the loss code first (and τ, used by quantile); the learner kernel branches
-on it once per example. ``p`` is the clipped prediction, ``s`` the update scale, ``q`` the
+A loss is a :class:`Loss` in :data:`LOSSES` (its name, the option holding its parameter, the
+clipping range before any label, how the header and the summary name it, its best constant)
+plus three numba functions: its value, its derivative and its importance-invariant update. The
+dispatchers :func:`loss_value`, :func:`derivative` and :func:`invariant_update` are the only
+code that branches on a loss's code; the learner kernel calls them once per example, and its
+entry point refuses a code outside the table.
+
+Every function takes the loss's parameter (``param``: τ for quantile, unused by the others),
+``p`` the clipped prediction and ``y`` the label; ``s`` is the update scale and ``q`` the
 prediction change per unit of update (VW's ``pred_per_update``).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numba import njit
 
+# Each loss's code: its position in LOSSES.
 SQUARED = 0
 LOGISTIC = 1
 HINGE = 2
 QUANTILE = 3
-NAMES = {"squared": SQUARED, "logistic": LOGISTIC, "hinge": HINGE, "quantile": QUANTILE}
+POISSON = 4
+# Below this update (s·q), an invariant update is a plain gradient step (as VW).
+SMALL_STEP = 1e-6
 
 
 @njit(cache=True, nogil=True)
@@ -24,33 +36,41 @@ def _log1pexp(x: float) -> float:
     return x + np.log1p(np.exp(-x)) if x > 0 else np.log1p(np.exp(x))
 
 
+# -- squared: (p - y)² -----------------------------------------------------------------------
+
 @njit(cache=True, nogil=True)
-def loss_value(code: int, tau: float, p: float, y: float) -> float:
-    if code == SQUARED:
-        return (p - y) * (p - y)
-    if code == LOGISTIC:  # a label in [-1, 1] mixes the two classes; 0 is the midpoint
-        share = (y + 1.0) / 2.0
-        return share * _log1pexp(-p) + (1.0 - share) * _log1pexp(p)
-    if code == HINGE:
-        return max(0.0, 1.0 - y * p)
-    e = y - p
-    return tau * e if e > 0 else (tau - 1.0) * e
+def _squared(p, y):
+    return (p - y) * (p - y)
 
 
 @njit(cache=True, nogil=True)
-def derivative(code: int, tau: float, p: float, y: float) -> float:
-    """d loss / d p."""
-    if code == SQUARED:
-        return 2.0 * (p - y)
-    if code == LOGISTIC:
-        share = (y + 1.0) / 2.0
-        return -share / (1.0 + np.exp(p)) + (1.0 - share) / (1.0 + np.exp(-p))
-    if code == HINGE:
-        return -y if y * p < 1.0 else 0.0
-    e = y - p
-    if e > 0:
-        return -tau
-    return 1.0 - tau if e < 0 else 0.0
+def _squared_derivative(p, y):
+    return 2.0 * (p - y)
+
+
+@njit(cache=True, nogil=True)
+def _squared_invariant(p, y, s, q):
+    if s * q < SMALL_STEP:
+        return 2.0 * (y - p) * s
+    return (y - p) * (1.0 - np.exp(-2.0 * s * q)) / q
+
+
+def _mean_constant(param, label1, count1, label2, count2):
+    return (label1 * count1 + label2 * count2) / (count1 + count2)
+
+
+# -- logistic: log(1 + e^(-y·p)); a label in [-1, 1] mixes the two classes ---------------------
+
+@njit(cache=True, nogil=True)
+def _logistic(p, y):
+    share = (y + 1.0) / 2.0
+    return share * _log1pexp(-p) + (1.0 - share) * _log1pexp(p)
+
+
+@njit(cache=True, nogil=True)
+def _logistic_derivative(p, y):
+    share = (y + 1.0) / 2.0
+    return -share / (1.0 + np.exp(p)) + (1.0 - share) / (1.0 + np.exp(-p))
 
 
 @njit(cache=True, nogil=True)
@@ -72,7 +92,7 @@ def _logistic_toward(label: float, p: float, s: float, q: float) -> float:
     With v = label·p the gradient flow is dv/dh = s·q / (1 + e^v), so v + e^v grows by s·q;
     its end point is v1 = ln W(e^C) with C = s·q + v + e^v.
     """
-    if s * q < 1e-6:
+    if s * q < SMALL_STEP:
         return label * s / (1.0 + np.exp(label * p))
     v = label * p
     w = lambert_w_exp(s * q + v + np.exp(v))
@@ -80,22 +100,62 @@ def _logistic_toward(label: float, p: float, s: float, q: float) -> float:
 
 
 @njit(cache=True, nogil=True)
-def invariant_update(code: int, tau: float, p: float, y: float, s: float, q: float) -> float:
-    """Importance-invariant update: the closed form of infinitely many tiny gradient steps."""
-    if code == SQUARED:
-        if s * q < 1e-6:
-            return 2.0 * (y - p) * s
-        return (y - p) * (1.0 - np.exp(-2.0 * s * q)) / q
-    if code == LOGISTIC:
-        share = (y + 1.0) / 2.0
-        up = _logistic_toward(1.0, p, s, q) if share > 0 else 0.0
-        down = _logistic_toward(-1.0, p, s, q) if share < 1 else 0.0
-        return share * up + (1.0 - share) * down
-    if code == HINGE:
-        if y * p >= 1.0:
-            return 0.0
-        margin = 1.0 - y * p  # reached after a step of margin / q (never, when q is 0)
-        return y * (margin / q if margin < s * q else s)
+def _logistic_invariant(p, y, s, q):
+    share = (y + 1.0) / 2.0
+    up = _logistic_toward(1.0, p, s, q) if share > 0 else 0.0
+    down = _logistic_toward(-1.0, p, s, q) if share < 1 else 0.0
+    return share * up + (1.0 - share) * down
+
+
+def _log_odds_constant(param, label1, count1, label2, count2):
+    total = count1 + count2
+    positive = count1 if label1 > label2 else count2
+    return math.log(positive / (total - positive)) if 0 < positive < total else 0.0
+
+
+# -- hinge: max(0, 1 - y·p) --------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _hinge(p, y):
+    return max(0.0, 1.0 - y * p)
+
+
+@njit(cache=True, nogil=True)
+def _hinge_derivative(p, y):
+    return -y if y * p < 1.0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _hinge_invariant(p, y, s, q):
+    if y * p >= 1.0:
+        return 0.0
+    margin = 1.0 - y * p  # reached after a step of margin / q (never, when q is 0)
+    return y * (margin / q if margin < s * q else s)
+
+
+def _majority_constant(param, label1, count1, label2, count2):
+    positive = count1 if label1 > label2 else count2
+    return 1.0 if positive > count1 + count2 - positive else -1.0
+
+
+# -- quantile (pinball) at τ = param -----------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _quantile(tau, p, y):
+    e = y - p
+    return tau * e if e > 0 else (tau - 1.0) * e
+
+
+@njit(cache=True, nogil=True)
+def _quantile_derivative(tau, p, y):
+    e = y - p
+    if e > 0:
+        return -tau
+    return 1.0 - tau if e < 0 else 0.0
+
+
+@njit(cache=True, nogil=True)
+def _quantile_invariant(tau, p, y, s, q):
     e = y - p
     if e > 0:
         return tau * s if tau * s * q < e else e / q
@@ -104,28 +164,128 @@ def invariant_update(code: int, tau: float, p: float, y: float, s: float, q: flo
     return 0.0
 
 
+def _quantile_constant(tau, label1, count1, label2, count2):
+    """The τ-quantile (VW prints the (1-τ)-quantile here; see README)."""
+    (low, low_count), (high, _) = sorted(((label1, count1), (label2, count2)))
+    return low if low_count / (count1 + count2) >= tau else high
+
+
+# -- poisson: the deviance 2·(y·ln y - y·p - y + e^p) of a count y at log rate p (VW's) ----------
+
 @njit(cache=True, nogil=True)
-def gradient_update(code: int, tau: float, p: float, y: float, s: float) -> float:
-    """Plain (non-invariant) step: minus the derivative times the scale."""
-    return -derivative(code, tau, p, y) * s
+def _poisson(p, y):
+    return 2.0 * (y * (np.log(y + 1e-6) - p) - (y - np.exp(p)))
 
 
-def best_constant(code: int, tau: float, label1: float, count1: float, label2: float,
-                  count2: float) -> float:
-    """The constant prediction with the least loss on a two-label sample (VW's summary line)."""
-    total = count1 + count2
+@njit(cache=True, nogil=True)
+def _poisson_derivative(p, y):
+    return np.exp(p) - y
+
+
+@njit(cache=True, nogil=True)
+def _poisson_invariant(p, y, s, q):
+    """The gradient flow dp/dh = q·(y - e^p) over h in [0, s]: e^(-p) relaxes exponentially
+    toward 1/y (grows linearly when y = 0). Computed in logs, so that no exp overflows."""
+    if s * q < SMALL_STEP:
+        return (y - np.exp(p)) * s
+    if y > 0:
+        a = y * s * q
+        return -np.logaddexp(-a, p - np.log(y) + np.log(-np.expm1(-a))) / q
+    return -np.logaddexp(0.0, p + np.log(s * q)) / q
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss as the rest of olearn sees it."""
+
+    name: str             # --loss_function NAME
+    code: int             # what the kernels branch on: the loss's position in LOSSES
+    header: str = ""      # how the header names it, formatted with {param}: "" for its name
+    parameter: str | None = None  # the option (Config field) that holds its parameter
+    start_range: tuple[float, float] = (0.0, 0.0)  # predictions' clipping range before labels
+    # (param, label1, count1, label2, count2) -> the best constant prediction of two labels
+    two_label_constant: Callable[..., float] | None = None
+    mean_is_best: bool = False  # the weighted mean label is the best constant of any labels
+
+    def describe(self, param: float) -> str:
+        return self.header.format(param=param) if self.header else self.name
+
+
+LOSSES = (Loss("squared", SQUARED, two_label_constant=_mean_constant, mean_is_best=True),
+          Loss("logistic", LOGISTIC, start_range=(-50.0, 50.0),
+               two_label_constant=_log_odds_constant),
+          Loss("hinge", HINGE, two_label_constant=_majority_constant),
+          Loss("quantile", QUANTILE, header="quantile (tau {param:g})",
+               parameter="quantile_tau", two_label_constant=_quantile_constant),
+          Loss("poisson", POISSON, start_range=(-50.0, 50.0)))
+BY_NAME = {loss.name: loss for loss in LOSSES}
+N_LOSSES = len(LOSSES)
+assert all(loss.code == i for i, loss in enumerate(LOSSES))
+
+
+# -- dispatch: the only code that branches on a loss's code -------------------------------------
+
+@njit(cache=True, nogil=True)
+def known(code: int) -> bool:
+    """Whether ``code`` is a loss of the table (the kernels' entry points check it once)."""
+    return 0 <= code < N_LOSSES
+
+
+@njit(cache=True, nogil=True)
+def loss_value(code: int, param: float, p: float, y: float) -> float:
+    if code == SQUARED:
+        return _squared(p, y)
     if code == LOGISTIC:
-        positive = count1 if label1 > label2 else count2
-        return math.log(positive / (total - positive)) if 0 < positive < total else 0.0
+        return _logistic(p, y)
     if code == HINGE:
-        positive = count1 if label1 > label2 else count2
-        return 1.0 if positive > total - positive else -1.0
-    if code == QUANTILE:  # the τ-quantile (VW prints the (1-τ)-quantile here; see README)
-        (low, low_count), (high, _) = sorted(((label1, count1), (label2, count2)))
-        return low if low_count / total >= tau else high
-    return (label1 * count1 + label2 * count2) / total
+        return _hinge(p, y)
+    if code == QUANTILE:
+        return _quantile(param, p, y)
+    if code == POISSON:
+        return _poisson(p, y)
+    raise ValueError("unknown loss code")
 
 
-def constant_loss(code: int, tau: float, constant: float, label: float) -> float:
+@njit(cache=True, nogil=True)
+def derivative(code: int, param: float, p: float, y: float) -> float:
+    """d loss / d p."""
+    if code == SQUARED:
+        return _squared_derivative(p, y)
+    if code == LOGISTIC:
+        return _logistic_derivative(p, y)
+    if code == HINGE:
+        return _hinge_derivative(p, y)
+    if code == QUANTILE:
+        return _quantile_derivative(param, p, y)
+    if code == POISSON:
+        return _poisson_derivative(p, y)
+    raise ValueError("unknown loss code")
+
+
+@njit(cache=True, nogil=True)
+def invariant_update(code: int, param: float, p: float, y: float, s: float, q: float) -> float:
+    """Importance-invariant update: the closed form of infinitely many tiny gradient steps."""
+    if code == SQUARED:
+        return _squared_invariant(p, y, s, q)
+    if code == LOGISTIC:
+        return _logistic_invariant(p, y, s, q)
+    if code == HINGE:
+        return _hinge_invariant(p, y, s, q)
+    if code == QUANTILE:
+        return _quantile_invariant(param, p, y, s, q)
+    if code == POISSON:
+        return _poisson_invariant(p, y, s, q)
+    raise ValueError("unknown loss code")
+
+
+@njit(cache=True, nogil=True)
+def gradient_update(code: int, param: float, p: float, y: float, s: float) -> float:
+    """Plain (non-invariant) step: minus the derivative times the scale."""
+    return -derivative(code, param, p, y) * s
+
+
+def constant_loss(code: int, param: float, constant: float, label: float) -> float:
     """Loss of a constant prediction, in plain Python (summary only)."""
-    return float(loss_value(code, tau, constant, label))
+    return float(loss_value(code, param, constant, label))

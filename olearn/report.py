@@ -76,8 +76,8 @@ def warning_lines(batch: ExampleBatch, prefix: str = "[warning] ") -> list[str]:
     return out
 
 
-def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5,
-            passes: int = 1, holdout_loss: float | None = None) -> str:
+def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED],
+            param: float = 0.0, passes: int = 1, holdout_loss: float | None = None) -> str:
     """The 'finished run' block. ``holdout_loss`` is the best pass's holdout loss (inf: no
     example was held out), or None when nothing is held out."""
     wl = stats[gd.R_W_LABELED]
@@ -90,15 +90,15 @@ def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5
     else:
         lines.append(f"number of examples = {examples}")
     if holdout_loss is None:
-        loss = f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a."
+        average = f"{stats[gd.R_SUM_LOSS] / wl:.6f}" if wl > 0 else "n.a."
     elif math.isinf(holdout_loss):
-        loss = "undefined (no holdout)"
+        average = "undefined (no holdout)"
     else:
-        loss = f"{holdout_loss:.6f} h"
+        average = f"{holdout_loss:.6f} h"
     lines += [f"weighted example sum = {wsum:.6f}",
               f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
-              f"average loss = {loss}"]
-    best = best_constant(stats, loss_code, tau)
+              f"average loss = {average}"]
+    best = best_constant(stats, loss, param)
     if best is not None:
         constant, constant_loss = best
         lines.append(f"best constant = {constant:.6f}")
@@ -108,7 +108,7 @@ def summary(stats: np.ndarray, loss_code: int = losses.SQUARED, tau: float = 0.5
     return "\n".join(lines) + "\n"
 
 
-def best_constant(stats: np.ndarray, loss_code: int, tau: float
+def best_constant(stats: np.ndarray, loss: losses.Loss, param: float
                   ) -> tuple[float, float | None] | None:
     """VW's best constant and, with at most two distinct labels, its loss.
 
@@ -126,12 +126,12 @@ def best_constant(stats: np.ndarray, loss_code: int, tau: float
     count2 = wl - count1
     if count1 + count2 <= 0:
         return None
-    if stats[gd.R_MANY_LABELS]:  # only squared loss has a formula for many labels
-        if loss_code != losses.SQUARED:
-            return None
-        return stats[gd.R_W_LABEL_SUM] / wl, None
-    constant = losses.best_constant(loss_code, tau, label1, count1, label2, count2)
-    total = sum(losses.constant_loss(loss_code, tau, constant, label) * count
+    if stats[gd.R_MANY_LABELS]:
+        return (stats[gd.R_W_LABEL_SUM] / wl, None) if loss.mean_is_best else None
+    if loss.two_label_constant is None:
+        return None
+    constant = loss.two_label_constant(param, label1, count1, label2, count2)
+    total = sum(losses.constant_loss(loss.code, param, constant, label) * count
                 for label, count in ((label1, count1), (label2, count2)) if count > 0)
     return constant, total / (count1 + count2)
 

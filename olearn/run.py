@@ -11,7 +11,6 @@ from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
-from olearn.losses import NAMES as LOSS_CODES
 from olearn.io.atomic import AtomicOutput
 from olearn.passes import DataPlan, Holdout, finish_pass
 from olearn.optim import gd
@@ -52,8 +51,7 @@ def header(config: Config, data_lines: list[str]) -> str:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
     lines += [f"Enabled learners: {_learner_name(config, rule)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
-              + f"loss = {config.loss_function}"
-              + (f" (tau {config.quantile_tau:g})" if config.loss_function == "quantile" else "")
+              + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
               "Input label = SIMPLE",
@@ -140,7 +138,7 @@ def run(config: Config) -> OnlineLearner:
         for out, _ in outputs:
             out.discard()
         raise
-    console.print(summary(learner.stats, LOSS_CODES[config.loss_function], config.quantile_tau,
+    console.print(summary(learner.stats, config.loss, config.loss_param,
                           passes_used, holdout.best if holdout.active else None))
     return learner
 

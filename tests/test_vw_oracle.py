@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import SHARED_DATA, olearn_cmd, run_concurrently, run_olearn, vw_cmd
@@ -656,6 +657,21 @@ def test_quantile_loss_within_1pct_of_vw(vw, shared_data, dataset, tau):
             "--quantile_tau", tau]
     ol, ref = _both(args, args)
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
+COUNTS = [d for d in ("bike_hour",) if d in DATASETS] or _NO_DATA  # labels are counts
+
+
+@pytest.mark.parametrize("dataset", COUNTS)
+def test_poisson_loss_and_predictions_match_vw(vw, shared_data, dataset, tmp_path):
+    """VW's deviance as the loss, and --link poisson's exp of the raw score as the output."""
+    args = ["-d", shared_data / dataset / "train.vw.gz", "--loss_function", "poisson",
+            "--link", "poisson"]
+    ol, ref = _both([*args, "-p", tmp_path / "olearn.p"], [*args, "-p", tmp_path / "vw.p"])
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+    ours, theirs = (np.loadtxt(tmp_path / name) for name in ("olearn.p", "vw.p"))
+    assert ours.shape == theirs.shape and ours[0] == 1.0  # exp(0): the first prediction
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
 
 
 def _weight_lines(text: str) -> dict[str, list[float]]:

@@ -16,7 +16,7 @@ from numba import njit
 from olearn.batch import valid_batch
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
-from olearn.losses import derivative, gradient_update, invariant_update, loss_value
+from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
 from olearn.optim import regularize, saew
 
 # Learner state (float64 array).
@@ -60,8 +60,8 @@ P_LOSS = 6
 P_FIXED_RANGE = 7
 P_TEST_ONLY = 8
 P_PROGRESS_ADD = 9
-P_TAU = 10
-P_LINK = 11        # 0 identity, 1 logistic, 2 glf1
+P_LOSS_PARAM = 10  # the loss's parameter (losses.py: τ for quantile)
+P_LINK = 11        # LINKS
 P_BINARY = 12
 P_MASK = 13
 P_PERMUTATIONS = 14
@@ -78,7 +78,7 @@ P_CONSTANT = 24        # the constant feature's index
 P_EXPERTS = 25         # learn with exponential weights (optim/saew.py), not gradient descent
 PARAMS_SIZE = 26
 
-LINKS = {"identity": 0, "logistic": 1, "glf1": 2}
+LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row
 ROW_COLS = 8
@@ -105,11 +105,11 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     normalized = params[P_NORMALIZED] != 0
     invariant = params[P_INVARIANT] != 0
     loss = int(params[P_LOSS])
-    tau = params[P_TAU]
+    param = params[P_LOSS_PARAM]
     power_t = params[P_POWER_T]
     sqrt_rate = power_t == 0.5
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
-    d1 = derivative(loss, tau, p, y)
+    d1 = derivative(loss, param, p, y)
     g2 = imp * d1 * d1 if adaptive else 0.0
     stateful = adaptive or normalized
     norm_x = 0.0
@@ -162,9 +162,9 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     if not adaptive:
         scale *= (state[S_T] + imp) ** -power_t
     if invariant:
-        u = invariant_update(loss, tau, p, y, scale, ppu)
+        u = invariant_update(loss, param, p, y, scale, ppu)
     else:
-        u = gradient_update(loss, tau, p, y, scale)
+        u = gradient_update(loss, param, p, y, scale)
     if np.isnan(u):
         u = 0.0
     eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
@@ -188,6 +188,8 @@ def output(params, p):
         return 1.0 / (1.0 + np.exp(-p))
     if link == 2:
         return 2.0 / (1.0 + np.exp(-p)) - 1.0
+    if link == 3:
+        return np.exp(p)
     return p
 
 
@@ -216,6 +218,8 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
     if (numbers.shape[1] < 3 or offsets.shape[0] != n + 1 or lines.shape[0] < n
             or preds.shape[0] < n or preds.shape[1] < 2 or rows.shape[1] < ROW_COLS):
         raise ValueError("learn_batch: batch arrays of different lengths")
+    if not known(int(params[P_LOSS])):
+        raise ValueError("learn_batch: unknown loss code")
     if not valid_batch(offsets, index, value, namespace, size - 1):
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
     if not valid_terms(terms):
@@ -250,7 +254,7 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
     _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
                      value, namespace, lines, preds, rows)
     loss_code = int(params[P_LOSS])
-    tau = params[P_TAU]
+    loss_param = params[P_LOSS_PARAM]
     binary = params[P_BINARY] != 0
     test_only = params[P_TEST_ONLY] != 0
     fixed_range = params[P_FIXED_RANGE] != 0
@@ -330,7 +334,7 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
         preds[e, 0] = shown
         preds[e, 1] = raw
         if labeled:
-            loss = loss_value(loss_code, tau, p, y)
+            loss = loss_value(loss_code, loss_param, p, y)
             reported = (shown != y) * imp if binary else loss * imp
         if held and labeled:
             for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
@@ -352,7 +356,7 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
             if learn and poly_on and heuristic == 1:
                 stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
             if learn and experts:
-                saew.learn(ew, loss_code, tau, p, y, imp, numbers[e, 2])
+                saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
             elif learn and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
                 if regularized and eta_bar > 0.0:

@@ -297,7 +297,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
 
 
 @njit(cache=True, nogil=True)
-def learn(ew, loss_code, tau, p, y, imp, initial):
+def learn(ew, loss_code, loss_param, p, y, imp, initial):
     """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
     value included), its label ``y``, importance ``imp``."""
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
@@ -306,16 +306,16 @@ def learn(ew, loss_code, tau, p, y, imp, initial):
     shared[L.SH_T] += 1.0
     instances = es.shape[0]
     if settings[L.S_CALIBRATE] != 0:
-        d1 = imp * derivative(loss_code, tau, p, y)
+        d1 = imp * derivative(loss_code, loss_param, p, y)
         for k in range(instances):
             f = meta[boa.ROWS, k] + initial
             meta[boa.ROWS, k] = d1 * (p - f)
             _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
-                            imp * derivative(loss_code, tau, f, y), n)
+                            imp * derivative(loss_code, loss_param, f, y), n)
         shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
     else:
         _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
-                        imp * derivative(loss_code, tau, p, y), n)
+                        imp * derivative(loss_code, loss_param, p, y), n)
     for i in range(nt):
         x_buf[touched[i]] = 0.0
 
