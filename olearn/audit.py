@@ -6,6 +6,7 @@ import numpy as np
 from olearn.batch import ExampleBatch
 from olearn.features.interactions import expand_example, unseen_features
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
+from olearn.optim.weights import W_G, W_W
 
 
 def _name(text: np.ndarray, start: int, end: int) -> str:
@@ -67,8 +68,8 @@ def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,
     """The TAB-led feature line, sorted by |weight·value| (largest first), before learning."""
     entries = []
     for name, j, x in expanded_features(batch, e, terms, config):
-        w = float(weights[j, 0])
-        text = f"{name}:{j}:{x:g}:{w:g}" + (f"@{float(weights[j, 1]):g}" if adaptive else "")
+        w = float(weights[j, W_W])
+        text = f"{name}:{j}:{x:g}:{w:g}" + (f"@{float(weights[j, W_G]):g}" if adaptive else "")
         entries.append((-abs(w * x), text))
     entries.sort(key=lambda item: item[0])
     return "".join("\t" + text for _, text in entries)

@@ -19,6 +19,7 @@ from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd, regularize, saew
 from olearn.optim.experts import new_experts
+from olearn.optim.weights import COLUMNS, W_G, W_W, WIDTH
 from olearn.predictions import format_predictions
 from olearn.report import warning_lines, warning_text
 
@@ -33,16 +34,16 @@ class OnlineLearner:
     def __init__(self, config: Config):
         self.config = config
         adaptive, normalized, invariant = config.update_rule
-        self.weights = np.zeros((1 << config.bit_precision, 4), dtype=np.float32)
+        self.weights = np.zeros((1 << config.bit_precision, WIDTH), dtype=np.float32)
         t0 = config.t0
         if adaptive and t0 > 0:
-            self.weights[:, 1] = t0
+            self.weights[:, W_G] = t0
         # per-coordinate snapshots of the lazy --l1/--l2 (optim/regularize.py)
         self.lazy = np.zeros((len(self.weights) if config.regularized else 1,
                               regularize.snapshot_columns(config.l2 > 0)))
         self.poly = self._new_poly(config)
         self.ew = new_experts(config)
-        self._exported = False  # whether weights[:, 0] holds the experts' current θ
+        self._exported = False  # whether weights[:, W_W] holds the experts' current θ
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -161,7 +162,7 @@ class OnlineLearner:
         """Write the model file (olearn/model.py) of the state as it is now; a state that is
         not finite (inputs of too large a magnitude) is refused rather than saved."""
         self.sync()
-        if not (np.isfinite(self.weights[:, :3]).all() and np.isfinite(self.state).all()):
+        if not (np.isfinite(self.weights[:, COLUMNS.saved]).all() and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
         model.save(path, self.config, self.weights, self.state, self.poly, self.ew)

@@ -26,24 +26,41 @@ from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import boa, experts, gd, regularize
 from olearn.optim import layout as ew_layout
+from olearn.optim.weights import COLUMNS, W_G, W_N
 
 MAGIC = b"OLEARN-MODEL\n"
-FORMAT_VERSION = 4
-# Format 3 (olearn 0.1.0) has no regularization step count, the state's last entry: it loads
-# with 0 there (its accumulators are flushed when saved, so no steps are pending).
-OLD_FORMAT_VERSION = 3
+# Format 5 names the fields of its state arrays and may lack options (a model from an older
+# olearn): they take their defaults. Formats 3 (olearn 0.1.0) and 4 stored the fields by
+# position, in the order LEGACY_FIELDS freezes; format 3's state has no regularization step
+# count, its last field, which loads as its default 0 (its accumulators are flushed when saved,
+# so no steps are pending).
+FORMAT_VERSION = 5
+VERSIONS = (3, 4, 5)
 _DIGEST = 32
 HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
 SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # The dtype and shape (None: any length) of each array save() writes.
-ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, 4)),
+ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
           "state": ("<f8", (None,)), "poly_index": ("<u4", (None,)),
           "poly_depth": ("|u1", (None,)), "poly_flags": ("|u1", (None,)),
-          "poly_ssm": ("<f8", (None, 2)), "poly_counters": ("<f8", (stage_poly.COUNTERS_SIZE,)),
+          "poly_ssm": ("<f8", (None, 2)), "poly_counters": ("<f8", (None,)),
           "ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
-          "ew_coord": ("<f8", (None, ew_layout.K_ROWS, None)),
-          "ew_es": ("<f8", (None, ew_layout.E_SIZE)), "ew_shared": ("<f8", (ew_layout.SH_SIZE,)),
+          "ew_coord": ("<f8", (None, None, None)),
+          "ew_es": ("<f8", (None, None)), "ew_shared": ("<f8", (None,)),
           "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+# The arrays whose fields are declared (olearn/fields.py), and the axis the fields run along.
+NAMED = {"rows": (COLUMNS, 1), "state": (gd.STATE, 0), "poly_counters": (stage_poly.COUNTERS, 0),
+         "ew_es": (ew_layout.ES, 1), "ew_shared": (ew_layout.SHARED, 0),
+         "ew_coord": (ew_layout.COORD, 1)}
+# The fields of formats 3 and 4, by position (format 3's state lacks the last one).
+LEGACY_FIELDS = {
+    "rows": ["w", "G", "N", "rate"],
+    "state": ["norm", "total", "t", "min", "max", "reg_phi", "reg_sum", "reg_steps"],
+    "poly_counters": ["sparsity", "examples", "period", "pending", "counter_base"],
+    "ew_es": ["sum", "top", "eps", "session", "n", "q", "d0", "alpha", "u", "b", "b_scale", "eta",
+              "var", "range", "off", "ref", "a", "touches", "b_max"],
+    "ew_shared": ["active", "t", "meta_sum", "touched"],
+    "ew_coord": ["center", "avg", "g", "snap", "scratch"]}
 POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
 EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "ew_meta")
 # Config's annotation of each option, and the JSON types each of its words accepts.
@@ -64,9 +81,9 @@ def _sha256(data: bytes) -> bytes:
 
 def _default_row(config: Config) -> np.ndarray:
     """The state row of a coordinate never updated (G starts at initial_t in adaptive mode)."""
-    row = np.zeros(4, dtype=np.float32)
+    row = COLUMNS.defaults().astype(np.float32)
     if config.update_rule[0] and config.t0 > 0:
-        row[1] = config.t0
+        row[W_G] = config.t0
     return row
 
 
@@ -109,7 +126,8 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
     """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
     with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums); with
     --eg/--boa/--saew, the experts' state."""
-    changed = np.flatnonzero(np.any(weights != _default_row(config), axis=1))
+    saved = COLUMNS.saved
+    changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
     if config.experts:
         arrays.update(_expert_arrays(ew))
@@ -119,7 +137,11 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
         arrays.update(poly_index=seen, poly_depth=min_depth[seen], poly_flags=flags[seen],
                       poly_ssm=ssm[seen] if len(ssm) == len(min_depth) else ssm[:0],
                       poly_counters=counters)
-    spec, offset, blobs = {}, 0, []
+    spec, offset, blobs, fields = {}, 0, [], {}
+    for name, (layout, axis) in NAMED.items():
+        if name in arrays:  # the saved fields only, each named
+            arrays[name] = np.take(arrays[name], layout.saved, axis=axis)
+            fields[name] = [layout.names[i] for i in layout.saved]
     for name, array in arrays.items():
         dtype = ARRAYS[name][0]
         data = np.ascontiguousarray(array, dtype=dtype).tobytes()
@@ -128,7 +150,8 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
         offset += len(data)
         blobs.append(data)
     header = json.dumps({"format_version": FORMAT_VERSION, "olearn": olearn.__version__,
-                         "options": config.model_options(), "arrays": spec}).encode()
+                         "options": config.model_options(), "arrays": spec,
+                         "fields": fields}).encode()
     body = MAGIC + struct.pack("<I", len(header)) + header + b"".join(blobs)
     out = AtomicOutput(path)
     try:
@@ -204,16 +227,22 @@ def load(path: str) -> Model:
         _require(start + header_len <= len(body), "header longer than the file")
         header = _header(body[start:start + header_len])
         version = header["format_version"]
-        if version not in (OLD_FORMAT_VERSION, FORMAT_VERSION):
+        if version not in VERSIONS:
             raise OlearnError(f"unsupported model format version {version} (this olearn reads "
-                              f"versions {OLD_FORMAT_VERSION} and {FORMAT_VERSION})", path)
-        _require(set(header) == HEADER_KEYS and type(header["olearn"]) is str
-                 and type(header["options"]) is dict
-                 and set(header["options"]) == set(MODEL_OPTIONS), "unexpected header fields")
-        options = header["options"]
+                              f"versions {VERSIONS[0]} to {VERSIONS[-1]})", path)
+        keys = HEADER_KEYS | {"fields"} if version >= 5 else HEADER_KEYS
+        _require(set(header) == keys and type(header["olearn"]) is str
+                 and type(header["options"]) is dict, "unexpected header fields")
+        unknown = sorted(set(header["options"]) - set(MODEL_OPTIONS))
+        if unknown:
+            raise OlearnError(f"the model (olearn {header['olearn']}) has options this olearn "
+                              f"does not know: {', '.join(unknown)}", path)
+        # a model from an older olearn lacks the options added since: they take their defaults
+        options = {**_option_defaults(), **header["options"]}
         config = _config(options)
         arrays = _arrays(header["arrays"], body[start + header_len:], _names(config))
-        _check_table(arrays, config, version)
+        _name_fields(arrays, header.get("fields"), version, config)
+        _check_table(arrays, config)
         if config.stage_poly:
             _check_poly(arrays, config)
         if config.experts:
@@ -251,6 +280,41 @@ def _config(options: dict) -> Config:
         return Config(quiet=True, **options)
     except OlearnError as exc:
         raise _Invalid(f"options: {exc.message}") from None
+
+
+def _option_defaults() -> dict:
+    """Each model option's default (what a model that lacks the option was trained with)."""
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    return {name: fields[name].default_factory() if fields[name].default is dataclasses.MISSING
+            else fields[name].default for name in MODEL_OPTIONS}
+
+
+def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> None:
+    """Each declared array in the current layout, from its fields' names (format 5) or
+    positions (formats 3 and 4); a field the file lacks takes its fresh value."""
+    if version >= 5:
+        _require(type(fields) is dict and set(fields) == set(NAMED) & set(arrays),
+                 "unexpected field names")
+    for name, (layout, axis) in NAMED.items():
+        if name not in arrays:
+            continue
+        values = arrays[name]
+        if version >= 5:
+            names = fields[name]
+            _require(type(names) is list and all(type(n) is str for n in names)
+                     and len(set(names)) == len(names), f"{name}: malformed field names")
+        else:
+            names = LEGACY_FIELDS[name][:values.shape[axis]]
+            missing = len(LEGACY_FIELDS[name]) - len(names)
+            _require(missing == 0 or (version == 3 and name == "state" and missing == 1),
+                     f"{name}: {values.shape[axis]} fields, not {len(LEGACY_FIELDS[name])}")
+        _require(values.shape[axis] == len(names), f"{name}: not one value per field")
+        fill = _default_row(config) if name == "rows" else layout.defaults()
+        try:
+            arrays[name] = layout.from_names(names, values, fill, axis)
+        except KeyError as exc:
+            raise _Invalid(f"{name}: fields this olearn does not know ({exc.args[0]}; "
+                           "a newer olearn's model?)") from None
 
 
 def _names(config: Config) -> set[str]:
@@ -299,19 +363,16 @@ def _counts(a: np.ndarray) -> bool:
     return bool(np.all((a >= 0) & (a < _INT64_LIMIT) & (a == np.floor(a))))
 
 
-def _check_table(arrays: dict, config: Config, version: int) -> None:
-    """The weight rows and the learner state (a format-3 state gets its step count)."""
+def _check_table(arrays: dict, config: Config) -> None:
+    """The weight rows and the learner state."""
     index, rows = arrays["index"], arrays["rows"]
     _require(len(rows) == len(index), "rows and index of different lengths")
     _require(_increasing_below(index, 1 << config.bit_precision),
              "index out of range, unsorted or repeated")
-    # w, G, N: what OnlineLearner.save checks are finite (column 3 is the update's scratch)
-    _require(bool(np.isfinite(rows[:, :3]).all()), "NaN or infinite weights")
-    _require(bool(np.all(rows[:, 1:3] >= 0)), "negative adaptive sums or normalizers")
+    # what OnlineLearner.save checks are finite (the update's scratch rate is not saved)
+    _require(bool(np.isfinite(rows[:, COLUMNS.saved]).all()), "NaN or infinite weights")
+    _require(bool(np.all(rows[:, [W_G, W_N]] >= 0)), "negative adaptive sums or normalizers")
     state = arrays["state"]
-    if version == OLD_FORMAT_VERSION and len(state) == gd.STATE_SIZE - 1:
-        state = arrays["state"] = np.append(state, 0.0)
-    _require(len(state) == gd.STATE_SIZE, "state of the wrong length")
     _require(bool(np.isfinite(state).all()), "NaN or infinite state")
     _require(state[gd.S_NORM] >= 0 and state[gd.S_TOTAL] >= 0, "negative normalization totals")
     # the lazy snapshots are not saved: they are consistent only with flushed accumulators

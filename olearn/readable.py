@@ -9,6 +9,7 @@ import olearn
 from olearn.config import MODEL_OPTIONS, Config
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd
+from olearn.optim.weights import W_G, W_N, W_W
 
 _DEFAULTS = Config()
 
@@ -29,10 +30,10 @@ def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
     """Write the text model: a header, then ``index:w G N`` per nonzero weight (``index:w`` with
     --predict_only_model, plain SGD or the experts' θ), each prefixed by the feature's name with
     --invert_hash."""
-    nonzero = np.flatnonzero(weights[:, 0])
+    nonzero = np.flatnonzero(weights[:, W_W])
     stateful = ((config.update_rule[0] or config.update_rule[1]) and not predict_only
                 and not config.experts)
-    checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, 0]).tobytes())
+    checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, W_W]).tobytes())
     lines = [f"Version olearn {olearn.__version__}", "Id",
              f"Min label:{state[gd.S_MIN]:g}", f"Max label:{state[gd.S_MAX]:g}",
              f"bits:{config.bit_precision}", "lda:0", "0 ngram:", "0 skip:",
@@ -44,7 +45,7 @@ def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
                   f"t {state[gd.S_T]:g}", f"min_label {state[gd.S_MIN]:g}",
                   f"max_label {state[gd.S_MAX]:g}", f"total_weight {state[gd.S_TOTAL]:g}"]
     for j in nonzero.tolist():
-        w, g, n = weights[j, 0], weights[j, 1], weights[j, 2]
+        w, g, n = weights[j, W_W], weights[j, W_G], weights[j, W_N]
         entry = f"{j}:{w:g} {g:g} {n:g}" if stateful else f"{j}:{w:g}"
         if names is not None:
             entry = f"{names.get(j, '?')}:{entry}"

@@ -1,6 +1,8 @@
 """Shared test helpers: run the olearn CLI and the reference VW as subprocesses."""
 from __future__ import annotations
 
+import json
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +84,19 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared datasets not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+def split_model(data: bytes) -> tuple[dict, bytes]:
+    """A model file's header and payload."""
+    from olearn import model
+    start = len(model.MAGIC) + 4
+    (length,) = struct.unpack("<I", data[len(model.MAGIC):start])
+    return json.loads(data[start:start + length]), data[start + length:-32]
+
+
+def model_file(header: object, payload: bytes) -> bytes:
+    """A model file of ``header`` and ``payload``, with a valid checksum."""
+    from olearn import model
+    text = json.dumps(header).encode()
+    body = model.MAGIC + struct.pack("<I", len(text)) + text + payload
+    return body + model._sha256(body)

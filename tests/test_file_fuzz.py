@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_olearn
+from conftest import model_file, run_olearn, split_model
 from olearn import model
 from olearn.api import Learner
 from olearn.config import Config
@@ -100,20 +100,6 @@ def _mutated(header: object, data) -> object:
 
 # --- model files ------------------------------------------------------------------------------
 
-def _split_model(data: bytes) -> tuple[dict, bytes]:
-    """A model file's header and payload."""
-    start = len(model.MAGIC) + 4
-    (length,) = struct.unpack("<I", data[len(model.MAGIC):start])
-    return json.loads(data[start:start + length]), data[start + length:-32]
-
-
-def _model_file(header: object, payload: bytes) -> bytes:
-    """A model file of ``header`` and ``payload``, with a valid checksum."""
-    text = json.dumps(header).encode()
-    body = model.MAGIC + struct.pack("<I", len(text)) + text + payload
-    return body + model._sha256(body)
-
-
 def _sealed(data: bytes) -> bytes:
     """A model file's bytes with their checksum recomputed."""
     return data[:-32] + model._sha256(data[:-32])
@@ -166,14 +152,14 @@ def test_model_saved_before_any_example_is_accepted(folder, name):
 @settings(max_examples=600)
 @given(st.sampled_from(sorted(LEARNERS)), st.data())
 def test_model_with_a_lying_header(folder, models, name, data):
-    header, payload = _split_model(models[name])
-    _try_model(folder / "m.olearn", _model_file(_mutated(header, data), payload))
+    header, payload = split_model(models[name])
+    _try_model(folder / "m.olearn", model_file(_mutated(header, data), payload))
 
 
 @settings(max_examples=1000)
 @given(st.sampled_from(sorted(LEARNERS)), st.data())
 def test_model_with_lying_array_values(folder, models, name, data):
-    header, payload = _split_model(models[name])
+    header, payload = split_model(models[name])
     specs = {k: s for k, s in header["arrays"].items() if s["bytes"]}
     array = data.draw(st.sampled_from(sorted(specs)))
     spec = specs[array]
@@ -182,7 +168,7 @@ def test_model_with_lying_array_values(folder, models, name, data):
     value = data.draw(st.one_of(_element(spec["dtype"]), st.just(payload[at - size:at])))
     if len(value) == size:  # (the element before, when there is one: a repeated index)
         payload = payload[:at] + value + payload[at + size:]
-    _try_model(folder / "m.olearn", _model_file(header, payload))
+    _try_model(folder / "m.olearn", model_file(header, payload))
 
 
 @settings(max_examples=400)
@@ -198,13 +184,13 @@ def test_model_with_flipped_bytes(folder, models, name, flips):
 
 def _with_array(data: bytes, name: str, change) -> bytes:
     """A model file with ``change`` applied to a copy of its array ``name`` (same shape)."""
-    header, payload = _split_model(data)
+    header, payload = split_model(data)
     spec = header["arrays"][name]
     array = np.frombuffer(payload, spec["dtype"], math.prod(spec["shape"]),
                           spec["offset"]).reshape(spec["shape"]).copy()
     change(array)
     raw = array.tobytes()
-    return _model_file(header, payload[:spec["offset"]] + raw
+    return model_file(header, payload[:spec["offset"]] + raw
                        + payload[spec["offset"] + len(raw):])
 
 
@@ -218,23 +204,23 @@ def _refused(folder: Path, data: bytes) -> str:
 
 
 def test_another_dtype_is_refused(folder, models):
-    header, payload = _split_model(models["default"])
+    header, payload = split_model(models["default"])
     header["arrays"]["state"]["dtype"] = "<f4"
     header["arrays"]["state"]["shape"] = [2 * gd.STATE_SIZE]
-    assert "state: not of dtype <f8" in _refused(folder, _model_file(header, payload))
+    assert "state: not of dtype <f8" in _refused(folder, model_file(header, payload))
 
 
 def test_byte_range_beyond_the_payload_is_refused(folder, models):
-    header, payload = _split_model(models["default"])
+    header, payload = split_model(models["default"])
     header["arrays"]["rows"]["offset"] = len(payload)
-    assert "rows: byte range" in _refused(folder, _model_file(header, payload))
+    assert "rows: byte range" in _refused(folder, model_file(header, payload))
 
 
 def test_shape_that_does_not_fit_its_bytes_is_refused(folder, models):
-    header, payload = _split_model(models["default"])
+    header, payload = split_model(models["default"])
     header["arrays"]["rows"]["shape"][0] += 1
     assert "rows: byte range does not fit its shape" in _refused(
-        folder, _model_file(header, payload))
+        folder, model_file(header, payload))
 
 
 @pytest.mark.parametrize("name, value, message", [
@@ -246,9 +232,9 @@ def test_shape_that_does_not_fit_its_bytes_is_refused(folder, models):
     ("l1", -1, "options: --l1 must be finite and >= 0, got -1"),
 ])
 def test_option_of_another_type_or_value_is_refused(folder, models, name, value, message):
-    header, payload = _split_model(models["default"])
+    header, payload = split_model(models["default"])
     header["options"][name] = value
-    assert message in _refused(folder, _model_file(header, payload))
+    assert message in _refused(folder, model_file(header, payload))
 
 
 def _change(where, to):
@@ -304,9 +290,9 @@ def test_another_learner_than_the_models_is_refused(folder, models, name, given,
 def test_learner_the_models_options_cannot_build_is_an_error_naming_the_model(folder):
     path = folder / "wide.olearn"
     Learner(bit_precision=BITS, saew_calibrate=True).save(path)  # before any example: no index
-    header, payload = _split_model(path.read_bytes())
+    header, payload = split_model(path.read_bytes())
     header["options"]["bit_precision"] = 22
-    path.write_bytes(_model_file(header, payload))
+    path.write_bytes(model_file(header, payload))
     with pytest.raises(OlearnError, match="would reserve") as info:
         Learner.load(path)
     _check_error(info.value, path)

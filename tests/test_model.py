@@ -1,13 +1,8 @@
 """Model files: -f saves, -i continues or (with -t) predicts; bad models give one clear line."""
-import hashlib
-import json
-import struct
-
 import numpy as np
 import pytest
 
-from conftest import olearn_cmd, run_cmd
-from olearn.model import MAGIC
+from conftest import model_file, olearn_cmd, run_cmd, split_model
 
 
 def olearn(*args):
@@ -126,19 +121,69 @@ def test_other_file_as_model_is_refused(tmp_path, halves):
     assert "not an olearn model" in _error_line(olearn("-t", "-i", first, "-d", first, "--quiet"))
 
 
+def _rewritten(model, change) -> None:
+    """Apply ``change`` to the header of the model file ``model`` (a valid checksum kept)."""
+    header, payload = split_model(model.read_bytes())
+    change(header)
+    model.write_bytes(model_file(header, payload))
+
+
 def test_wrong_version_model_is_refused(tmp_path, halves):
     first, _, _ = halves
     model = tmp_path / "m.olearn"
     olearn("-d", first, "-f", model, "--quiet")
-    data = model.read_bytes()[:-32]
-    start = len(MAGIC) + 4
-    (length,) = struct.unpack("<I", data[len(MAGIC):start])
-    header = json.loads(data[start:start + length])
-    header["format_version"] = 99
-    new_header = json.dumps(header).encode()
-    body = MAGIC + struct.pack("<I", len(new_header)) + new_header + data[start + length:]
-    model.write_bytes(body + hashlib.sha256(body).digest())
+    _rewritten(model, lambda header: header.update(format_version=99))
     assert "version 99" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
+
+
+def test_model_without_a_newer_option_loads_with_its_default(tmp_path, halves):
+    first, second, _ = halves
+    model, old = tmp_path / "m.olearn", tmp_path / "old.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    old.write_bytes(model.read_bytes())
+    _rewritten(old, lambda header: header["options"].pop("hash_seed"))  # as if olearn had none
+    for path, out in ((model, "new.p"), (old, "old.p")):
+        assert olearn("-t", "-i", path, "-d", second, "-p", tmp_path / out, "--quiet")[0] == 0
+    assert (tmp_path / "new.p").read_text() == (tmp_path / "old.p").read_text()
+    _rewritten(old, lambda header: header["options"].pop("power_t"))
+    olearn("-i", old, "-d", second, "-f", tmp_path / "again.olearn", "--quiet")
+    assert split_model((tmp_path / "again.olearn").read_bytes())[0]["options"]["power_t"] == 0.5
+
+
+def test_model_with_an_unknown_option_names_it(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    _rewritten(model, lambda header: header["options"].update(future_option=1))
+    assert "does not know: future_option" in _error_line(
+        olearn("-t", "-i", model, "-d", first, "--quiet"))
+
+
+def test_model_fields_are_read_by_name_not_position(tmp_path, halves):
+    first, second, _ = halves
+    model, shuffled = tmp_path / "m.olearn", tmp_path / "shuffled.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    header, payload = split_model(model.read_bytes())
+    assert header["fields"]["state"][:3] == ["norm", "total", "t"]
+    assert header["fields"]["rows"] == ["w", "G", "N"]  # the scratch rate is not saved
+    spec = header["arrays"]["state"]
+    state = np.frombuffer(payload, "<f8", spec["shape"][0], spec["offset"])
+    order = np.arange(len(state))[::-1]
+    header["fields"]["state"] = [header["fields"]["state"][i] for i in order]
+    payload = (payload[:spec["offset"]] + state[order].tobytes()
+               + payload[spec["offset"] + spec["bytes"]:])
+    shuffled.write_bytes(model_file(header, payload))
+    for path, out in ((model, "m.p"), (shuffled, "s.p")):
+        assert olearn("-i", path, "-d", second, "-p", tmp_path / out, "--quiet")[0] == 0
+    assert (tmp_path / "m.p").read_text() == (tmp_path / "s.p").read_text()
+
+
+def test_model_with_an_unknown_field_is_refused(tmp_path, halves):
+    first, _, _ = halves
+    model = tmp_path / "m.olearn"
+    olearn("-d", first, "-f", model, "--quiet")
+    _rewritten(model, lambda header: header["fields"]["state"].__setitem__(0, "novel"))
+    assert "does not know (novel" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
 
 
 def test_failed_run_leaves_no_model(tmp_path):

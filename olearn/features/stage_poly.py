@@ -17,6 +17,8 @@ import numpy as np
 from numba import njit
 
 from olearn.features.interactions import FNV
+from olearn.fields import Field, Layout
+from olearn.optim.weights import W_N, W_W
 
 PARENT = np.uint8(1)
 CYCLE = np.uint8(2)
@@ -24,12 +26,17 @@ NEVER = 127  # min_depth of a monomial never seen in training
 MAX_DEPTH = 127
 
 # Counters (float64 array).
-C_SPARSITY = 0     # sum over training examples of their input feature counts
-C_EXAMPLES = 1     # training examples counted in C_SPARSITY
-C_PERIOD = 2       # current example-counter period between stages
-C_PENDING = 3      # 1: a stage is due before the next training example
-C_COUNTER_BASE = 4  # example counter of the current pass's first line (VW's, §8.1)
-COUNTERS_SIZE = 5
+COUNTERS = Layout(
+    "poly_counters",
+    Field("sparsity", "sum over training examples of their input feature counts", merge="mean"),
+    Field("examples", "training examples counted in sparsity", merge="mean"),
+    # a pass's own: --dask's next pass starts them afresh
+    Field("period", "current example-counter period between stages"),
+    Field("pending", "1: a stage is due before the next training example"),
+    Field("counter_base", "example counter of the current pass's first line (VW's, §8.1)"))
+C_SPARSITY, C_EXAMPLES, C_PERIOD, C_PENDING, C_COUNTER_BASE = range(len(COUNTERS))
+COUNTERS_SIZE = len(COUNTERS)
+COUNTERS.check_constants(globals(), "C_")
 
 HEURISTICS = {"weight": 0, "ssm": 1}
 
@@ -152,7 +159,8 @@ def add_parents(W, flags, ssm, constant, count, heuristic, normalized):
         if heuristic == 1:
             s = ssm[j, 0] / ssm[j, 1] if ssm[j, 1] > 0 else 0.0
         else:
-            s = abs(np.float32(W[j, 0]) * W[j, 2]) if normalized else abs(np.float64(W[j, 0]))
+            s = (abs(np.float32(W[j, W_W]) * W[j, W_N]) if normalized
+                 else abs(np.float64(W[j, W_W])))
         if s <= 1e-9:
             continue
         if size < count:

@@ -1,8 +1,9 @@
 """VW's gradient descent family (vw-reference.md §3) over a batch, in one numba kernel.
 
-State per coordinate j is the row ``W[j] = (w, G, N, s)``: weight, sum of squared gradients,
-largest |x| seen, and s: the scratch rate of the current update (as VW's, so a feature repeated
-in an example uses the last rate computed for it) — one 16-byte row per feature.
+State per coordinate j is the row ``W[j]`` of the weight table (optim/weights.py: weight, sum
+of squared gradients, largest |x| seen, the update's scratch rate), one 16-byte row per feature;
+the learner's state, statistics and parameters are the float64 arrays declared below
+(olearn/fields.py).
 
 :func:`learn_batch` is the entry point Python calls: it checks once per call that its arrays fit
 each other (shapes, the batch's offsets and indices, the optional states), so that no argument
@@ -14,69 +15,68 @@ import numpy as np
 from numba import njit
 
 from olearn.batch import valid_batch
+from olearn.fields import Field, Layout
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
 from olearn.optim import regularize, saew
+from olearn.optim.weights import W_G, W_N, W_RATE, W_W, WIDTH
 
 # Learner state (float64 array).
-S_NORM = 0        # S: sum of importance-weighted normalized norms
-S_TOTAL = 1       # T: sum of importance of normalized updates
-S_T = 2           # t: initial_t plus the weight of all examples seen
-S_MIN = 3         # label range [m, M] used to clip predictions
-S_MAX = 4
-S_REG = 5         # the lazy regularization's accumulators (optim/regularize.py)
-STATE_SIZE = S_REG + regularize.SIZE
+STATE = Layout(
+    "state",
+    Field("norm", "S: sum of importance-weighted normalized norms", merge="mean"),
+    Field("total", "T: sum of importance of normalized updates", merge="mean"),
+    Field("t", "initial_t plus the weight of all examples seen", merge="mean"),
+    Field("min", "bottom of the label range predictions are clipped to", merge="min"),
+    Field("max", "top of that range", merge="max"),
+    *regularize.ACCUMULATORS)
+S_NORM, S_TOTAL, S_T, S_MIN, S_MAX = STATE.indices("norm", "total", "t", "min", "max")
+S_REG = STATE.index(regularize.ACCUMULATORS[0].name)  # where the accumulators start
+STATE_SIZE = len(STATE)
 
-# Progress statistics (float64 array), see report.py.
-R_SUM_LOSS = 0
-R_W_LABELED = 1
-R_W_UNLABELED = 2
-R_W_LABEL_SUM = 3
-R_EXAMPLES = 4
-R_FEATURES = 5
-R_DUMP_AT = 6
-R_LAST_LOSS = 7
-R_LAST_W_LABELED = 8
-R_LABEL1 = 9
-R_LABEL2 = 10
-R_MANY_LABELS = 11
-R_HOLDOUT_LOSS = 12         # held-out examples: the whole run,
-R_HOLDOUT_W = 13
-R_HOLDOUT_LOSS_SINCE = 14   # since the last holdout row,
-R_HOLDOUT_W_SINCE = 15
-R_HOLDOUT_LOSS_PASS = 16    # and this pass
-R_HOLDOUT_W_PASS = 17
-STATS_SIZE = 18
+# Progress statistics (float64 array), see report.py: never saved.
+STATS = Layout(
+    "stats",
+    *(Field(name, merge="sum", saved=False) for name in (
+        "sum_loss", "w_labeled", "w_unlabeled", "w_label_sum", "examples", "features")),
+    Field("dump_at", "weight sum of the next table row", saved=False),
+    Field("last_loss", "sum_loss at the last table row", saved=False),
+    Field("last_w_labeled", "w_labeled at the last table row", saved=False),
+    Field("label1", "the first two distinct labels (best constant)", merge="labels",
+          saved=False),
+    Field("label2", merge="labels", saved=False),
+    Field("many_labels", "1: more than two distinct labels", merge="max", saved=False),
+    # held-out examples: the whole run, since the last holdout row, and this pass
+    *(Field(name, merge="sum", saved=False) for name in (
+        "holdout_loss", "holdout_w", "holdout_loss_since", "holdout_w_since",
+        "holdout_loss_pass", "holdout_w_pass")))
+(R_SUM_LOSS, R_W_LABELED, R_W_UNLABELED, R_W_LABEL_SUM, R_EXAMPLES, R_FEATURES, R_DUMP_AT,
+ R_LAST_LOSS, R_LAST_W_LABELED, R_LABEL1, R_LABEL2, R_MANY_LABELS, R_HOLDOUT_LOSS, R_HOLDOUT_W,
+ R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_W_SINCE, R_HOLDOUT_LOSS_PASS, R_HOLDOUT_W_PASS) = range(len(STATS))
+STATS_SIZE = len(STATS)
+STATS.check_constants(globals(), "R_")
 
-# Parameters (float64 array).
-P_ETA = 0
-P_POWER_T = 1
-P_PROGRESS = 2
-P_ADAPTIVE = 3
-P_NORMALIZED = 4
-P_INVARIANT = 5
-P_LOSS = 6
-P_FIXED_RANGE = 7
-P_TEST_ONLY = 8
-P_PROGRESS_ADD = 9
-P_LOSS_PARAM = 10  # the loss's parameter (losses.py: τ for quantile)
-P_LINK = 11        # LINKS
-P_BINARY = 12
-P_MASK = 13
-P_PERMUTATIONS = 14
-P_L1 = 15
-P_L2 = 16
-P_HOLDOUT_PERIOD = 17  # hold out every n-th line of a pass (0: no holdout) ...
-P_HOLDOUT_AFTER = 18   # ... or, when > 0, every line after this one
-P_HOLDOUT_ROWS = 19    # table rows report the holdout loss (from pass 2 on)
-P_STAGE_POLY = 20      # learn on the synthetic examples of --stage_poly
-P_SCHED_EXPONENT = 21
-P_DOUBLING = 22
-P_HEURISTIC = 23
-P_CONSTANT = 24        # the constant feature's index
-P_EXPERTS = 25         # learn with exponential weights (optim/saew.py), not gradient descent
-PARAMS_SIZE = 26
+# Parameters (float64 array): the run's options as the kernel reads them, never saved.
+PARAMS = Layout("params", *(Field(name, saved=False) for name in (
+    "eta", "power_t", "progress", "adaptive", "normalized", "invariant", "loss",
+    "fixed_range", "test_only", "progress_add",
+    "loss_param",      # the loss's parameter (losses.py: τ for quantile)
+    "link",            # LINKS
+    "binary", "mask", "permutations", "l1", "l2",
+    "holdout_period",  # hold out every n-th line of a pass (0: no holdout) ...
+    "holdout_after",   # ... or, when > 0, every line after this one
+    "holdout_rows",    # table rows report the holdout loss (from pass 2 on)
+    "stage_poly",      # learn on the synthetic examples of --stage_poly
+    "sched_exponent", "doubling", "heuristic",
+    "constant",        # the constant feature's index
+    "experts")))       # learn with exponential weights (optim/saew.py), not gradient descent
+(P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
+ P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
+ P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
+ P_HEURISTIC, P_CONSTANT, P_EXPERTS) = range(len(PARAMS))
+PARAMS_SIZE = len(PARAMS)
+PARAMS.check_constants(globals(), "P_")
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
@@ -90,7 +90,7 @@ X2_MIN = X_MIN * X_MIN
 def _predict(W, index, value, lo, hi, initial):
     raw = np.float32(initial)
     for k in range(lo, hi):
-        raw += W[index[k], 0] * value[k]
+        raw += W[index[k], W_W] * value[k]
     return raw
 
 
@@ -123,22 +123,22 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
             x2 = X2_MIN
         rate = 1.0
         if adaptive:
-            W[j, 1] += g2 * x2
-            if W[j, 1] > 0:
-                rate = 1.0 / np.sqrt(W[j, 1]) if sqrt_rate else W[j, 1] ** -power_t
+            W[j, W_G] += g2 * x2
+            if W[j, W_G] > 0:
+                rate = 1.0 / np.sqrt(W[j, W_G]) if sqrt_rate else W[j, W_G] ** -power_t
             else:  # gradients so small that their squares vanish in float32: no step
                 rate = 0.0
         if normalized:
             ax = abs(x)
-            n_j = np.float64(W[j, 2])
+            n_j = np.float64(W[j, W_N])
             if ax > n_j:
                 if n_j > 0:
                     if sqrt_rate:
                         r = n_j / ax
-                        W[j, 0] *= r if adaptive else r * r
+                        W[j, W_W] *= r if adaptive else r * r
                     else:
-                        W[j, 0] *= ((ax / n_j) ** 2) ** neg_norm_power
-                W[j, 2] = ax
+                        W[j, W_W] *= ((ax / n_j) ** 2) ** neg_norm_power
+                W[j, W_N] = ax
                 n_j = ax
             norm_x += x2 / (n_j * n_j)
             if sqrt_rate:
@@ -146,7 +146,7 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
             else:
                 rate *= (n_j * n_j) ** neg_norm_power
         if stateful:
-            W[j, 3] = rate
+            W[j, W_RATE] = rate
         ppu += x2 * rate
     multiplier = 1.0
     if normalized:
@@ -172,9 +172,9 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
     for k in range(lo, hi):
         j = index[k]
         if stateful:
-            W[j, 0] += u * value[k] * W[j, 3]
+            W[j, W_W] += u * value[k] * W[j, W_RATE]
         else:
-            W[j, 0] += u * value[k]
+            W[j, W_W] += u * value[k]
     return eta_bar
 
 
@@ -212,7 +212,7 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
             or stats.shape[0] < STATS_SIZE):
         raise ValueError("learn_batch: parameter, state or statistics array too short")
     size = W.shape[0]
-    if W.shape[1] < 4 or size != np.int64(params[P_MASK]) + 1:
+    if W.shape[1] < WIDTH or size != np.int64(params[P_MASK]) + 1:
         raise ValueError("learn_batch: the weight table does not match the mask")
     n = numbers.shape[0]
     if (numbers.shape[1] < 3 or offsets.shape[0] != n + 1 or lines.shape[0] < n

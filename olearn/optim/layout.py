@@ -18,52 +18,71 @@ the calibration grid) sharing that index. Arrays of the ``ew`` tuple:
     regrets  float64 (2 cap + 1,)    BOA's scratch: the current example's regret of each corner
     settings float64 (S_SIZE,)       the options (below)
 """
-# coord rows
-K_CENTER = 0
-K_AVG = 1      # Σ over the session of (θ̂ - center)
-K_G = 2        # EG: -eps Σ g
-K_SNAP = 3     # EG: the average's A at the last touch
-K_SCRATCH = 4
-K_ROWS = 5
+from olearn.fields import Field, Layout
 
-# es fields
-E_SUM = 0       # BOA: Σ w over the corners; EG: Z / e^offset
-E_TOP = 1       # BOA: the offset of the corners' log-weights
-E_EPS = 2       # radius of the current session
-E_SESSION = 3
-E_N = 4         # examples in the session
-E_Q = 5         # Σ ||g||∞² in the session
-E_D0 = 6
-E_ALPHA = 7
-E_U = 8
-E_B = 9         # B given (0: the running max of ||g||∞ times E_B_SCALE)
-E_B_SCALE = 10
-E_ETA = 11      # EG: learning rate (0: not calibrated yet)
-E_VAR = 12      # EG: Σ variance of the corners' losses
-E_RANGE = 13    # EG: range of the corners' losses (a power of 2)
-E_OFF = 14      # EG: offset of Z
-E_REF = 15      # EG: units of the lazy average
-E_A = 16        # EG: Σ 1/Z
-E_TOUCHES = 17  # EG: coordinates updated since Z was re-summed
-E_B_MAX = 18    # running max of ||g||∞
-E_SIZE = 19
+# None of this state merges: --dask refuses these learners (a weighted mean of exponential
+# weights is not the algorithm's state).
+COORD = Layout(
+    "ew_coord",  # rows of ``coord``, per coordinate
+    Field("center"),
+    Field("avg", "Σ over the session of (θ̂ - center)"),
+    Field("g", "EG: -eps Σ g"),
+    Field("snap", "EG: the average's A at the last touch"),
+    Field("scratch", saved=False))
+K_CENTER, K_AVG, K_G, K_SNAP, K_SCRATCH = range(len(COORD))
+K_ROWS = len(COORD)
+COORD.check_constants(globals(), "K_")
 
-# shared fields
-SH_ACTIVE = 0   # active coordinates
-SH_T = 1        # examples learned (the calibration's blocks are [2^j, 2^(j+1)))
-SH_META_SUM = 2  # the calibration's weight sum
-SH_TOUCHED = 3   # distinct coordinates of the example being learned
-SH_SIZE = 4
+ES = Layout(
+    "ew_es",  # per-instance scalars
+    Field("sum", "BOA: Σ w over the corners; EG: Z / e^offset"),
+    Field("top", "BOA: the offset of the corners' log-weights"),
+    Field("eps", "radius of the current session"),
+    Field("session"),
+    Field("n", "examples in the session"),
+    Field("q", "Σ ||g||∞² in the session"),
+    Field("d0"), Field("alpha"), Field("u"),
+    Field("b", "B given (0: the running max of ||g||∞ times b_scale)"),
+    Field("b_scale"),
+    Field("eta", "EG: learning rate (0: not calibrated yet)"),
+    Field("var", "EG: Σ variance of the corners' losses"),
+    Field("range", "EG: range of the corners' losses (a power of 2)"),
+    Field("off", "EG: offset of Z"),
+    Field("ref", "EG: units of the lazy average"),
+    Field("a", "EG: Σ 1/Z"),
+    Field("touches", "EG: coordinates updated since Z was re-summed"),
+    Field("b_max", "running max of ||g||∞"))
+(E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX) = range(len(ES))
+E_SIZE = len(ES)
+ES.check_constants(globals(), "E_")
 
-# settings (float64 array, the last of the ``ew`` tuple): the run's options
-S_SUB = 0          # 0 BOA, 1 EG
-S_SESSIONS = 1     # SAEW's sessions (0: a single session, plain BOA or EG)
-S_C = 2            # the stopping rule's constant
-S_A = 3            # the subroutine's constants a and b in (6) (0: sqrt(ln 2d) and ln 2d)
-S_B = 4
-S_CENTER_LAST = 5  # recenter on the truncated last iterate, not the session average
-S_OUTPUT = 6       # what the model holds: 0 the iterate, 1 the session average, 2 its truncation
-S_CALIBRATE = 7    # Algorithm 3: BOA over the instances, restarted on doubling blocks
-S_SIZE = 8
+SHARED = Layout(
+    "ew_shared",  # scalars of the whole learner
+    Field("active", "active coordinates"),
+    Field("t", "examples learned (the calibration's blocks are [2^j, 2^(j+1)))"),
+    Field("meta_sum", "the calibration's weight sum"),
+    Field("touched", "distinct coordinates of the example being learned"))
+SH_ACTIVE, SH_T, SH_META_SUM, SH_TOUCHED = range(len(SHARED))
+SH_SIZE = len(SHARED)
+SHARED.check_constants(globals(), "SH_")
+
+SETTINGS = Layout(
+    "ew_settings",  # the run's options (the last array of the ``ew`` tuple), never saved
+    Field("sub", "0 BOA, 1 EG", saved=False),
+    Field("sessions", "SAEW's sessions (0: a single session, plain BOA or EG)", saved=False),
+    Field("c", "the stopping rule's constant", saved=False),
+    Field("a", "the subroutine's constants a and b in (6) (0: sqrt(ln 2d) and ln 2d)",
+          saved=False),
+    Field("b", saved=False),
+    Field("center_last", "recenter on the truncated last iterate, not the session average",
+          saved=False),
+    Field("output", "what the model holds: 0 the iterate, 1 the session average, 2 its "
+                    "truncation", saved=False),
+    Field("calibrate", "Algorithm 3: BOA over the instances, restarted on doubling blocks",
+          saved=False))
+S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE = range(len(SETTINGS))
+S_SIZE = len(SETTINGS)
+SETTINGS.check_constants(globals(), "S_")
 
 OUTPUTS = {"iterate": 0, "average": 1, "sparse": 2}

@@ -25,11 +25,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# Accumulators in the learner state (indices into it, after gd's own entries).
-PHI = 0    # Φ(t) = Σ_s ln(1 + λ2 η̄_s)
-SUM = 1    # S(t) = Σ_s η̄_s e^{Φ(s−1)}   (Σ η̄_s when λ2 = 0)
-STEPS = 2  # steps since the accumulators last restarted
-SIZE = 3
+from olearn.fields import Field
+from olearn.optim.weights import W_W
+
+# Accumulators in the learner state (gd.STATE holds them after its own fields; the kernels get
+# them as one slice). Flushed before a model is saved, so saved as zeros; averaged by --dask.
+ACCUMULATORS = (
+    Field("reg_phi", "Φ(t) = Σ_s ln(1 + λ2 η̄_s)", merge="mean"),
+    Field("reg_sum", "S(t) = Σ_s η̄_s e^{Φ(s−1)}   (Σ η̄_s when λ2 = 0)", merge="mean"),
+    Field("reg_steps", "steps since the accumulators last restarted", merge="mean"))
+PHI, SUM, STEPS = range(3)
+SIZE = len(ACCUMULATORS)
 
 # Columns of the per-coordinate snapshots (``lazy``): S_j, and with L2 Φ_j.
 SNAP_SUM = 0
@@ -74,13 +80,13 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     s = acc[SUM]
     for k in range(lo, hi):
         j = index[k]
-        w = np.float64(W[j, 0])
+        w = np.float64(W[j, W_W])
         if l2:
             if w != 0.0:
-                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
+                W[j, W_W] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
             lazy[j, SNAP_PHI] = phi
         elif w != 0.0:
-            W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+            W[j, W_W] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
         lazy[j, SNAP_SUM] = s
 
 
@@ -89,12 +95,12 @@ def _flush(W, lazy, acc, lam1, l2):
     phi = acc[PHI]
     s = acc[SUM]
     for j in range(W.shape[0]):
-        w = np.float64(W[j, 0])
+        w = np.float64(W[j, W_W])
         if w != 0.0:
             if l2:
-                W[j, 0] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
+                W[j, W_W] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
             else:
-                W[j, 0] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+                W[j, W_W] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
     lazy[:] = 0.0
     acc[PHI] = 0.0
     acc[SUM] = 0.0

@@ -21,6 +21,7 @@ from numba import njit
 from olearn.losses import derivative
 from olearn.optim import boa, eg, vmath
 from olearn.optim import layout as L
+from olearn.optim.weights import W_W
 
 REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
 
@@ -324,7 +325,7 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
 def export(ew, weights):
     """Write the model's θ (iterate, session average or its truncation, as the settings say;
     with calibration, the instances' θ mixed by the aggregation's weights) into
-    ``weights[:, 0]``."""
+    ``weights[:, W_W]``."""
     if weights.shape[1] < 1 or not fits(ew, weights.shape[0]):
         raise ValueError("saew.export: state arrays of the wrong shape")
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
@@ -342,4 +343,4 @@ def export(ew, weights):
         h = hashes[s]
         if not 0 <= h < weights.shape[0]:
             raise ValueError("saew.export: a coordinate's feature index is out of range")
-        weights[h, 0] = theta[s]
+        weights[h, W_W] = theta[s]
