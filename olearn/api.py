@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import threading
 import warnings
 from typing import Iterable, Iterator, Union
@@ -19,6 +20,7 @@ from typing import Iterable, Iterator, Union
 import numpy as np
 
 from olearn.batch import ExampleBatch
+from olearn.cli import config_of
 from olearn.config import Config
 from olearn.errors import OptionError, ParseWarning
 from olearn.io import sources
@@ -54,8 +56,9 @@ def _blocks(data: Data) -> Iterator[sources.Block]:
 
 
 class Learner:
-    """An online learner with VW's options, as keyword arguments (``-b`` is ``bit_precision``,
-    ``-l`` is ``learning_rate``, ``--loss_function`` is ``loss_function``, ...).
+    """An online learner with VW's options, as a command line's string or as keyword arguments
+    (``-b`` is ``bit_precision``, ``-l`` is ``learning_rate``, ``--loss_function`` is
+    ``loss_function``, ...): ``Learner("-q ab --l1 1e-6")``, ``Learner(quadratic=["ab"])``.
 
     ``fit`` and ``partial_fit`` learn online (one pass, or ``passes``), predicting each example
     before learning it (progressive validation); ``predict`` only predicts. The state carries
@@ -66,9 +69,13 @@ class Learner:
     threads run one at a time (a lock), each seeing the state the previous one left.
     """
 
-    def __init__(self, **options):
+    def __init__(self, args: str = "", /, **options):
+        """``args``: VW's options as one string (``"-q ab --l1 1e-6"``), as on the command line;
+        ``options``: the same as keywords, which win over the string."""
         options.setdefault("quiet", True)
-        self.config = Config(**options)
+        self.config = config_of(shlex.split(args), **options)
+        if self.config.data:
+            raise OptionError("-d/--data: give the examples to fit() or predict()")
         if self.config.dask:
             raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")

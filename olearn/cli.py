@@ -11,13 +11,11 @@ import shutil
 import signal
 import sys
 
-from olearn.config import (FORMATS, HASHES, POLY_HEURISTICS, SAEW_CENTERS, SAEW_DEFAULTS,
-                           SAEW_OUTPUTS, SAEW_SUBROUTINES, Config)
+from olearn.config import GROUPS, Config
 from olearn.errors import OlearnError, OptionError, OutputClosed
 from olearn.io import cache
 from olearn.io.atomic import STDOUT
-from olearn.losses import BY_NAME as LOSSES
-from olearn.optim.gd import LINKS
+from olearn.options import metavar
 
 DESCRIPTION = """olearn: fast online learning with Vowpal Wabbit's input, options and output.
 
@@ -30,10 +28,9 @@ Examples:
   olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
   olearn -d train.vw --saew --radius 1 --saew_d0 5   sparse exponential weights (SAEW)
   olearn -d 'part-*.vw.gz' --dask local:2 --passes 5 -f model.olearn"""
-_METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
 
 
-class UsageError(Exception):
+class UsageError(OptionError):
     """A command line that does not parse (exit code 2, as VW and click)."""
 
 
@@ -65,207 +62,60 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return f"{', '.join(action.option_strings)} {action.metavar}"
 
 
-def parser() -> tuple[argparse.ArgumentParser, dict]:
-    """The command line's parser, and every option's default (the parser itself leaves options
-    not given out of its result, so that models know which options the user typed)."""
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser, from the option registry (olearn/config.py). Options not
+    given are left out of its result, so that models know which options the user typed."""
     parser = _Parser(prog="olearn", usage="olearn [OPTIONS] [PATH]...", description=DESCRIPTION,
                      formatter_class=_Formatter, add_help=False, allow_abbrev=False)
     parser.add_argument("paths", nargs="*", default=[], metavar="PATH",
                         help="Example files, read after the -d ones.")
-    defaults: dict = {}
+    parser.add_argument("-h", "--help", dest="help", action="store_true",
+                        default=argparse.SUPPRESS, help="Show this message and exit.")
+    parser.add_argument("--warm-cache", dest="warm_cache", action="store_true",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for title, group in GROUPS:
+        section = parser.add_argument_group(title)
+        for option in group:
+            kwargs = {"dest": option.name, "default": argparse.SUPPRESS,
+                      "help": argparse.SUPPRESS if option.hidden else option.help_text()}
+            if option.kind is bool:
+                kwargs["action"] = "store_true"
+            else:
+                kwargs.update(metavar=metavar(option), choices=option.choices,
+                              type=str if option.kind is list else option.kind)
+                if option.kind is list:
+                    kwargs["action"] = "append"
+            section.add_argument(*option.flags, **kwargs)
+    return parser
 
-    def add(*names: str, help: str, default=None, flag: bool = False, append: bool = False,
-            show_default: bool = False, type: type = str, choices=None, metavar=None,
-            hidden: bool = False) -> None:
-        flags = [name for name in names if name.startswith("-")]
-        dest = next((name for name in names if not name.startswith("-")),
-                    flags[-1].lstrip("-"))
-        if show_default:
-            help += f" [default: {default}]"
-        kwargs = {"dest": dest, "default": argparse.SUPPRESS,
-                  "help": argparse.SUPPRESS if hidden else help}
-        if flag:
-            kwargs["action"], default = "store_true", False
-        else:
-            kwargs.update(type=type, choices=choices,
-                          metavar=metavar or ("[" + "|".join(choices) + "]" if choices
-                                              else _METAVARS[type]))
-            if append:
-                kwargs["action"], default = "append", ()
-        parser.add_argument(*flags, **kwargs)
-        defaults[dest] = default
 
-    add("-h", "--help", flag=True, help="Show this message and exit.")
-    add("-d", "--data", "data", append=True, metavar="PATH",
-        help="Example file (VW text or svmlight, plain or gzip); '-' or none reads stdin. "
-             "Repeatable; positional paths are read too, in order.")
-    add("--format", "format", choices=FORMATS, default="auto", show_default=True,
-        help="Input format; auto uses a .svm/.svmlight/.libsvm name, else the first line.")
-    add("-b", "--bit_precision", type=int, default=18, show_default=True,
-        help="Number of bits in the feature table (1..30).")
-    add("-l", "--learning_rate", type=float, default=None,
-        help="Learning rate, > 0 [default: 0.5, or 10 unless adaptive and normalized].")
-    add("--power_t", type=float, default=0.5, show_default=True, help="t power value.")
-    add("--initial_t", type=float, default=None,
-        help="Initial t value, >= 0 [default: 0, or 1 without --adaptive/--normalized].")
-    add("--sgd", flag=True, help="Plain SGD: no adaptive, normalized or invariant update.")
-    add("--adaptive", flag=True, help="Per-feature adaptive learning rates (AdaGrad).")
-    add("--normalized", flag=True, help="Per-feature normalized updates.")
-    add("--invariant", flag=True, help="Importance-invariant updates.")
-    add("--loss_function", choices=list(LOSSES), default="squared",
-        show_default=True, help="Loss function.")
-    add("--quantile_tau", type=float, default=0.5, show_default=True,
-        help="τ of the quantile (pinball) loss.")
-    add("--link", choices=list(LINKS), default="identity", show_default=True,
-        help="Link applied to the output (-p, progress table); the loss uses the raw score.")
-    add("--binary", flag=True,
-        help="Output the sign (-1/1) and report 0/1 loss; learning is unchanged.")
-    add("--min_prediction", type=float, default=None,
-        help="Smallest prediction to output (fixes the clipping range).")
-    add("--max_prediction", type=float, default=None,
-        help="Largest prediction to output (fixes the clipping range; above "
-             "--min_prediction).")
-    add("--stage_poly", flag=True,
-        help="APPLE: grow polynomial features (monomials) in stages, from the best weights.")
-    add("--sched_exponent", "--alpha", "sched_exponent", type=float, default=1.0,
-        show_default=True,
-        help="Each stage adds floor(s^alpha) parents (s: average input features/example).")
-    add("--batch_sz", type=int, default=1000, show_default=True,
-        help="Examples between stages (doubling after each); 0: a stage at each pass end.")
-    add("--batch_sz_no_doubling", flag=True, help="Keep --batch_sz fixed.")
-    add("--poly_heuristic", choices=POLY_HEURISTICS, default="weight",
-        show_default=True,
-        help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score.")
-    add("--eg", flag=True,
-        help="EG±: exponential weights on the 2d corners of the l1 ball of --radius, "
-             "online-calibrated learning rate, O(nonzeros) per example.")
-    add("--boa", flag=True,
-        help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
-             "per-corner adaptive rates, O(features seen) per example.")
-    add("--saew", flag=True,
-        help="SAEW: sessions of BOA or EG on shrinking l1 balls around sparse centers.")
-    add("--radius", type=float, default=1.0, show_default=True,
-        help="--eg/--boa/--saew: l1 radius U of the ball the weights live in.")
-    add("--saew_sub", choices=SAEW_SUBROUTINES, default="boa", show_default=True,
-        help="SAEW's subroutine.")
-    add("--saew_d0", type=int, default=SAEW_DEFAULTS["saew_d0"], show_default=True,
-        help="SAEW: centers keep their d0 largest coordinates (the sparsity sought).")
-    add("--saew_alpha", type=float, default=1.0, show_default=True,
-        help="SAEW: strong-convexity constant of the risk (stopping rule).")
-    add("--saew_B", "saew_B", type=float, default=0.0, show_default=True,
-        help="SAEW: bound on ||gradient||∞ in the stopping rule; 0: its running max.")
-    add("--saew_C", "saew_C", type=float, default=SAEW_DEFAULTS["saew_C"],
-        show_default=True, help="SAEW: constant of the stopping rule (smaller: shorter "
-                                "sessions).")
-    add("--saew_a", type=float, default=0.0, show_default=True,
-        help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d).")
-    add("--saew_b", type=float, default=0.0, show_default=True,
-        help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d.")
-    add("--saew_center", choices=SAEW_CENTERS,
-        default=SAEW_DEFAULTS["saew_center"], show_default=True,
-        help="SAEW: recenter on the truncated session average (the paper) or last iterate.")
-    add("--saew_output", choices=SAEW_OUTPUTS, default="iterate",
-        show_default=True,
-        help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
-             "iterate, the session average, or its d0-sparse truncation.")
-    add("--saew_calibrate", flag=True,
-        help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
-             "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1)).")
-    add("--saew_grid_d0", type=int, default=3, show_default=True,
-        help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)")
-    add("--saew_grid_alpha", type=int, default=3, show_default=True,
-        help="--saew_calibrate: alpha values --saew_alpha × 4^k, k centered on 0.")
-    add("--saew_grid_radius", type=int, default=3, show_default=True,
-        help="--saew_calibrate: radius values --radius × 4^k, k centered on 0.")
-    add("--saew_grid_B", "saew_grid_B", type=int, default=3, show_default=True,
-        help="--saew_calibrate: B values (running max of ||g||∞) × 4^k, k centered on 0.")
-    add("--l1", type=float, default=0.0, show_default=True,
-        help="L1 regularization, applied lazily as exact proximal (FOBOS) steps.")
-    add("--l2", type=float, default=0.0, show_default=True,
-        help="L2 regularization (λ/2·‖w‖²), applied lazily as exact proximal steps.")
-    add("--noconstant", flag=True, help="Don't add a constant feature.")
-    add("-q", "--quadratic", append=True, metavar="AB",
-        help="Interact the features of namespaces A and B (first letters). Repeatable.")
-    add("--cubic", append=True, metavar="ABC",
-        help="Interact the features of three namespaces. Repeatable.")
-    add("--interactions", append=True, metavar="ABC...",
-        help="Interactions of any length (2 or more namespaces). Repeatable.")
-    add("--permutations", flag=True,
-        help="Repeated namespaces give all ordered pairs, not only i <= j.")
-    add("--leave_duplicate_interactions", flag=True,
-        help="Keep interactions that repeat another up to order.")
-    add("--hash", "hash", choices=HASHES, default="strings", show_default=True,
-        help="How to hash features: strings (all-digit names as numbers) or all.")
-    add("--hash_seed", type=int, default=0, show_default=True,
-        help="Seed for hashing, a uint32 (-N is 2^32 - N, as VW reads it).")
-    add("-p", "--predictions", metavar="FILE", help="File to output predictions to.")
-    add("-r", "--raw_predictions", metavar="FILE",
-        help="File to output raw scores to (before clipping and link).")
-    add("-f", "--final_regressor", metavar="FILE",
-        help="Save the model (state and options) to FILE after training.")
-    add("--readable_model", metavar="FILE",
-        help="Write the model as text (index:weight and its state) after training.")
-    add("--invert_hash", metavar="FILE",
-        help="As --readable_model, each weight named by its feature (e.g. a^x:55432:...).")
-    add("--predict_only_model", flag=True,
-        help="Text models hold only the weights, not the optimizer state.")
-    add("-i", "--initial_regressor", metavar="FILE",
-        help="Start from a saved model: continue training, or predict with -t.")
-    add("-t", "--testonly", flag=True,
-        help="Ignore labels for learning: predict (and report the loss) only.")
-    add("--passes", type=int, default=1, show_default=True,
-        help="Number of passes over the data (needs -c or --cache_file when > 1).")
-    add("-c", "--cache", flag=True,
-        help="Use a cache of parsed examples, <first data file>.cache: created by the "
-             "first run, read instead of the text by later passes and runs.")
-    add("--cache_file", metavar="FILE", help="Use FILE as the cache (implies -c).")
-    add("-k", "--kill_cache", flag=True, help="Rebuild the cache even if it is valid.")
-    add("--holdout_off", flag=True, help="No holdout, even with several passes.")
-    add("--holdout_period", type=int, default=10, show_default=True,
-        help="With several passes, hold out every N-th line of each pass.")
-    add("--holdout_after", type=int, default=0,
-        help="Hold out every line after the N-th of each pass (even with one pass).")
-    add("--early_terminate", type=int, default=3, show_default=True,
-        help="Stop after N passes in a row without a better holdout loss.")
-    add("--decay_learning_rate", type=float, default=1.0, show_default=True,
-        help="Multiply the learning rate by this after each pass.")
-    add("--save_per_pass", flag=True,
-        help="Also save the model after each pass, as <-f file>.<pass>.")
-    add("--dask", metavar="ADDRESS",
-        help="Train data-parallel on a Dask cluster, averaging the workers' states after "
-             "each pass: local:N starts N local worker processes, tcp://HOST:PORT joins a "
-             "running scheduler. -d takes globs; each file is a partition. Needs olearn[dask].")
-    add("--dask_partitions", type=int, default=0, metavar="N",
-        help="With --dask: split plain-text (not gzip) files at line boundaries into at "
-             "least N partitions [default: one per file].")
-    add("--quiet", flag=True, help="Don't output diagnostics or progress updates.")
-    add("-a", "--audit", flag=True,
-        help="Print each example's features (ns^name:index:value:weight@G) to stdout.")
-    add("-P", "--progress", metavar="N|X.Y", default=None,
-        help="Progress rows every N weighted examples (integer) or at weights growing by "
-             "a factor X.Y (float) [default: 2.0].")
-    add("--strict_parse", flag=True, help="Make parse warnings fatal.")
-    add("--warm-cache", "warm_cache", flag=True, hidden=True,
-        help="Compile every kernel into numba's cache and exit.")
-    return parser, defaults
+def config_of(argv: list[str], **overrides) -> Config:
+    """The Config of a command line; ``overrides`` are options given apart (keywords)."""
+    return _config(vars(parser().parse_intermixed_args(argv)), overrides)
+
+
+def _config(given: dict, overrides: dict) -> Config:
+    """The Config of parsed arguments: the paths after -d's, and which options were given."""
+    for name in ("help", "warm_cache"):
+        given.pop(name, None)
+    data = given.pop("data", []) + given.pop("paths")
+    if data:
+        given["data"] = data
+    return Config(**{**given, **overrides}, explicit=frozenset(given) | frozenset(overrides))
 
 
 def command(argv: list[str]) -> None:
     """Parse ``argv`` and run it."""
-    parse, defaults = parser()
+    parse = parser()
     given = vars(parse.parse_intermixed_args(argv))
-    paths = given.pop("paths")
     if given.get("help"):
         sys.stdout.write(parse.format_help())
         return
-    options = {name: list(value) if isinstance(value, tuple) else value
-               for name, value in {**defaults, **given}.items()}
-    del options["help"]
     from olearn.run import run, warm_cache
-    if options.pop("warm_cache"):
+    if given.get("warm_cache"):
         warm_cache()
         return
-    config = Config(data=options.pop("data") + paths, explicit=frozenset(given), **options)
+    config = _config(given, {})
     check_outputs(config)
     if config.dask:
         from olearn.distributed import run as run_on_dask
@@ -336,12 +186,12 @@ def main(argv: list[str] | None = None) -> None:
         command(sys.argv[1:] if argv is None else argv)
     except OutputClosed as exc:
         code = _fail(str(exc), 141)
+    except UsageError as exc:
+        code = _fail(f"{exc} (see olearn --help)", 2)
     except OptionError as exc:
         code = _fail(str(exc), 2)
     except OlearnError as exc:
         code = _fail(str(exc), 1)
-    except UsageError as exc:
-        code = _fail(f"{exc} (see olearn --help)", 2)
     except KeyboardInterrupt:
         code = _fail("interrupted", 130)
     except Terminated:

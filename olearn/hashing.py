@@ -10,11 +10,23 @@ import numpy as np
 from numba import njit
 
 from olearn.arrays import at
+from olearn.options import MAX_COUNT, choice, flag, number
 
 M32 = 0xFFFFFFFF
 CONSTANT_HASH = 11650396  # VW's constant feature, masked by 2^b - 1
 CONSTANT_NAMESPACE = 128
 DEFAULT_NAMESPACE = 32  # ' '
+
+OPTIONS = (
+    number("-b", "--bit_precision", kind=int, default=18, low=1, high=30, model=True,
+           parsing=True, help="Number of bits in the feature table (1..30)."),
+    flag("--noconstant", help="Don't add a constant feature.", model=True, parsing=True),
+    choice("--hash", choices=("strings", "all"), default="strings", model=True, parsing=True,
+           help="How to hash features: strings (all-digit names as numbers) or all."),
+    # VW reads -N as 2^32 - N (Config keeps it modulo 2^32)
+    number("--hash_seed", kind=int, default=0, low=-MAX_COUNT, high=MAX_COUNT, model=True,
+           parsing=True, help="Seed for hashing, a uint32 (-N is 2^32 - N, as VW reads it)."),
+)
 
 
 @njit(cache=True, nogil=True, inline="always")

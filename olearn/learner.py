@@ -19,7 +19,7 @@ from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd, regularize, saew
 from olearn.optim.experts import new_experts
-from olearn.optim.weights import COLUMNS, W_G, W_W, WIDTH
+from olearn.optim.weights import COLUMNS, W_G, WIDTH
 from olearn.predictions import format_predictions
 from olearn.report import warning_lines, warning_text
 
@@ -43,7 +43,7 @@ class OnlineLearner:
                               regularize.snapshot_columns(config.l2 > 0)))
         self.poly = self._new_poly(config)
         self.ew = new_experts(config)
-        self._exported = False  # whether weights[:, W_W] holds the experts' current θ
+        self._exported = False  # whether the weights column holds the experts' current θ
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range

@@ -20,6 +20,8 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
+from olearn.options import choice, number
+
 # Each loss's code: its position in LOSSES.
 SQUARED = 0
 LOGISTIC = 1
@@ -221,6 +223,12 @@ LOSSES = (Loss("squared", SQUARED, two_label_constant=_mean_constant, mean_is_be
                parameter="quantile_tau", two_label_constant=_quantile_constant),
           Loss("poisson", POISSON, start_range=(-50.0, 50.0)))
 BY_NAME = {loss.name: loss for loss in LOSSES}
+OPTIONS = (
+    choice("--loss_function", choices=tuple(BY_NAME), default="squared", model=True,
+           help="Loss function."),
+    number("--quantile_tau", kind=float, default=0.5, low=0.0, low_allowed=False, high=1.0,
+           model=True, help="τ of the quantile (pinball) loss."),
+)
 N_LOSSES = len(LOSSES)
 assert all(loss.code == i for i, loss in enumerate(LOSSES))
 

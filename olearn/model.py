@@ -20,7 +20,7 @@ import struct
 import numpy as np
 
 import olearn
-from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, Config
+from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
@@ -284,9 +284,7 @@ def _config(options: dict) -> Config:
 
 def _option_defaults() -> dict:
     """Each model option's default (what a model that lacks the option was trained with)."""
-    fields = {f.name: f for f in dataclasses.fields(Config)}
-    return {name: fields[name].default_factory() if fields[name].default is dataclasses.MISSING
-            else fields[name].default for name in MODEL_OPTIONS}
+    return {name: default(REGISTRY[name]) for name in MODEL_OPTIONS}
 
 
 def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> None:

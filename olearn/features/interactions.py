@@ -17,10 +17,24 @@ from numba import njit
 
 from olearn.batch import valid_batch
 from olearn.errors import OptionError
+from olearn.options import flag, repeated
 
 FNV = 16777619
 WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')
 PRINTABLE = range(32, 127)
+
+OPTIONS = (
+    repeated("-q", "--quadratic", metavar="AB", model=True,
+             help="Interact the features of namespaces A and B (first letters). Repeatable."),
+    repeated("--cubic", metavar="ABC", model=True,
+             help="Interact the features of three namespaces. Repeatable."),
+    repeated("--interactions", metavar="ABC...", model=True,
+             help="Interactions of any length (2 or more namespaces). Repeatable."),
+    flag("--permutations", model=True,
+         help="Repeated namespaces give all ordered pairs, not only i <= j."),
+    flag("--leave_duplicate_interactions",
+         help="Keep interactions that repeat another up to order."),
+)
 
 
 def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],

@@ -18,6 +18,7 @@ from numba import njit
 
 from olearn.features.interactions import FNV
 from olearn.fields import Field, Layout
+from olearn.options import MAX_COUNT, choice, flag, number
 from olearn.optim.weights import W_N, W_W
 
 PARENT = np.uint8(1)
@@ -39,6 +40,18 @@ COUNTERS_SIZE = len(COUNTERS)
 COUNTERS.check_constants(globals(), "C_")
 
 HEURISTICS = {"weight": 0, "ssm": 1}
+
+OPTIONS = (
+    flag("--stage_poly", model=True,
+         help="APPLE: grow polynomial features (monomials) in stages, from the best weights."),
+    number("--sched_exponent", "--alpha", kind=float, default=1.0, low=0.0, model=True,
+           help="Each stage adds floor(s^alpha) parents (s: average input features/example)."),
+    number("--batch_sz", kind=int, default=1000, low=0, high=MAX_COUNT, model=True,
+           help="Examples between stages (doubling after each); 0: a stage at each pass end."),
+    flag("--batch_sz_no_doubling", model=True, help="Keep --batch_sz fixed."),
+    choice("--poly_heuristic", choices=tuple(HEURISTICS), default="weight", model=True,
+           help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score."),
+)
 
 
 @njit(cache=True, nogil=True)

@@ -36,8 +36,6 @@ VERSION = 2
 # examples, features, tag bytes, source number, first line (in source), first line (in pass),
 # lines, checksum of the arrays; 48 bytes, so the arrays that follow stay 8-byte aligned
 _RECORD = struct.Struct("<IIIIqqqQ")
-# The options that change what the parser produces.
-PARSE_OPTIONS = ("bit_precision", "hash", "hash_seed", "noconstant", "format")
 
 
 def _fields(n: int, nf: int, nt: int) -> list[tuple[str, np.dtype, tuple]]:
@@ -67,7 +65,7 @@ def fingerprint(config, paths: list[str]) -> dict:
             st = os.stat(path)
             described.append([path, st.st_size, st.st_mtime_ns])
     return {"version": VERSION, "sources": described,
-            "options": {name: getattr(config, name) for name in PARSE_OPTIONS}}
+            "options": config.parsing_options()}
 
 
 def default_path(paths: list[str]) -> str:
@@ -102,7 +100,7 @@ def _read_header(stream: BinaryIO, path: str) -> dict:
             and all(type(s) is list and len(s) == 3 and type(s[0]) is str
                     and all(x is None or type(x) is int for x in s[1:])
                     for s in header["sources"])
-            and type(header["options"]) is dict and set(header["options"]) == set(PARSE_OPTIONS)):
+            and type(header["options"]) is dict):  # other options: a cache to rebuild
         raise _corrupted(path, "malformed header")
     if header["version"] != VERSION:
         raise OlearnError(f"cache file of format {header['version']}, not {VERSION} "

@@ -4,9 +4,15 @@ from __future__ import annotations
 import re
 
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW
+from olearn.options import choice
 
 SVM_SUFFIXES = (".svm", ".svmlight", ".libsvm")
 _SVM_LINE = re.compile(rb"^\s*\S+(\s+[^\s:|]+:\S+)*\s*(#.*)?$")
+
+OPTIONS = (
+    choice("--format", choices=("auto", "vw", "svmlight"), default="auto", parsing=True,
+           help="Input format; auto uses a .svm/.svmlight/.libsvm name, else the first line."),
+)
 
 
 def detect(requested: str, name: str, first_block: bytes) -> int:

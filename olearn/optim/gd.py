@@ -16,6 +16,7 @@ from numba import njit
 
 from olearn.batch import valid_batch
 from olearn.fields import Field, Layout
+from olearn.options import choice, flag, number
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
@@ -79,6 +80,29 @@ PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
+
+OPTIONS = (
+    number("-l", "--learning_rate", kind=float, default=None, low=0.0, low_allowed=False,
+           model=True,
+           help="Learning rate, > 0 [default: 0.5, or 10 unless adaptive and normalized]."),
+    number("--power_t", kind=float, default=0.5, low=0.0, model=True, help="t power value."),
+    number("--initial_t", kind=float, default=None, low=0.0, model=True,
+           help="Initial t value, >= 0 [default: 0, or 1 without --adaptive/--normalized]."),
+    flag("--sgd", model=True,
+         help="Plain SGD: no adaptive, normalized or invariant update."),
+    flag("--adaptive", model=True, help="Per-feature adaptive learning rates (AdaGrad)."),
+    flag("--normalized", model=True, help="Per-feature normalized updates."),
+    flag("--invariant", model=True, help="Importance-invariant updates."),
+    choice("--link", choices=tuple(LINKS), default="identity", model=True,
+           help="Link applied to the output (-p, progress table); the loss uses the raw score."),
+    flag("--binary", model=True,
+         help="Output the sign (-1/1) and report 0/1 loss; learning is unchanged."),
+    number("--min_prediction", kind=float, default=None, model=True,
+           help="Smallest prediction to output (fixes the clipping range)."),
+    number("--max_prediction", kind=float, default=None, model=True,
+           help="Largest prediction to output (fixes the clipping range; above "
+                "--min_prediction)."),
+)
 
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row
 ROW_COLS = 8

@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from olearn.fields import Field
+from olearn.options import number
 from olearn.optim.weights import W_W
 
 # Accumulators in the learner state (gd.STATE holds them after its own fields; the kernels get
@@ -36,6 +37,13 @@ ACCUMULATORS = (
     Field("reg_steps", "steps since the accumulators last restarted", merge="mean"))
 PHI, SUM, STEPS = range(3)
 SIZE = len(ACCUMULATORS)
+
+OPTIONS = (
+    number("--l1", kind=float, default=0.0, low=0.0, model=True,
+           help="L1 regularization, applied lazily as exact proximal (FOBOS) steps."),
+    number("--l2", kind=float, default=0.0, low=0.0, model=True,
+           help="L2 regularization (λ/2·‖w‖²), applied lazily as exact proximal steps."),
+)
 
 # Columns of the per-coordinate snapshots (``lazy``): S_j, and with L2 Φ_j.
 SNAP_SUM = 0

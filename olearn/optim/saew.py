@@ -22,8 +22,56 @@ from olearn.losses import derivative
 from olearn.optim import boa, eg, vmath
 from olearn.optim import layout as L
 from olearn.optim.weights import W_W
+from olearn.options import MAX_COUNT, choice, flag, number
 
 REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
+
+MAX_GRID = 16  # --saew_calibrate's d0 values 1, 4, ..., 4^15 = 2^30 cover -b 30
+_GRID = {"kind": int, "default": 3, "low": 1, "high": MAX_GRID, "model": True}
+# --saew_d0, --saew_C and --saew_center were chosen by scripts/saew_experiment.py
+# (BENCHMARKS.md, "SAEW")
+OPTIONS = (
+    flag("--eg", model=True,
+         help="EG±: exponential weights on the 2d corners of the l1 ball of --radius, "
+              "online-calibrated learning rate, O(nonzeros) per example."),
+    flag("--boa", model=True,
+         help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
+              "per-corner adaptive rates, O(features seen) per example."),
+    flag("--saew", model=True,
+         help="SAEW: sessions of BOA or EG on shrinking l1 balls around sparse centers."),
+    number("--radius", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
+           help="--eg/--boa/--saew: l1 radius U of the ball the weights live in."),
+    choice("--saew_sub", choices=("boa", "eg"), default="boa", model=True,
+           help="SAEW's subroutine."),
+    number("--saew_d0", kind=int, default=5, low=1, high=MAX_COUNT, model=True,
+           help="SAEW: centers keep their d0 largest coordinates (the sparsity sought)."),
+    number("--saew_alpha", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
+           help="SAEW: strong-convexity constant of the risk (stopping rule)."),
+    number("--saew_B", kind=float, default=0.0, low=0.0, model=True,
+           help="SAEW: bound on ||gradient||∞ in the stopping rule; 0: its running max."),
+    number("--saew_C", kind=float, default=0.5, low=0.0, low_allowed=False, model=True,
+           help="SAEW: constant of the stopping rule (smaller: shorter sessions)."),
+    number("--saew_a", kind=float, default=0.0, low=0.0, model=True,
+           help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d)."),
+    number("--saew_b", kind=float, default=0.0, low=0.0, model=True,
+           help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d."),
+    choice("--saew_center", choices=("average", "last"), default="last", model=True,
+           help="SAEW: recenter on the truncated session average (the paper) or last iterate."),
+    choice("--saew_output", choices=tuple(L.OUTPUTS), default="iterate", model=True,
+           help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
+                "iterate, the session average, or its d0-sparse truncation."),
+    flag("--saew_calibrate", model=True,
+         help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
+              "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1))."),
+    number("--saew_grid_d0", **_GRID,
+           help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)"),
+    number("--saew_grid_alpha", **_GRID,
+           help="--saew_calibrate: alpha values --saew_alpha × 4^k, k centered on 0."),
+    number("--saew_grid_radius", **_GRID,
+           help="--saew_calibrate: radius values --radius × 4^k, k centered on 0."),
+    number("--saew_grid_B", **_GRID,
+           help="--saew_calibrate: B values (running max of ||g||∞) × 4^k, k centered on 0."),
+)
 
 
 @njit(cache=True, nogil=True)
