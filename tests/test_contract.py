@@ -34,6 +34,7 @@ FAMILIES: dict[str, dict] = {
     "gd": {},
     "sgd": {"sgd": True},
     "l1": {"l1": 1e-4},
+    "elastic_net": {"l1": 1e-4, "l2": 1e-3},  # the lazy L2's other catch-up formula
     "quadratic": {"quadratic": ["ab"]},
     # stages after 50, 100, 200 and 400 examples: one of them in the second half
     "stage_poly": {"stage_poly": True, "batch_sz": 50},
