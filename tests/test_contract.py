@@ -13,6 +13,7 @@ the same float32 state in the same order, so nothing may differ, not even in the
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Callable
@@ -110,13 +111,6 @@ def _data(datasets: dict[bool, Data], family: str) -> Data:
     return datasets[FAMILIES[family].get("loss_function") == "logistic"]
 
 
-def _once(make: Callable) -> Callable:
-    """A module fixture's per-family cache: ``make(family)`` runs once for each family."""
-    done: dict[str, object] = {}
-    return lambda family: done[family] if family in done else done.setdefault(
-        family, make(family))
-
-
 def _test_only(model: Path, data: Path, out: Path) -> str:
     """The ``-p`` text of ``olearn -t -i model`` on ``data``."""
     olearn_here("-t", "-i", model, "-d", data, "-p", out, "--quiet")
@@ -149,7 +143,7 @@ def continued(datasets, tmp_path_factory) -> Callable[[str], dict[str, str | byt
                 "continued test": _test_only(m2, data.test, folder / "m2.test.p"),
                 "one run test": _test_only(m3, data.test, folder / "m3.test.p"),
                 "continued model": m2.read_bytes(), "one run model": m3.read_bytes()}
-    return _once(make)
+    return functools.cache(make)  # once per family
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -204,7 +198,7 @@ def trained(datasets, tmp_path_factory) -> Callable[[str], tuple[np.ndarray, Pat
         path = tmp_path_factory.mktemp(family) / "model.olearn"
         learner.save(path)
         return predictions, path, data
-    return _once(make)
+    return functools.cache(make)  # once per family
 
 
 @pytest.mark.parametrize("family", FAMILIES)
