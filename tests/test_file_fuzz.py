@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import model_file, run_olearn, split_model
+from conftest import FIXTURES, model_file, run_olearn, split_model
 from olearn import model
 from olearn.api import Learner
 from olearn.config import Config
@@ -28,7 +28,6 @@ from olearn.optim import layout as L
 from olearn.predictions import format_predictions
 from test_model import _error_line
 
-FIXTURES = Path(__file__).parent / "fixtures"
 BITS = 8
 # Labeled lines with importance and tags, and unlabeled ones.
 LINES = ([f"{(i * 7) % 11 - 5} {1 + i % 3} 'e{i} |a x:{i % 5} y{i % 9} |b z{i % 4}"

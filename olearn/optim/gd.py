@@ -344,11 +344,14 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
-        if regularized:
+        if regularized and not test_only:
             regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
         if experts and not test_only:
             raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
                                                state[S_MAX], learn)
+        elif regularized and test_only:
+            raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, f_idx,
+                                                          f_val, lo, hi, numbers[e, 2]))
         else:
             raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
         if np.isnan(raw):

@@ -99,6 +99,27 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
 
 
 @njit(cache=True, nogil=True)
+def predict_caught_up(W, lazy, acc, lam1, l2, index, value, lo, hi, initial):
+    """The raw prediction :func:`catch_up` then ``gd._predict`` give (the same float32 weights
+    and sum), writing nothing: a test-only prediction must leave the state as it found it, for
+    a weight caught up in two steps rounds differently from one caught up in one."""
+    phi = acc[PHI]
+    s = acc[SUM]
+    raw = np.float32(initial)
+    for k in range(lo, hi):
+        j = index[k]
+        w = W[j, W_W]
+        if w != 0.0 and l2:
+            w = np.float32(_caught_up(np.float64(w), lam1, phi, s, lazy[j, SNAP_PHI],
+                                      lazy[j, SNAP_SUM], True))
+        elif w != 0.0:
+            w = np.float32(_caught_up(np.float64(w), lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM],
+                                      False))
+        raw += w * value[k]
+    return raw
+
+
+@njit(cache=True, nogil=True)
 def _flush(W, lazy, acc, lam1, l2):
     phi = acc[PHI]
     s = acc[SUM]
