@@ -1,7 +1,18 @@
 """Several passes over the data (vw-reference.md §8): where each pass reads its examples (the
-text or the cache), and the holdout bookkeeping that ends training early."""
+text or the cache), the holdout bookkeeping that ends training early, and the one pass loop
+that drives every front end.
+
+As VW has one driver loop for all its learners, :func:`run_passes` is the loop of the command
+line (olearn/run.py), the Python API (olearn/api.py) and ``--dask`` (olearn/distributed.py).
+It owns what must agree between them: the holdout-rows flag, the end-of-pass bookkeeping, -f
+saved when the holdout improves, --save_per_pass, early termination and the final save. A
+front end supplies only how one pass is learned (a callable: parsed batches with console
+output, batches with Python warnings, or Dask tasks and their merge) and, if its state is not
+the learner's own (--dask), how to save it; a front end without a model path (the API) saves
+nothing."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, Iterator
 
@@ -111,11 +122,44 @@ class Holdout:
         return False
 
 
-def finish_pass(learner, holdout: Holdout, lines: int, passes_done: int) -> bool:
-    """Bookkeeping after a pass of ``lines`` lines (``passes_done`` counting it): the example
-    counter, the holdout score, the learning-rate decay. True when the pass is the best so far
-    on the holdout examples."""
-    learner.end_pass(lines, last=passes_done == learner.config.passes)
-    improved = holdout.end_pass(learner.stats)
-    learner.params[gd.P_ETA] *= learner.config.decay_learning_rate
-    return improved
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+    """What the summary says of the passes."""
+
+    passes: int                 # passes learned (fewer than --passes after an early stop)
+    holdout_loss: float | None  # the best pass's holdout loss; None when nothing is held out
+    stopped_early: bool
+
+
+def run_passes(learner, learn_pass: Callable[[int], int], save_to: str | None = None,
+               save: Callable[[str], None] | None = None,
+               on_best: Callable[[], None] | None = None) -> Outcome:
+    """Learn ``learner.config.passes`` passes, each by ``learn_pass(pass_no)`` (which returns
+    the number of lines it read), with VW's holdout and early termination.
+
+    With ``save_to`` (-f), ``save(path)`` (default: ``learner.save``) writes the state the last
+    pass left: to ``save_to`` whenever the holdout improves and after the last pass, and to
+    ``save_to.N`` after pass N with --save_per_pass. After an early stop ``save_to`` keeps the
+    best pass's model, as VW's. ``on_best()`` is told of each pass that is the best so far.
+    """
+    config = learner.config
+    save = save or learner.save
+    holdout = Holdout(config)
+    passes = 0
+    while passes < config.passes and not holdout.stopped_early:
+        learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and passes > 0
+        lines = learn_pass(passes)
+        passes += 1
+        # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
+        learner.end_pass(lines, last=passes == config.passes)
+        improved = holdout.end_pass(learner.stats)
+        learner.params[gd.P_ETA] *= config.decay_learning_rate
+        if improved and on_best is not None:
+            on_best()
+        if improved and save_to:
+            save(save_to)
+        if config.save_per_pass and save_to:
+            save(f"{save_to}.{passes}")
+    if save_to and not holdout.stopped_early:
+        save(save_to)
+    return Outcome(passes, holdout.best if holdout.active else None, holdout.stopped_early)
