@@ -457,8 +457,8 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         nonlocal best
         best = current
 
-    done = run_passes(learner, learn_pass, config.final_regressor,
-                      lambda path: _save(path, learner, current.result()), keep_best)
+    done = run_passes(learner, learn_pass, lambda path: _save(path, learner, current.result()),
+                      keep_best)
     # a stop follows an improvement, so ``best`` is set then
     return (best if done.stopped_early else current).result(), done
 

@@ -1,20 +1,15 @@
 """Several passes over the data (vw-reference.md §8): where each pass reads its examples (the
-text or the cache), the holdout bookkeeping that ends training early, and the one pass loop
-that drives every front end.
+text or the cache), the holdout bookkeeping that ends training early, and the pass loop.
 
-As VW has one driver loop for all its learners, :func:`run_passes` is the loop of the command
-line (olearn/run.py), the Python API (olearn/api.py) and ``--dask`` (olearn/distributed.py).
-It owns what must agree between them: the holdout-rows flag, the end-of-pass bookkeeping, -f
-saved when the holdout improves, --save_per_pass, early termination and the final save. A
-front end supplies only how one pass is learned (a callable: parsed batches with console
-output, batches with Python warnings, or Dask tasks and their merge) and, if its state is not
-the learner's own (--dask), how to save it; a front end without a model path (the API) saves
-nothing."""
+As VW has one driver loop, :func:`run_passes` is the loop of the command line (run.py), the
+Python API (api.py) and --dask (distributed.py): it owns the holdout, the end of each pass,
+early termination and when -f is saved. A front end supplies how one pass is learned (batches
+with console output, batches with Python warnings, Dask tasks) and how its state is saved, if
+at all (the API never saves)."""
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -122,8 +117,7 @@ class Holdout:
         return False
 
 
-@dataclasses.dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What the summary says of the passes."""
 
     passes: int                 # passes learned (fewer than --passes after an early stop)
@@ -131,19 +125,19 @@ class Outcome:
     stopped_early: bool
 
 
-def run_passes(learner, learn_pass: Callable[[int], int], save_to: str | None = None,
+def run_passes(learner, learn_pass: Callable[[int], int],
                save: Callable[[str], None] | None = None,
                on_best: Callable[[], None] | None = None) -> Outcome:
     """Learn ``learner.config.passes`` passes, each by ``learn_pass(pass_no)`` (which returns
     the number of lines it read), with VW's holdout and early termination.
 
-    With ``save_to`` (-f), ``save(path)`` (default: ``learner.save``) writes the state the last
-    pass left: to ``save_to`` whenever the holdout improves and after the last pass, and to
-    ``save_to.N`` after pass N with --save_per_pass. After an early stop ``save_to`` keeps the
-    best pass's model, as VW's. ``on_best()`` is told of each pass that is the best so far.
+    With -f, ``save(path)`` writes the state the last pass left: to -f whenever the holdout
+    improves and after the last pass (not after an early stop: -f keeps the best pass, as
+    VW's), and to -f.N after pass N with --save_per_pass. ``on_best()`` hears of each pass
+    that is the best so far.
     """
     config = learner.config
-    save = save or learner.save
+    path = config.final_regressor if save is not None else None
     holdout = Holdout(config)
     passes = 0
     while passes < config.passes and not holdout.stopped_early:
@@ -156,10 +150,10 @@ def run_passes(learner, learn_pass: Callable[[int], int], save_to: str | None = 
         learner.params[gd.P_ETA] *= config.decay_learning_rate
         if improved and on_best is not None:
             on_best()
-        if improved and save_to:
-            save(save_to)
-        if config.save_per_pass and save_to:
-            save(f"{save_to}.{passes}")
-    if save_to and not holdout.stopped_early:
-        save(save_to)
+        if improved and path:
+            save(path)
+        if config.save_per_pass and path:
+            save(f"{path}.{passes}")
+    if path and not holdout.stopped_early:
+        save(path)
     return Outcome(passes, holdout.best if holdout.active else None, holdout.stopped_early)

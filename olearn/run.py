@@ -115,7 +115,7 @@ def run(config: Config) -> OnlineLearner:
         return lines
 
     try:
-        done = run_passes(learner, learn_pass, config.final_regressor)
+        done = run_passes(learner, learn_pass, learner.save)
         console.close()
         learner.sync()
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
