@@ -94,7 +94,7 @@ class Learner:
                 return self._run(batches, learn=True, stacklevel=5)[1]
 
             try:
-                run_passes(self._learner, learn_pass)  # no path: the last pass's state stays
+                run_passes(self._learner, learn_pass)  # no save: it keeps the last pass
             except BaseException:
                 if plan is not None:
                     plan.discard()
