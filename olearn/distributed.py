@@ -423,11 +423,10 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
             console: Console, restored: bool) -> tuple[Snapshot, Outcome]:
     """Every pass (passes.run_passes): the partitions' tasks from the current state, their
     combination and the pass's table row. ``learner`` keeps the run's statistics and parameters
-    (the decayed learning rate), and the states saved (-f); returns the run's final state (the
-    best pass's after an early stop) and the passes' outcome."""
+    (the decayed learning rate), and the states saved (-f); returns the last pass's state (as
+    the single process ends with, for --readable_model) and the passes' outcome."""
     run_key = f"olearn-{uuid.uuid4().hex[:12]}"  # the run's tasks, apart from other clients'
     current = client.scatter(Snapshot.of(learner)) if restored else None
-    best = None
 
     def learn_pass(pass_no: int) -> int:
         nonlocal current
@@ -453,14 +452,8 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
                                                bool(learner.params[gd.P_HOLDOUT_ROWS]))))
         return lines
 
-    def keep_best() -> None:
-        nonlocal best
-        best = current
-
-    done = run_passes(learner, learn_pass, lambda path: _save(path, learner, current.result()),
-                      keep_best)
-    # a stop follows an improvement, so ``best`` is set then
-    return (best if done.stopped_early else current).result(), done
+    done = run_passes(learner, learn_pass, lambda path: _save(path, learner, current.result()))
+    return current.result(), done
 
 
 def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,

@@ -126,15 +126,13 @@ class Outcome(NamedTuple):
 
 
 def run_passes(learner, learn_pass: Callable[[int], int],
-               save: Callable[[str], None] | None = None,
-               on_best: Callable[[], None] | None = None) -> Outcome:
+               save: Callable[[str], None] | None = None) -> Outcome:
     """Learn ``learner.config.passes`` passes, each by ``learn_pass(pass_no)`` (which returns
     the number of lines it read), with VW's holdout and early termination.
 
     With -f, ``save(path)`` writes the state the last pass left: to -f whenever the holdout
     improves and after the last pass (not after an early stop: -f keeps the best pass, as
-    VW's), and to -f.N after pass N with --save_per_pass. ``on_best()`` hears of each pass
-    that is the best so far.
+    VW's), and to -f.N after pass N with --save_per_pass.
     """
     config = learner.config
     path = config.final_regressor if save is not None else None
@@ -148,8 +146,6 @@ def run_passes(learner, learn_pass: Callable[[int], int],
         learner.end_pass(lines, last=passes == config.passes)
         improved = holdout.end_pass(learner.stats)
         learner.params[gd.P_ETA] *= config.decay_learning_rate
-        if improved and on_best is not None:
-            on_best()
         if improved and path:
             save(path)
         if config.save_per_pass and path:
