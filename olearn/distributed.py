@@ -452,8 +452,20 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
                                                bool(learner.params[gd.P_HOLDOUT_ROWS]))))
         return lines
 
-    done = run_passes(learner, learn_pass, lambda path: _save(path, learner, current.result()))
-    return current.result(), done
+    fetched: dict = {}  # the last pass's state, brought from the cluster once however often saved
+
+    def state() -> Snapshot:
+        if current.key not in fetched:
+            fetched.clear()
+            fetched[current.key] = current.result()
+        return fetched[current.key]
+
+    def save(path: str) -> None:
+        state().put(learner)
+        learner.save(path)
+
+    done = run_passes(learner, learn_pass, save)
+    return state(), done
 
 
 def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
@@ -470,8 +482,3 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
     return np.array([total[gd.R_EXAMPLES], total[gd.R_W_LABELED] + total[gd.R_W_UNLABELED],
                      row[2], row[3], row[4], average(total), average(this_pass),
                      float(holdout_rows)])
-
-
-def _save(path: str, learner: OnlineLearner, snap: Snapshot) -> None:
-    snap.put(learner)
-    learner.save(path)
