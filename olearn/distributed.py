@@ -452,13 +452,13 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
                                                bool(learner.params[gd.P_HOLDOUT_ROWS]))))
         return lines
 
-    fetched: dict = {}  # the last pass's state, brought from the cluster once however often saved
+    fetched = (None, None)  # a pass's state future and its result: fetched once, saved often
 
     def state() -> Snapshot:
-        if current.key not in fetched:
-            fetched.clear()
-            fetched[current.key] = current.result()
-        return fetched[current.key]
+        nonlocal fetched
+        if fetched[0] is not current:
+            fetched = (current, current.result())
+        return fetched[1]
 
     def save(path: str) -> None:
         state().put(learner)

@@ -122,7 +122,6 @@ class Outcome(NamedTuple):
 
     passes: int                 # passes learned (fewer than --passes after an early stop)
     holdout_loss: float | None  # the best pass's holdout loss; None when nothing is held out
-    stopped_early: bool
 
 
 def run_passes(learner, learn_pass: Callable[[int], int],
@@ -152,4 +151,4 @@ def run_passes(learner, learn_pass: Callable[[int], int],
             save(f"{path}.{passes}")
     if path and not holdout.stopped_early:
         save(path)
-    return Outcome(passes, holdout.best if holdout.active else None, holdout.stopped_early)
+    return Outcome(passes, holdout.best if holdout.active else None)
