@@ -91,6 +91,7 @@ class Learner:
             def learn_pass(pass_no: int) -> int:
                 batches = (plan.batches(self._learner, pass_no) if plan is not None
                            else self._learner.batches(_blocks(data)))
+                # warnings point past learn_pass, run_passes and fit: at fit's caller
                 return self._run(batches, learn=True, stacklevel=5)[1]
 
             try:
