@@ -25,7 +25,7 @@ from olearn.config import Config
 from olearn.errors import OptionError, ParseWarning
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
-from olearn.passes import DataPlan, Holdout, finish_pass
+from olearn.passes import DataPlan, run_passes
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
 
@@ -94,15 +94,15 @@ class Learner:
             raise OptionError("several passes need a path or a list of lines to read again")
         with self._lock:
             plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
-            holdout = Holdout(config)
+
+            def learn_pass(pass_no: int) -> int:
+                batches = (plan.batches(self._learner, pass_no) if plan is not None
+                           else self._learner.batches(_blocks(data)))
+                # warnings point past learn_pass, run_passes and fit: at fit's caller
+                return self._run(batches, learn=True, stacklevel=5)[1]
+
             try:
-                for pass_no in range(config.passes):
-                    batches = (plan.batches(self._learner, pass_no) if plan is not None
-                               else self._learner.batches(_blocks(data)))
-                    _, lines = self._run(batches, learn=True)
-                    finish_pass(self._learner, holdout, lines, pass_no + 1)
-                    if holdout.stopped_early:
-                        break
+                run_passes(self._learner, learn_pass)  # no save: it keeps the last pass
             except BaseException:
                 if plan is not None:
                     plan.discard()
@@ -114,16 +114,19 @@ class Learner:
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data``; no learning."""
         with self._lock:
-            return self._run(self._learner.batches(_blocks(data)), learn=False)[0]
+            return self._run(self._learner.batches(_blocks(data)), learn=False,
+                             stacklevel=3)[0]
 
-    def _run(self, batches: Iterator[ExampleBatch], learn: bool) -> tuple[np.ndarray, int]:
-        """Outputs of every example, and the number of lines read."""
+    def _run(self, batches: Iterator[ExampleBatch], learn: bool,
+             stacklevel: int) -> tuple[np.ndarray, int]:
+        """Outputs of every example, and the number of lines read. Parse warnings point
+        ``stacklevel`` frames up: at the caller of fit or predict."""
         learner = self._learner
         outputs = []
         lines = 0
         for batch in batches:
             for message in parse_warnings(batch, self.config.strict_parse, prefix=""):
-                warnings.warn(message, ParseWarning, stacklevel=3)  # at the call of fit/predict
+                warnings.warn(message, ParseWarning, stacklevel=stacklevel)
             preds = np.empty((len(batch), 2), dtype=np.float32)
             if learn:
                 learner.learn(batch, preds)

@@ -62,7 +62,7 @@ from olearn.features import stage_poly
 from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.optim import gd
-from olearn.passes import DataPlan, Holdout, finish_pass
+from olearn.passes import DataPlan, Outcome, run_passes
 from olearn.report import TABLE_HEADER, Console, format_row, summary
 from olearn.run import header
 
@@ -397,7 +397,6 @@ def run(config: Config) -> OnlineLearner:
     learner = OnlineLearner.start(config)
     config = learner.config
     console = Console(config.quiet, None)
-    holdout = Holdout(config)
     try:
         with connect(config.dask) as client:
             workers = len(client.scheduler_info()["workers"])
@@ -407,33 +406,31 @@ def run(config: Config) -> OnlineLearner:
                 + ("each worker caches those it learns)" if config.cache
                    else "parsed in every pass; -c caches them on the workers)"),
                 "Reading datafile = " + ", ".join(config.data)]) + TABLE_HEADER.rstrip("\n"))
-            final, passes_used = _passes(client, config, parts, learner, holdout, console,
-                                         config.initial_regressor is not None)
+            final, done = _passes(client, config, parts, learner, console,
+                                  config.initial_regressor is not None)
     finally:
         console.close()
     final.put(learner)
-    if config.final_regressor:
-        _save(config.final_regressor, learner, final)
     if config.readable_model:
         readable.write(config.readable_model, config, learner.weights, learner.state, None,
                        config.predict_only_model)
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          passes_used, holdout.best if holdout.active else None))
+                          done.passes, done.holdout_loss))
     return learner
 
 
 def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearner,
-            holdout: Holdout, console: Console, restored: bool) -> tuple[Snapshot, int]:
-    """Every pass: the partitions' tasks from the current state, their combination, the pass's
-    table row and the holdout's verdict. ``learner`` keeps the run's statistics and parameters
-    (the decayed learning rate); returns the state to save and the passes used."""
+            console: Console, restored: bool) -> tuple[Snapshot, Outcome]:
+    """Every pass (passes.run_passes): the partitions' tasks from the current state, their
+    combination and the pass's table row. ``learner`` keeps the run's statistics and parameters
+    (the decayed learning rate), and the states saved (-f); returns the last pass's state (as
+    the single process ends with, for --readable_model) and the passes' outcome."""
     run_key = f"olearn-{uuid.uuid4().hex[:12]}"  # the run's tasks, apart from other clients'
     current = client.scatter(Snapshot.of(learner)) if restored else None
-    best = None
-    passes_used = 0
-    for pass_no in range(config.passes):
+
+    def learn_pass(pass_no: int) -> int:
+        nonlocal current
         key = f"{run_key}-pass{pass_no}"
-        learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
         # partition k goes to worker k mod W, so that the passes spread evenly over the workers
         # (Dask would otherwise favour the worker holding the state) and each worker rereads
         # the same files; "loose", so that Dask moves a task whose worker is gone
@@ -453,15 +450,22 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         if row is not None:
             console.print(format_row(_pass_row(learner.stats, stats, row,
                                                bool(learner.params[gd.P_HOLDOUT_ROWS]))))
-        passes_used += 1
-        if finish_pass(learner, holdout, lines, passes_used):
-            best = current
-        if config.save_per_pass and config.final_regressor:
-            _save(f"{config.final_regressor}.{passes_used}", learner, current.result())
-        if holdout.stopped_early:
-            break
-    # as run.run: the last pass's state, or the best pass's after an early stop
-    return (best if holdout.stopped_early and best is not None else current).result(), passes_used
+        return lines
+
+    fetched = (None, None)  # a pass's state future and its result: fetched once, saved often
+
+    def state() -> Snapshot:
+        nonlocal fetched
+        if fetched[0] is not current:
+            fetched = (current, current.result())
+        return fetched[1]
+
+    def save(path: str) -> None:
+        state().put(learner)
+        learner.save(path)
+
+    done = run_passes(learner, learn_pass, save)
+    return state(), done
 
 
 def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
@@ -478,8 +482,3 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
     return np.array([total[gd.R_EXAMPLES], total[gd.R_W_LABELED] + total[gd.R_W_UNLABELED],
                      row[2], row[3], row[4], average(total), average(this_pass),
                      float(holdout_rows)])
-
-
-def _save(path: str, learner: OnlineLearner, snap: Snapshot) -> None:
-    snap.put(learner)
-    learner.save(path)

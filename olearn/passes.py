@@ -1,9 +1,15 @@
 """Several passes over the data (vw-reference.md §8): where each pass reads its examples (the
-text or the cache), and the holdout bookkeeping that ends training early."""
+text or the cache), the holdout bookkeeping that ends training early, and the pass loop.
+
+As VW has one driver loop, :func:`run_passes` is the loop of the command line (run.py), the
+Python API (api.py) and --dask (distributed.py): it owns the holdout, the end of each pass,
+early termination and when -f is saved. A front end supplies how one pass is learned (batches
+with console output, batches with Python warnings, Dask tasks) and how its state is saved, if
+at all (the API never saves)."""
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -111,11 +117,38 @@ class Holdout:
         return False
 
 
-def finish_pass(learner, holdout: Holdout, lines: int, passes_done: int) -> bool:
-    """Bookkeeping after a pass of ``lines`` lines (``passes_done`` counting it): the example
-    counter, the holdout score, the learning-rate decay. True when the pass is the best so far
-    on the holdout examples."""
-    learner.end_pass(lines, last=passes_done == learner.config.passes)
-    improved = holdout.end_pass(learner.stats)
-    learner.params[gd.P_ETA] *= learner.config.decay_learning_rate
-    return improved
+class Outcome(NamedTuple):
+    """What the summary says of the passes."""
+
+    passes: int                 # passes learned (fewer than --passes after an early stop)
+    holdout_loss: float | None  # the best pass's holdout loss; None when nothing is held out
+
+
+def run_passes(learner, learn_pass: Callable[[int], int],
+               save: Callable[[str], None] | None = None) -> Outcome:
+    """Learn ``learner.config.passes`` passes, each by ``learn_pass(pass_no)`` (which returns
+    the number of lines it read), with VW's holdout and early termination.
+
+    With -f, ``save(path)`` writes the state the last pass left: to -f whenever the holdout
+    improves and after the last pass (not after an early stop: -f keeps the best pass, as
+    VW's), and to -f.N after pass N with --save_per_pass.
+    """
+    config = learner.config
+    path = config.final_regressor if save is not None else None
+    holdout = Holdout(config)
+    passes = 0
+    while passes < config.passes and not holdout.stopped_early:
+        learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and passes > 0
+        lines = learn_pass(passes)
+        passes += 1
+        # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
+        learner.end_pass(lines, last=passes == config.passes)
+        improved = holdout.end_pass(learner.stats)
+        learner.params[gd.P_ETA] *= config.decay_learning_rate
+        if improved and path:
+            save(path)
+        if config.save_per_pass and path:
+            save(f"{path}.{passes}")
+    if path and not holdout.stopped_early:
+        save(path)
+    return Outcome(passes, holdout.best if holdout.active else None)

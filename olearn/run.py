@@ -12,7 +12,7 @@ from olearn.config import Config
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.io.atomic import AtomicOutput
-from olearn.passes import DataPlan, Holdout, finish_pass
+from olearn.passes import DataPlan, run_passes
 from olearn.optim import gd
 from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary
@@ -84,46 +84,39 @@ def run(config: Config) -> OnlineLearner:
     names = NameCollector(config) if config.invert_hash else None
     outputs = [(AtomicOutput(path), column) for path, column in
                ((config.predictions, 0), (config.raw_predictions, 1)) if path]
-    holdout = Holdout(config)
-    passes_used = 0
-    try:
-        bytes_done = 0
-        for pass_no in range(config.passes):
-            learner.params[gd.P_HOLDOUT_ROWS] = holdout.active and pass_no > 0
-            from_text = plan.reads_text(pass_no)
-            bytes_read = lines = 0
-            for batch in plan.batches(learner, pass_no):
-                for message in parse_warnings(batch, config.strict_parse):
-                    console.print(message)
-                preds = np.empty((len(batch), 2), dtype=np.float32)
-                if config.audit:
-                    rows = learner.learn_audited(batch, preds, sys.stdout.write)
-                else:
-                    rows = learner.learn(batch, preds)
-                if names is not None and from_text:
-                    names.add(batch, learner.terms)
-                for out, column in outputs:
-                    out.write(format_predictions(preds[:, column], batch.tags, batch.text))
-                for row in rows:
-                    console.print(format_row(row))
-                bytes_read = batch.bytes_read
-                lines = batch.pass_line + batch.n_lines
-                console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
-            bytes_done += bytes_read
-            passes_used += 1
-            for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
-                out.flush()
+    bytes_done = 0  # of the passes before, for the progress bar
+
+    def learn_pass(pass_no: int) -> int:
+        nonlocal bytes_done
+        from_text = plan.reads_text(pass_no)
+        bytes_read = lines = 0
+        for batch in plan.batches(learner, pass_no):
+            for message in parse_warnings(batch, config.strict_parse):
+                console.print(message)
+            preds = np.empty((len(batch), 2), dtype=np.float32)
             if config.audit:
-                sys.stdout.flush()
-            if finish_pass(learner, holdout, lines, passes_used) and config.final_regressor:
-                learner.save(config.final_regressor)
-            if config.save_per_pass and config.final_regressor:
-                learner.save(f"{config.final_regressor}.{passes_used}")
-            if holdout.stopped_early:
-                break
+                rows = learner.learn_audited(batch, preds, sys.stdout.write)
+            else:
+                rows = learner.learn(batch, preds)
+            if names is not None and from_text:
+                names.add(batch, learner.terms)
+            for out, column in outputs:
+                out.write(format_predictions(preds[:, column], batch.tags, batch.text))
+            for row in rows:
+                console.print(format_row(row))
+            bytes_read = batch.bytes_read
+            lines = batch.pass_line + batch.n_lines
+            console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
+        bytes_done += bytes_read
+        for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
+            out.flush()
+        if config.audit:
+            sys.stdout.flush()
+        return lines
+
+    try:
+        done = run_passes(learner, learn_pass, learner.save)
         console.close()
-        if config.final_regressor and not holdout.stopped_early:
-            learner.save(config.final_regressor)
         learner.sync()
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
@@ -139,7 +132,7 @@ def run(config: Config) -> OnlineLearner:
             out.discard()
         raise
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          passes_used, holdout.best if holdout.active else None))
+                          done.passes, done.holdout_loss))
     return learner
 
 

@@ -104,6 +104,27 @@ def test_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
                   passes=3) == single.read_bytes()
 
 
+def test_one_partition_stops_early_as_the_single_process(cluster, tmp_path, capsys):
+    """After an early stop, -f holds the best pass and --readable_model the last, as in one
+    process (and VW)."""
+    data = _write_examples(tmp_path / "d.vw", 1000, 5)
+    with open(data, "a") as f:  # VW's holdout lines (every 10th) contradict the others
+        f.writelines(f"{-1 if k % 10 == 9 else 1} |f x{k % 7}\n" for k in range(2000))
+    options = dict(bit_precision=16, quiet=False, passes=20, early_terminate=1)
+    outputs = {}
+    for how in ("single", "dask"):
+        files = {"final_regressor": str(tmp_path / f"{how}.model"),
+                 "readable_model": str(tmp_path / f"{how}.txt")}
+        if how == "single":
+            run_single(Config(data=[data], cache_file=str(tmp_path / "cache"), **options,
+                              **files))
+        else:
+            run_dask(cluster.scheduler_address, [data], **options, **files)
+        outputs[how] = [open(path, "rb").read() for path in files.values()]
+        assert "passes used = 2\n" in capsys.readouterr().err
+    assert outputs["dask"] == outputs["single"]
+
+
 def _one_pass_each(tmp_path, paths, options):
     """Weight rows (w, G, N, -) of a single-process pass over each of ``paths``."""
     config = Config(bit_precision=16, quiet=True, **options)

@@ -9,7 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import olearn
 from conftest import run_olearn
+from olearn.config import Config
+from olearn.io import sources
+from olearn.learner import OnlineLearner
+from olearn.passes import Outcome, run_passes
 from test_vw_oracle import _both, _split_summary, _table_and_summary, assert_same_layout
 
 
@@ -204,3 +209,48 @@ def test_audit_prints_every_pass(data):
                                 "--quiet")
     assert code == 0, err
     assert out.count("a^x:") == 2 * 1000
+
+
+# -- the pass driver shared by the command line, the API and --dask ---------------------------
+
+def _drive(path, **options):
+    """run_passes over ``path``'s lines, recording the passes and what it saves."""
+    learner = OnlineLearner(Config(final_regressor="m", quiet=True, **options))
+    text = Path(path).read_text().splitlines()
+    calls = []
+
+    def learn_pass(pass_no: int) -> int:
+        calls.append(f"pass {pass_no}")
+        lines = 0
+        for batch in learner.batches(sources.blocks_of_lines(text)):
+            learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
+            lines = batch.pass_line + batch.n_lines
+        return lines
+
+    done = run_passes(learner, learn_pass, calls.append)
+    return done, calls
+
+
+def test_driver_saves_the_best_pass_and_not_after_an_early_stop(worsening):
+    done, calls = _drive(worsening, passes=20, early_terminate=2, save_per_pass=True)
+    assert calls == ["pass 0", "m", "m.1", "pass 1", "m.2", "pass 2", "m.3"]
+    assert done.passes == 3 and 0 < done.holdout_loss < np.inf
+
+
+def test_driver_saves_after_the_last_pass_without_a_holdout(data):
+    done, calls = _drive(data, passes=2, holdout_off=True, save_per_pass=True)
+    assert calls == ["pass 0", "m.1", "pass 1", "m.2", "m"]
+    assert done == Outcome(2, None)
+
+
+def test_api_and_command_line_stop_early_at_the_same_pass(worsening, tmp_path):
+    model = tmp_path / "m.olearn"
+    code, _, err = run_olearn("-d", worsening, "-c", "--passes", "20", "--early_terminate", "2",
+                              "--save_per_pass", "-f", model)
+    assert code == 0, err
+    assert "passes used = 3" in err and not os.path.exists(f"{model}.4")
+    learner = olearn.Learner(passes=20, early_terminate=2).fit(worsening)
+    lines = Path(worsening).read_text().splitlines()
+    # the API keeps the last pass's state: the CLI's third per-pass model
+    np.testing.assert_array_equal(learner.predict(lines),
+                                  olearn.Learner.load(f"{model}.3").predict(lines))
