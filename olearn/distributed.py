@@ -1,5 +1,5 @@
-"""``--dask``: data-parallel training on a Dask cluster, by parameter averaging (design.md,
-"Scaling out"; the APPLE paper's parallel protocol, algorithms.md §5.1).
+"""``--dask``: data-parallel training on a Dask cluster, by parameter averaging
+(docs/algorithms.md §6; the APPLE paper's parallel protocol, §5.1).
 
 Each pass, one task per partition (a file, or a newline-aligned byte range of a plain file) runs
 the ordinary learner over its partition, starting from the state broadcast for the pass; the

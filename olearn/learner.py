@@ -162,7 +162,8 @@ class OnlineLearner:
         """Write the model file (olearn/model.py) of the state as it is now; a state that is
         not finite (inputs of too large a magnitude) is refused rather than saved."""
         self.sync()
-        if not (np.isfinite(self.weights[:, COLUMNS.saved]).all() and np.isfinite(self.state).all()):
+        saved = COLUMNS.saved
+        if not (np.isfinite(self.weights[:, saved]).all() and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
         model.save(path, self.config, self.weights, self.state, self.poly, self.ew)

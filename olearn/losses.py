@@ -172,7 +172,7 @@ def _quantile_constant(tau, label1, count1, label2, count2):
     return low if low_count / (count1 + count2) >= tau else high
 
 
-# -- poisson: the deviance 2·(y·ln y - y·p - y + e^p) of a count y at log rate p (VW's) ----------
+# -- poisson: VW's deviance 2·(y·ln y - y·p - y + e^p) of a count y at log rate p ---------------
 
 @njit(cache=True, nogil=True)
 def _poisson(p, y):

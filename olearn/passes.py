@@ -1,4 +1,4 @@
-"""Several passes over the data (vw-reference.md §8): where each pass reads its examples (the
+"""Several passes over the data (docs/vw-reference.md §8): where each pass reads its examples (the
 text or the cache), the holdout bookkeeping that ends training early, and the pass loop.
 
 As VW has one driver loop, :func:`run_passes` is the loop of the command line (run.py), the

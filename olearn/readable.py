@@ -1,4 +1,5 @@
-"""--readable_model and --invert_hash: the model as text, in VW's layout (vw-reference.md §6.1)."""
+"""--readable_model and --invert_hash: the model as text, in VW's layout
+(docs/vw-reference.md §6.1)."""
 from __future__ import annotations
 
 import zlib

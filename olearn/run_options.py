@@ -33,7 +33,8 @@ OUTPUTS = (
          help="Text models hold only the weights, not the optimizer state."),
     text("-i", "--initial_regressor", metavar="FILE",
          help="Start from a saved model: continue training, or predict with -t."),
-    flag("-t", "--testonly", help="Ignore labels for learning: predict (and report the loss) only."),
+    flag("-t", "--testonly",
+         help="Ignore labels for learning: predict (and report the loss) only."),
 )
 
 PASSES = (

@@ -1,5 +1,5 @@
-"""``--stage_poly``: APPLE, the adaptive polynomial expansion (algorithms.md §5; VW's behaviour in
-vw-reference.md §7).
+"""``--stage_poly``: APPLE, the adaptive polynomial expansion (docs/algorithms.md §5; VW's behaviour in
+docs/vw-reference.md §7).
 
 The learner sees, instead of an example's features, its *synthetic* example: every monomial of the
 current support present in the example. The support grows in stages: at each stage the ⌊s^α⌋

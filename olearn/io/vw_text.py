@@ -1,4 +1,4 @@
-"""VW text format, one line at a time, in numba (grammar: vw-reference.md §1)."""
+"""VW text format, one line at a time, in numba (grammar: docs/vw-reference.md §1)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""BOA, Bernstein Online Aggregation with multiple adaptive learning rates (algorithms.md §3).
+"""BOA, Bernstein Online Aggregation with multiple adaptive learning rates (docs/algorithms.md §3).
 
 Each expert j keeps, in a column of a ``(ROWS, n)`` array: V (sum of squared regrets), B2 (the
 largest |regret| rounded up to a power of 2), R (the regularized cumulative regret) and w (its

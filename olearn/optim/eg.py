@@ -1,4 +1,4 @@
-"""EG± on the l1 ball B1(center, eps), online-calibrated, in O(nnz) per example (algorithms.md §2).
+"""EG± on the l1 ball B1(center, eps), online-calibrated, in O(nnz) per example (docs/algorithms.md §2).
 
 Corner (k, ±) = center ± eps e_k has weight ∝ exp(±h_k), h_k = eta G_k, where
 G_k = -eps Σ g_k is minus the cumulative linearized loss of corner (k, +). So the iterate is
@@ -10,7 +10,7 @@ e^{offset} (offset >= max |h|, raised when a touched |h| passes it; Z is re-summ
 n_active touches against drift). The learning rate is the calibrated
 eta_t = min(1/E, C sqrt(ln(2d) / V)) (E: range of the corners' losses, V: their cumulated
 variance under the weights) rounded down to a power of 2 and never raised ("lazy adaptive"
-option, algorithms.md §2): it changes O(log T) times, each an O(d) re-weighting.
+option, docs/algorithms.md §2): it changes O(log T) times, each an O(d) re-weighting.
 
 The session average of θ̂ (for SAEW) is kept lazily too: A = Σ_t 1/Z_t (in units of
 e^{-reference}) and, per coordinate, the A of its last touch; between touches h_k is constant.

@@ -1,4 +1,4 @@
-"""VW's gradient descent family (vw-reference.md §3) over a batch, in one numba kernel.
+"""VW's gradient descent family (docs/vw-reference.md §3) over a batch, in one numba kernel.
 
 State per coordinate j is the row ``W[j]`` of the weight table (optim/weights.py: weight, sum
 of squared gradients, largest |x| seen, the update's scratch rate), one 16-byte row per feature;

@@ -1,4 +1,4 @@
-"""Lazy L1/L2 (elastic-net) regularization: FOBOS proximal steps in closed form (algorithms.md §1).
+"""Lazy L1/L2 (elastic-net) regularization: FOBOS proximal steps in closed form (docs/algorithms.md §1).
 
 Every update applies the proximal step of ``λ1|w| + λ2/2 w²`` with step size ``η̄`` to *every*
 coordinate: ``w ← sign(w)·max(0, |w| − η̄λ1) / (1 + η̄λ2)``. Instead of touching all 2^b weights,
@@ -15,7 +15,7 @@ In float64 the difference keeps its precision while S stays below 2^26 steps of 
 size, so the accumulators restart (after a flush, O(2^b)) every 2^26 steps: the result does not
 depend on the stream's length. (L2's S also grows like e^Φ: it restarts when Φ > 30 too.)
 
-``η̄`` is the example's global step, VW's ``−u / loss′`` (vw-reference.md §3.3): the same
+``η̄`` is the example's global step, VW's ``−u / loss′`` (docs/vw-reference.md §3.3): the same
 regularization strength as VW's ``--l1``/``--l2``. VW applies its L1 as a truncation of the
 stored weight at prediction time and its L2 as a gradient step ``(1 − λ2η̄)``; we apply true
 proximal steps, which keep the weights of dropped features at exactly 0.

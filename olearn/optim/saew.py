@@ -1,10 +1,10 @@
-"""SAEW, sparse accelerated exponential weights (algorithms.md §4), and plain BOA / EG± as its
+"""SAEW, sparse accelerated exponential weights (docs/algorithms.md §4), and plain BOA / EG± as its
 single-session case; with calibration (Algorithm 3), BOA over a grid of SAEW instances.
 
 An instance runs a subroutine (BOA on the 2d corners of B1(center, eps), or EG±) in sessions:
 session i has radius eps = U 2^(-i/2) and is centered on the previous session's average (or
 last iterate) truncated to its d0 largest coordinates. A session ends at the first example
-where its length n satisfies the stopping rule (algorithms.md §4, constant C):
+where its length n satisfies the stopping rule (docs/algorithms.md §4, constant C):
 
     n >= C d0 2^(i/2) (a sqrt(Q) + b B) / (alpha U),   Q = Σ_session ||g||∞²
 
