@@ -29,8 +29,9 @@ How a state combines:
 Each pass is a function of the state before it and the partitions alone: every task is
 deterministic and the tree's order fixed, so the model depends neither on which worker ran what
 nor on the number of workers, one partition gives exactly the single-process model (up to
-rounding with --l1/--l2, flushed at each pass's end), and a task lost with its worker is simply
-run again.
+rounding with --l1/--l2, flushed at each pass's end; with --stage_poly, whose stage counters
+restart after pass 1 as stages stop, the predictions only), and a task lost with its worker
+is simply run again. Each field merges by the rule its layout declares (olearn/fields.py).
 
 With --stage_poly, stages happen only in pass 1, on each partition separately; the union of the
 parents found is then frozen, and later passes average the weights of that fixed feature set.
@@ -62,6 +63,7 @@ from olearn.features import stage_poly
 from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.optim import gd
+from olearn.optim.weights import COLUMNS, W_G, W_W, WIDTH
 from olearn.passes import DataPlan, Outcome, run_passes
 from olearn.report import TABLE_HEADER, Console, format_row, summary
 from olearn.run import header
@@ -80,8 +82,16 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                           "(weighted means of exponential weights are not the algorithm's "
                           "state); train them in one process"}
 
-W_MEAN = [0, 1, 3]  # weight-row columns averaged (w, G, scratch); column 2, N, takes the max
-S_MEAN = [gd.S_NORM, gd.S_TOTAL, gd.S_T, *range(gd.S_REG, gd.STATE_SIZE)]
+# How each field combines, as its layout declares it (olearn/fields.py): the weight columns
+# averaged (by G's increase with --adaptive, else by examples; the scratch rate alike) or
+# taking the largest, the state's fields averaged by examples or taking the largest/smallest.
+W_MEAN = COLUMNS.merged_by("gradient") + COLUMNS.merged_by("mean")
+W_MAX = COLUMNS.merged_by("max")
+W_IN_MEAN = W_MEAN.index(W_W)  # where w is among the averaged columns
+S_MEAN, S_MAX, S_MIN = (gd.STATE.merged_by(rule) for rule in ("mean", "max", "min"))
+LABELS = gd.STATS.merged_by("labels")
+assert sorted(W_MEAN + W_MAX) == list(range(len(COLUMNS)))
+assert sorted(S_MEAN + S_MAX + S_MIN) == list(range(gd.STATE_SIZE))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,7 +209,7 @@ class Partial:
     weight: float               # examples learned from (importance-weighted)
     rows: np.ndarray            # the weight rows' w, G, scratch: their mean
     gradient: np.ndarray | None  # --adaptive: the pass's increase of G, which weights ``rows``
-    w_by_examples: np.ndarray | None  # --adaptive: w weighted by examples (None: rows[:, 0])
+    w_by_examples: np.ndarray | None  # --adaptive: w weighted by examples (None: rows' w)
     means: list[np.ndarray]     # weighted by examples
     highs: list[np.ndarray]
     lows: list[np.ndarray]
@@ -218,26 +228,29 @@ def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
     """A partition's final state as a Partial; ``start_g`` is G at the start of the pass
     (None without --adaptive). Arrays stay float32 on the wire; combine() works in float64."""
     depth, flags, ssm, counters = snap.poly
-    gradient = None if start_g is None else snap.weights[:, 1] - start_g
+    gradient = None if start_g is None else snap.weights[:, W_G] - start_g
     # flags hold only the PARENT bit between examples, so their max is the union of parents
     return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
                    [snap.state[S_MEAN], ssm, counters],
-                   [snap.weights[:, 2], snap.state[[gd.S_MAX]], flags],
-                   [snap.state[[gd.S_MIN]], depth], stats, row, warnings, lines)
+                   [snap.weights[:, W_MAX], snap.state[S_MAX], flags],
+                   [snap.state[S_MIN], depth], stats, row, warnings, lines)
 
 
 def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Progress statistics of two sets of examples: sums add; the first two labels seen (VW's
-    best-constant bookkeeping) are kept in order."""
-    out = a + b
+    """Progress statistics of two sets of examples, by each field's declared rule: sums add,
+    flags take the largest, the first two distinct labels seen (VW's best-constant
+    bookkeeping) are kept in order, and a third one sets the many-labels flag; ``a``'s own
+    table bookkeeping is kept."""
+    out = a.copy()
+    added, highest = gd.STATS.merged_by("sum"), gd.STATS.merged_by("max")
+    out[added] = a[added] + b[added]
+    out[highest] = np.maximum(a[highest], b[highest])
     labels = []
-    for label in (a[gd.R_LABEL1], a[gd.R_LABEL2], b[gd.R_LABEL1], b[gd.R_LABEL2]):
+    for label in (*a[LABELS], *b[LABELS]):
         if not math.isnan(label) and label not in labels:
             labels.append(label)
-    out[gd.R_LABEL1] = labels[0] if labels else math.nan
-    out[gd.R_LABEL2] = labels[1] if len(labels) > 1 else math.nan
-    out[gd.R_MANY_LABELS] = float(bool(a[gd.R_MANY_LABELS] or b[gd.R_MANY_LABELS])
-                                  or len(labels) > 2)
+    out[LABELS] = (labels + [math.nan, math.nan])[:2]
+    out[gd.R_MANY_LABELS] = max(out[gd.R_MANY_LABELS], float(len(labels) > 2))
     return out
 
 
@@ -258,8 +271,8 @@ def combine(a: Partial, b: Partial) -> Partial:
         gradient = a.gradient.astype(np.float64) + b.gradient
         to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient), where=gradient > 0)
         rows = _mix(a.rows, b.rows, to_b[:, None])
-        w_by_examples = _mix(*(p.rows[:, 0] if p.w_by_examples is None else p.w_by_examples
-                               for p in (a, b)), share)
+        w_by_examples = _mix(*(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
+                               else p.w_by_examples for p in (a, b)), share)
     return Partial(weight, rows, gradient, w_by_examples,
                    [_mix(x, y, share) for x, y in zip(a.means, b.means)],
                    [np.maximum(x, y) for x, y in zip(a.highs, b.highs)],
@@ -275,17 +288,17 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     state_mean, ssm, counters = p.means
     norm, top, flags = p.highs
     bottom, depth = p.lows
-    weights = np.empty((len(norm), 4), dtype=np.float32)
+    weights = np.empty((len(norm), WIDTH), dtype=np.float32)
     weights[:, W_MEAN] = p.rows
     if p.w_by_examples is not None:
         # no partition's G moved: w changed only by regularization, or by steps too small
         # to show in G's float32; the mean by examples is the estimate there
         still = p.gradient <= 0
-        weights[still, 0] = p.w_by_examples[still]
-    weights[:, 2] = norm
+        weights[still, W_W] = p.w_by_examples[still]
+    weights[:, W_MAX] = norm
     state = np.empty(gd.STATE_SIZE)
     state[S_MEAN] = state_mean
-    state[gd.S_MAX], state[gd.S_MIN] = top[0], bottom[0]
+    state[S_MAX], state[S_MIN] = top, bottom
     counters = counters.copy()
     if config.stage_poly:
         counters[stage_poly.C_PERIOD] = 0.0
@@ -307,7 +320,7 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
     if start is not None:
         start.put(learner)
     learner.params[:] = params
-    start_g = learner.weights[:, 1].copy() if config.update_rule[0] else None
+    start_g = learner.weights[:, W_G].copy() if config.update_rule[0] else None
     warnings: list[str] = []
     row = None
     lines = 0

@@ -334,3 +334,18 @@ def test_core_does_not_import_dask():
               "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "[]", proc.stderr
+
+
+def test_merged_statistics_follow_each_fields_declared_rule():
+    from olearn.optim import gd
+    a, b = (np.zeros(gd.STATS_SIZE) for _ in range(2))
+    a[gd.R_SUM_LOSS], b[gd.R_SUM_LOSS] = 1.5, 2.0
+    a[gd.R_DUMP_AT], b[gd.R_DUMP_AT] = 4.0, 8.0  # table bookkeeping: the first copy's
+    a[[gd.R_LABEL1, gd.R_LABEL2]] = 1.0, np.nan
+    b[[gd.R_LABEL1, gd.R_LABEL2]] = 1.0, -1.0
+    out = olearn_dask.merge_stats(a, b)
+    assert (out[gd.R_SUM_LOSS], out[gd.R_DUMP_AT]) == (3.5, 4.0)
+    assert (out[gd.R_LABEL1], out[gd.R_LABEL2], out[gd.R_MANY_LABELS]) == (1.0, -1.0, 0.0)
+    b[gd.R_LABEL2] = 7.0
+    c = olearn_dask.merge_stats(olearn_dask.merge_stats(a, b), out)
+    assert (c[gd.R_LABEL1], c[gd.R_LABEL2], c[gd.R_MANY_LABELS]) == (1.0, 7.0, 1.0)
