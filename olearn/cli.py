@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
         section = parser.add_argument_group(title)
         for option in group:
             kwargs = {"dest": option.name, "default": argparse.SUPPRESS,
-                      "help": argparse.SUPPRESS if option.hidden else option.help_text()}
+                      "help": option.help_text()}
             if option.kind is bool:
                 kwargs["action"] = "store_true"
             else:

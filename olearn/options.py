@@ -45,7 +45,6 @@ class Option:
     optional: bool = False  # None allowed: "VW's default for this configuration"
     show_default: bool = False
     metavar: str | None = None
-    hidden: bool = False    # not in --help
     # for types a range cannot check: the value normalized, or ValueError("expects ...")
     convert: Callable[[Any], Any] | None = None
 
