@@ -17,8 +17,8 @@ from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
-from olearn.optim import gd, regularize, saew
-from olearn.optim.experts import new_experts
+from olearn.optim import gd
+from olearn.optim.families import family_of
 from olearn.optim.weights import COLUMNS, W_G, WIDTH
 from olearn.predictions import format_predictions
 from olearn.report import warning_lines, warning_text
@@ -38,12 +38,12 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, W_G] = t0
-        # per-coordinate snapshots of the lazy --l1/--l2 (optim/regularize.py)
-        self.lazy = np.zeros((len(self.weights) if config.regularized else 1,
-                              regularize.snapshot_columns(config.l2 > 0)))
+        # the learner family (optim/families.py) and its state: gradient descent's lazy
+        # --l1/--l2 snapshots, or the exponential weights' ``ew`` (the other one's tiny)
+        self.family = family_of(config)(config)
+        self.lazy, self.ew = self.family.lazy, self.family.ew
         self.poly = self._new_poly(config)
-        self.ew = new_experts(config)
-        self._exported = False  # whether the weights column holds the experts' current θ
+        self._exported = False  # whether sync has put the current model into the weights
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -147,16 +147,13 @@ class OnlineLearner:
         self._apply_fixed_range()
 
     def sync(self) -> None:
-        """Apply every pending regularization step, so that ``weights`` holds the model itself.
+        """Put the model itself into ``weights``: the family applies every pending
+        regularization step, or exports the experts' θ.
 
         Called before a model is saved or printed; learning continues exactly as without it.
         """
-        if self.config.experts:
-            saew.export(self.ew, self.weights)
-            self._exported = True
-        if self.config.regularized:
-            regularize.flush(self.weights, self.lazy, self.state[gd.S_REG:], self.config.l1,
-                             self.config.l2 > 0)
+        self.family.sync(self.weights, self.state)
+        self._exported = True
 
     def save(self, path: str) -> None:
         """Write the model file (olearn/model.py) of the state as it is now; a state that is
@@ -166,7 +163,7 @@ class OnlineLearner:
         if not (np.isfinite(self.weights[:, saved]).all() and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
-        model.save(path, self.config, self.weights, self.state, self.poly, self.ew)
+        model.save(path, self.config, self.weights, self.state, self.poly, self.family)
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)

@@ -21,11 +21,12 @@ import numpy as np
 
 import olearn
 from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
+from olearn.checks import INT64_LIMIT, Invalid, counts, increasing_below, require
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
 from olearn.io.atomic import AtomicOutput
-from olearn.optim import boa, experts, gd, regularize
-from olearn.optim import layout as ew_layout
+from olearn.optim import gd, regularize
+from olearn.optim.families import FAMILIES, family_of
 from olearn.optim.weights import COLUMNS, W_G, W_N
 
 MAGIC = b"OLEARN-MODEL\n"
@@ -44,14 +45,10 @@ ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
           "state": ("<f8", (None,)), "poly_index": ("<u4", (None,)),
           "poly_depth": ("|u1", (None,)), "poly_flags": ("|u1", (None,)),
           "poly_ssm": ("<f8", (None, 2)), "poly_counters": ("<f8", (None,)),
-          "ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
-          "ew_coord": ("<f8", (None, None, None)),
-          "ew_es": ("<f8", (None, None)), "ew_shared": ("<f8", (None,)),
-          "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+          **{name: spec for family in FAMILIES for name, spec in family.ARRAYS.items()}}
 # The arrays whose fields are declared (olearn/fields.py), and the axis the fields run along.
 NAMED = {"rows": (COLUMNS, 1), "state": (gd.STATE, 0), "poly_counters": (stage_poly.COUNTERS, 0),
-         "ew_es": (ew_layout.ES, 1), "ew_shared": (ew_layout.SHARED, 0),
-         "ew_coord": (ew_layout.COORD, 1)}
+         **{name: named for family in FAMILIES for name, named in family.NAMED.items()}}
 # The fields of formats 3 and 4, by position (format 3's state lacks the last one).
 LEGACY_FIELDS = {
     "rows": ["w", "G", "N", "rate"],
@@ -62,16 +59,10 @@ LEGACY_FIELDS = {
     "ew_shared": ["active", "t", "meta_sum", "touched"],
     "ew_coord": ["center", "avg", "g", "snap", "scratch"]}
 POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
-EXPERT_ARRAYS = ("ew_hashes", "ew_corners", "ew_coord", "ew_es", "ew_shared", "ew_meta")
 # Config's annotation of each option, and the JSON types each of its words accepts.
 _ANNOTATIONS = {f.name: f.type for f in dataclasses.fields(Config)}
 _JSON_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,),
                "None": (type(None),)}
-# Counts and counters the kernels convert to int64 must stay below this.
-_INT64_LIMIT = 1 << 63
-# Relative tolerance of a stored weight or weight sum against its recomputation (the kernels
-# sum in another order and use their own exp, within an ulp).
-_REL_TOL = 1e-6
 
 
 def _sha256(data: bytes) -> bytes:
@@ -87,50 +78,16 @@ def _default_row(config: Config) -> np.ndarray:
     return row
 
 
-def _expert_arrays(ew: tuple) -> dict:
-    """The --eg/--boa/--saew state of the active coordinates (and BOA's ghost corner)."""
-    _, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
-    n = int(shared[ew_layout.SH_ACTIVE])
-    if corners.shape[2] > 1:
-        corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
-    return dict(zip(EXPERT_ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta)))
-
-
-def _restore_experts(arrays: dict, ew: tuple, path: str) -> None:
-    """Put the saved experts' state into ``ew`` (load checked it against the model's options;
-    the run's options may still ask for another grid)."""
-    slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = ew
-    n = len(arrays["ew_hashes"])
-    boa_sub = corners.shape[2] > 1
-    expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
-                "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
-                "ew_shared": shared.shape, "ew_meta": meta.shape}
-    if any(arrays[name].shape != shape for name, shape in expected.items()):
-        raise OlearnError("model's --eg/--boa/--saew state does not fit these options "
-                          "(a different calibration grid or subroutine?)", path)
-    hashes[:n] = arrays["ew_hashes"]
-    slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
-    if boa_sub:
-        corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
-        corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
-    coord[:, :, :n] = arrays["ew_coord"]
-    options = es[:, experts.E_OPTIONS]  # the run's: an option given on the command line applies
-    es[:] = arrays["ew_es"]
-    es[:, experts.E_OPTIONS] = options
-    shared[:] = arrays["ew_shared"]
-    meta[:] = arrays["ew_meta"]
-
-
 def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
-         poly: tuple | None = None, ew: tuple | None = None) -> None:
+         poly: tuple | None = None, family=None) -> None:
     """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
     with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums); with
-    --eg/--boa/--saew, the experts' state."""
+    the learner family's own state (``family``: --eg/--boa/--saew's)."""
     saved = COLUMNS.saved
     changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
-    if config.experts:
-        arrays.update(_expert_arrays(ew))
+    if family is not None:
+        arrays.update(family.model_arrays())
     if config.stage_poly:
         min_depth, flags, ssm, counters, _ = poly
         seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0))
@@ -182,8 +139,7 @@ class Model:
     def restore(self, learner, path: str) -> None:
         """Put the saved state into ``learner`` (an OnlineLearner for the merged options)."""
         learner.restore(self.weights(learner.config), self.state)
-        if learner.config.experts:
-            _restore_experts(self.arrays, learner.ew, path)
+        learner.family.restore(self.arrays, path)
         if learner.config.stage_poly and "poly_index" in self.arrays:
             min_depth, flags, ssm, counters, _ = learner.poly
             seen = self.arrays["poly_index"]
@@ -192,15 +148,6 @@ class Model:
             if len(ssm) == len(min_depth) and len(self.arrays["poly_ssm"]) == len(seen):
                 ssm[seen] = self.arrays["poly_ssm"]
             counters[:] = self.arrays["poly_counters"]
-
-
-class _Invalid(Exception):
-    """What is wrong in a model file's contents; load() reports it as a corrupted model."""
-
-
-def _require(condition: bool, what: str) -> None:
-    if not condition:
-        raise _Invalid(what)
 
 
 def load(path: str) -> Model:
@@ -224,14 +171,14 @@ def load(path: str) -> Model:
         raise OlearnError("truncated model file" if too_short
                           else "corrupted model file (checksum mismatch)", path)
     try:
-        _require(start + header_len <= len(body), "header longer than the file")
+        require(start + header_len <= len(body), "header longer than the file")
         header = _header(body[start:start + header_len])
         version = header["format_version"]
         if version not in VERSIONS:
             raise OlearnError(f"unsupported model format version {version} (this olearn reads "
                               f"versions {VERSIONS[0]} to {VERSIONS[-1]})", path)
         keys = HEADER_KEYS | {"fields"} if version >= 5 else HEADER_KEYS
-        _require(set(header) == keys and type(header["olearn"]) is str
+        require(set(header) == keys and type(header["olearn"]) is str
                  and type(header["options"]) is dict, "unexpected header fields")
         unknown = sorted(set(header["options"]) - set(MODEL_OPTIONS))
         if unknown:
@@ -245,9 +192,8 @@ def load(path: str) -> Model:
         _check_table(arrays, config)
         if config.stage_poly:
             _check_poly(arrays, config)
-        if config.experts:
-            _check_experts(arrays, config)
-    except _Invalid as exc:
+        family_of(config).check(arrays, config)
+    except Invalid as exc:
         raise OlearnError(f"corrupted model file ({exc})", path) from None
     return Model(options, arrays)
 
@@ -257,8 +203,8 @@ def _header(text: bytes) -> dict:
     try:
         header = json.loads(text)
     except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
-        raise _Invalid("unreadable header") from None
-    _require(type(header) is dict and type(header.get("format_version")) is int,
+        raise Invalid("unreadable header") from None
+    require(type(header) is dict and type(header.get("format_version")) is int,
              "header without a format version")
     return header
 
@@ -272,14 +218,14 @@ def _config(options: dict) -> Config:
                 type(term) is str and max(map(ord, term), default=0) < 256 for term in value)
         else:
             fits = any(type(value) in _JSON_TYPES[word] for word in annotation.split(" | "))
-        _require(fits, f"option {name} is a {type(value).__name__}, not {annotation}")
-        _require(not (type(value) is float and math.isnan(value)), f"option {name} is NaN")
-        _require(not (type(value) is int and abs(value) >= _INT64_LIMIT),
+        require(fits, f"option {name} is a {type(value).__name__}, not {annotation}")
+        require(not (type(value) is float and math.isnan(value)), f"option {name} is NaN")
+        require(not (type(value) is int and abs(value) >= INT64_LIMIT),
                  f"option {name} out of range")
     try:
         return Config(quiet=True, **options)
     except OlearnError as exc:
-        raise _Invalid(f"options: {exc.message}") from None
+        raise Invalid(f"options: {exc.message}") from None
 
 
 def _option_defaults() -> dict:
@@ -291,7 +237,7 @@ def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> 
     """Each declared array in the current layout, from its fields' names (format 5) or
     positions (formats 3 and 4); a field the file lacks takes its fresh value."""
     if version >= 5:
-        _require(type(fields) is dict and set(fields) == set(NAMED) & set(arrays),
+        require(type(fields) is dict and set(fields) == set(NAMED) & set(arrays),
                  "unexpected field names")
     for name, (layout, axis) in NAMED.items():
         if name not in arrays:
@@ -299,19 +245,19 @@ def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> 
         values = arrays[name]
         if version >= 5:
             names = fields[name]
-            _require(type(names) is list and all(type(n) is str for n in names)
+            require(type(names) is list and all(type(n) is str for n in names)
                      and len(set(names)) == len(names), f"{name}: malformed field names")
         else:
             names = LEGACY_FIELDS[name][:values.shape[axis]]
             missing = len(LEGACY_FIELDS[name]) - len(names)
-            _require(missing == 0 or (version == 3 and name == "state" and missing == 1),
+            require(missing == 0 or (version == 3 and name == "state" and missing == 1),
                      f"{name}: {values.shape[axis]} fields, not {len(LEGACY_FIELDS[name])}")
-        _require(values.shape[axis] == len(names), f"{name}: not one value per field")
+        require(values.shape[axis] == len(names), f"{name}: not one value per field")
         fill = _default_row(config) if name == "rows" else layout.defaults()
         try:
             arrays[name] = layout.from_names(names, values, fill, axis)
         except KeyError as exc:
-            raise _Invalid(f"{name}: fields this olearn does not know ({exc.args[0]}; "
+            raise Invalid(f"{name}: fields this olearn does not know ({exc.args[0]}; "
                            "a newer olearn's model?)") from None
 
 
@@ -320,15 +266,14 @@ def _names(config: Config) -> set[str]:
     names = {"index", "rows", "state"}
     if config.stage_poly:
         names |= POLY_ARRAYS
-    if config.experts:
-        names |= set(EXPERT_ARRAYS)
+    names |= set(family_of(config).ARRAYS)
     return names
 
 
 def _arrays(specs: object, payload: bytes, names: set[str]) -> dict[str, np.ndarray]:
     """The arrays ``specs`` describe in ``payload``: each one's dtype the one save() writes,
     its shape of that rank (fixed dimensions equal), its byte range its size and inside."""
-    _require(type(specs) is dict and set(specs) == names, "unexpected arrays")
+    require(type(specs) is dict and set(specs) == names, "unexpected arrays")
     limit = len(payload)  # no dimension, offset or size can be larger
 
     def natural(x: object) -> bool:
@@ -337,139 +282,59 @@ def _arrays(specs: object, payload: bytes, names: set[str]) -> dict[str, np.ndar
     arrays = {}
     for name, spec in specs.items():
         dtype, pattern = ARRAYS[name]
-        _require(type(spec) is dict and set(spec) == SPEC_KEYS, f"{name}: unexpected fields")
-        _require(spec["dtype"] == dtype, f"{name}: not of dtype {dtype}")
+        require(type(spec) is dict and set(spec) == SPEC_KEYS, f"{name}: unexpected fields")
+        require(spec["dtype"] == dtype, f"{name}: not of dtype {dtype}")
         shape, offset, size = spec["shape"], spec["offset"], spec["bytes"]
-        _require(type(shape) is list and len(shape) == len(pattern)
+        require(type(shape) is list and len(shape) == len(pattern)
                  and all(natural(d) and p in (None, d) for d, p in zip(shape, pattern)),
                  f"{name}: unexpected shape")
         count = math.prod(shape)
-        _require(natural(offset) and natural(size) and size == count * np.dtype(dtype).itemsize
+        require(natural(offset) and natural(size) and size == count * np.dtype(dtype).itemsize
                  and offset + size <= limit, f"{name}: byte range does not fit its shape")
         arrays[name] = np.frombuffer(payload, dtype=dtype, count=count,
                                      offset=offset).reshape(shape).copy()
     return arrays
 
 
-def _increasing_below(a: np.ndarray, size: int) -> bool:
-    """Whether ``a`` is strictly increasing (so without duplicates) and below ``size``."""
-    return len(a) == 0 or (int(a[-1]) < size and bool(np.all(a[1:] > a[:-1])))
-
-
-def _counts(a: np.ndarray) -> bool:
-    """Whether ``a`` holds non-negative whole numbers that convert to int64."""
-    return bool(np.all((a >= 0) & (a < _INT64_LIMIT) & (a == np.floor(a))))
-
-
 def _check_table(arrays: dict, config: Config) -> None:
     """The weight rows and the learner state."""
     index, rows = arrays["index"], arrays["rows"]
-    _require(len(rows) == len(index), "rows and index of different lengths")
-    _require(_increasing_below(index, 1 << config.bit_precision),
+    require(len(rows) == len(index), "rows and index of different lengths")
+    require(increasing_below(index, 1 << config.bit_precision),
              "index out of range, unsorted or repeated")
     # what OnlineLearner.save checks are finite (the update's scratch rate is not saved)
-    _require(bool(np.isfinite(rows[:, COLUMNS.saved]).all()), "NaN or infinite weights")
-    _require(bool(np.all(rows[:, [W_G, W_N]] >= 0)), "negative adaptive sums or normalizers")
+    require(bool(np.isfinite(rows[:, COLUMNS.saved]).all()), "NaN or infinite weights")
+    require(bool(np.all(rows[:, [W_G, W_N]] >= 0)), "negative adaptive sums or normalizers")
     state = arrays["state"]
-    _require(bool(np.isfinite(state).all()), "NaN or infinite state")
-    _require(state[gd.S_NORM] >= 0 and state[gd.S_TOTAL] >= 0, "negative normalization totals")
+    require(bool(np.isfinite(state).all()), "NaN or infinite state")
+    require(state[gd.S_NORM] >= 0 and state[gd.S_TOTAL] >= 0, "negative normalization totals")
     # the lazy snapshots are not saved: they are consistent only with flushed accumulators
-    _require(not state[gd.S_REG:gd.S_REG + regularize.SIZE].any(),
+    require(not state[gd.S_REG:gd.S_REG + regularize.SIZE].any(),
              "regularization accumulators not flushed")
     fixed = config.min_prediction is not None or config.max_prediction is not None
-    _require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
+    require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
 
 
 def _check_poly(arrays: dict, config: Config) -> None:
     """--stage_poly: the monomials' indices, depths, flags, SSM sums and the counters."""
     seen, depth, flags = arrays["poly_index"], arrays["poly_depth"], arrays["poly_flags"]
-    _require(_increasing_below(seen, 1 << config.bit_precision),
+    require(increasing_below(seen, 1 << config.bit_precision),
              "poly_index out of range, unsorted or repeated")
-    _require(len(depth) == len(seen) and len(flags) == len(seen),
+    require(len(depth) == len(seen) and len(flags) == len(seen),
              "poly arrays of different lengths")
-    _require(bool(np.all(depth <= stage_poly.NEVER)), "monomial depth out of range")
-    _require(not np.any(flags & ~stage_poly.PARENT), "unknown monomial flags")
-    _require(bool(np.all((depth != stage_poly.NEVER) | (flags != 0))),
+    require(bool(np.all(depth <= stage_poly.NEVER)), "monomial depth out of range")
+    require(not np.any(flags & ~stage_poly.PARENT), "unknown monomial flags")
+    require(bool(np.all((depth != stage_poly.NEVER) | (flags != 0))),
              "a monomial neither seen nor a parent")
     ssm = arrays["poly_ssm"]
-    _require(len(ssm) == (len(seen) if config.poly_heuristic == "ssm" else 0),
+    require(len(ssm) == (len(seen) if config.poly_heuristic == "ssm" else 0),
              "poly_ssm of the wrong length")
-    _require(bool(np.all(np.isfinite(ssm) & (ssm >= 0))), "negative or non-finite SSM sums")
+    require(bool(np.all(np.isfinite(ssm) & (ssm >= 0))), "negative or non-finite SSM sums")
     counters = arrays["poly_counters"]
-    _require(bool(np.all(np.isfinite(counters) & (counters >= 0))),
+    require(bool(np.all(np.isfinite(counters) & (counters >= 0))),
              "negative or non-finite counters")
-    _require(_counts(counters[[stage_poly.C_PERIOD, stage_poly.C_COUNTER_BASE]])
+    require(counts(counters[[stage_poly.C_PERIOD, stage_poly.C_COUNTER_BASE]])
              and counters[stage_poly.C_PENDING] in (0.0, 1.0), "malformed counters")
-
-
-def _check_experts(arrays: dict, config: Config) -> None:
-    """--eg/--boa/--saew: shapes for the model's options, the active index, and what the
-    kernels use as counts, indices and divisors; BOA's weights those of its experts' state."""
-    L = ew_layout
-    hashes, corners, coord = arrays["ew_hashes"], arrays["ew_corners"], arrays["ew_coord"]
-    es, shared, meta = arrays["ew_es"], arrays["ew_shared"], arrays["ew_meta"]
-    n, k = len(hashes), experts.instances(config)  # k before new_es: its grid can be large
-    boa_sub = config.subroutine == "boa"
-    _require(corners.shape[::2] == (k, 2 * n + 1 if boa_sub else 1) and coord.shape[::2] == (k, n)
-             and len(es) == k and meta.shape[1] == k,
-             "--eg/--boa/--saew state does not fit the model's options")
-    _require(bool(np.all(hashes >= 0)) and len(np.unique(hashes)) == n
-             and (n == 0 or int(hashes.max()) < 1 << config.bit_precision),
-             "ew_hashes out of range or repeated")
-    _require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
-             "NaN or infinite --eg/--boa/--saew state")
-    # coordinates arrive with the examples learned; examples without features leave the
-    # subroutine untouched (saew._instance_learn), so BOA's lone ghost stays fresh
-    learned = shared[L.SH_T] > 0
-    _require(shared[L.SH_ACTIVE] == n and (n == 0 or learned)
-             and _counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n,
-             "malformed ew_shared")
-    options = experts.E_OPTIONS
-    _require(np.array_equal(es[:, options], experts.new_es(config)[:, options])
-             and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
-             "ew_es does not hold the model's options")
-    # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
-    # sum (a divisor once there are coordinates) or a non-negative offset
-    _require(_counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
-             and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
-    # the calibration's BOA over the instances (its weight sum divides)
-    _require(_boa_weights_fit(meta[:boa.ROWS], None, math.log(max(k, 2)))
-             and math.isclose(shared[L.SH_META_SUM], meta[boa.W].sum(), rel_tol=_REL_TOL),
-             "malformed ew_meta")
-    if boa_sub and n == 0 and learned:
-        _require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
-    elif boa_sub and learned:  # (before the first example, the corners are reset when used)
-        _require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
-                     and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
-                                      rel_tol=_REL_TOL) for i in range(k)),
-                 "BOA's corner weights are not those of their state")
-    if not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
-        log_weights = np.abs(es[:, L.E_ETA, None] * coord[:, L.K_G])
-        _require(bool(np.all(log_weights <= es[:, L.E_OFF, None])),
-                 "EG's offset below its log-weights")
-
-
-def _fresh(experts_rows: np.ndarray) -> np.ndarray:
-    """Which BOA experts (rows V, B2, R, W; a column each) are as boa.reset leaves them."""
-    v, b2, r, w = experts_rows
-    return (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
-
-
-def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:
-    """Whether BOA experts (rows V, B2, R, W; a column each) are fresh (boa.reset) or weigh
-    what their state says, eta e^(eta R - offset) (boa.weigh; ``offset`` None: the largest
-    eta R, as the calibration's step). B2 > 0: the rates divide by it."""
-    v, b2, r, w = experts_rows
-    fresh = _fresh(experts_rows)
-    if fresh.all():
-        return True
-    if not (np.all(v >= 0) and np.all(b2 > 0)):
-        return False
-    with np.errstate(all="ignore"):  # an overflow is a mismatch
-        eta = np.where(v > 0, np.minimum(1 / b2, np.sqrt(log_n / np.where(v > 0, v, 1))), 1 / b2)
-        a = eta * r
-        weights = eta * np.exp(a - (a.max() if offset is None else offset))
-    return bool(np.all(fresh | np.isclose(w, weights, rtol=_REL_TOL, atol=1e-300)))
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:

@@ -14,14 +14,12 @@ from olearn.learner import OnlineLearner, parse_warnings
 from olearn.io.atomic import AtomicOutput
 from olearn.passes import DataPlan, run_passes
 from olearn.optim import gd
+from olearn.optim.families import family_of
 from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary
 
 
 def header(config: Config, data_lines: list[str]) -> str:
-    adaptive, normalized, invariant = config.update_rule
-    rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
-                                  ("invariant", invariant)) if on] or ["sgd"]
     lines = []
     for size, what in ((2, "quadratic features for pairs"), (3, "cubic features for triples")):
         chosen = [t for t in config.terms if len(t) == size]
@@ -49,7 +47,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    lines += [f"Enabled learners: {_learner_name(config, rule)}, "
+    lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
@@ -57,17 +55,6 @@ def header(config: Config, data_lines: list[str]) -> str:
               "Input label = SIMPLE",
               "Output pred = SCALAR"]
     return "\n".join(lines) + "\n"
-
-
-def _learner_name(config: Config, rule: list[str]) -> str:
-    if not config.experts:
-        return f"gd ({', '.join(rule)})"
-    if not config.saew:
-        return f"{config.subroutine} (radius {config.radius:g})"
-    if config.saew_calibrate:
-        return f"saew calibrated ({config.subroutine})"
-    return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
-            f"C {config.saew_C:g}, center {config.saew_center})")
 
 
 def run(config: Config) -> OnlineLearner:

@@ -1,13 +1,25 @@
-"""The state of the exponential-weights learners (--eg, --boa, --saew) for a configuration:
-the arrays of layout.py and, with --saew_calibrate, the grid of SAEW instances."""
+"""The exponential-weights family (--eg, --boa, --saew, --saew_calibrate): its state for a
+configuration (the arrays of layout.py and, calibrated, the grid of SAEW instances), what a
+model file keeps of it and the checks a loaded one must pass, its export and its description.
+The kernels are optim/saew.py's, over optim/boa.py and optim/eg.py."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from olearn.checks import REL_TOL, counts, require
 from olearn.config import Config
-from olearn.errors import OptionError
-from olearn.optim import boa
+from olearn.errors import OlearnError, OptionError
+from olearn.optim import boa, regularize, saew
 from olearn.optim import layout as L
+
+# The model arrays of this family: dtype and shape (None: any length), and which of them have
+# declared fields (olearn/fields.py) along which axis.
+ARRAYS = {"ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
+          "ew_coord": ("<f8", (None, None, None)), "ew_es": ("<f8", (None, None)),
+          "ew_shared": ("<f8", (None,)), "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+NAMED = {"ew_es": (L.ES, 1), "ew_shared": (L.SHARED, 0), "ew_coord": (L.COORD, 1)}
 
 # Address space the state may reserve (pages are touched only for the active features).
 MAX_EXPERTS_BYTES = 16 << 30
@@ -86,3 +98,132 @@ def new_experts(config: Config) -> tuple:
             np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
             np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
             settings)
+
+
+class ExponentialWeights:
+    """EG, BOA or SAEW (calibrated or not) on the corners of an l1 ball: the ``ew`` state
+    tuple the kernels take. ``lazy`` is the gradient-descent family's, unused (one row)."""
+
+    ARRAYS = ARRAYS
+    NAMED = NAMED
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.ew = new_experts(config)
+        self.lazy = np.zeros((1, regularize.snapshot_columns(False)))
+
+    @staticmethod
+    def describe(config: Config) -> str:
+        """The learner as the header's "Enabled learners" names it."""
+        if not config.saew:
+            return f"{config.subroutine} (radius {config.radius:g})"
+        if config.saew_calibrate:
+            return f"saew calibrated ({config.subroutine})"
+        return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
+                f"C {config.saew_C:g}, center {config.saew_center})")
+
+    def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Export θ (the iterate, the session average or its truncation) into the weights."""
+        saew.export(self.ew, weights)
+
+    def model_arrays(self) -> dict:
+        """The state a model file keeps: that of the active coordinates (and BOA's ghost
+        corner)."""
+        _, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        n = int(shared[L.SH_ACTIVE])
+        if corners.shape[2] > 1:
+            corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
+        return dict(zip(ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta)))
+
+    def restore(self, arrays: dict, path: str) -> None:
+        """Continue from a model's state (model.load checked it against the model's options;
+        the run's options may still ask for another grid)."""
+        slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        n = len(arrays["ew_hashes"])
+        boa_sub = corners.shape[2] > 1
+        expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
+                    "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
+                    "ew_shared": shared.shape, "ew_meta": meta.shape}
+        if any(arrays[name].shape != shape for name, shape in expected.items()):
+            raise OlearnError("model's --eg/--boa/--saew state does not fit these options "
+                              "(a different calibration grid or subroutine?)", path)
+        hashes[:n] = arrays["ew_hashes"]
+        slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
+        if boa_sub:
+            corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
+            corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
+        coord[:, :, :n] = arrays["ew_coord"]
+        options = es[:, E_OPTIONS]  # the run's: an option given on the command line applies
+        es[:] = arrays["ew_es"]
+        es[:, E_OPTIONS] = options
+        shared[:] = arrays["ew_shared"]
+        meta[:] = arrays["ew_meta"]
+
+    @staticmethod
+    def check(arrays: dict, config: Config) -> None:
+        """--eg/--boa/--saew: shapes for the model's options, the active index, and what the
+        kernels use as counts, indices and divisors; BOA's weights those of its experts' state."""
+        hashes, corners, coord = arrays["ew_hashes"], arrays["ew_corners"], arrays["ew_coord"]
+        es, shared, meta = arrays["ew_es"], arrays["ew_shared"], arrays["ew_meta"]
+        n, k = len(hashes), instances(config)  # k before new_es: its grid can be large
+        boa_sub = config.subroutine == "boa"
+        require(corners.shape[::2] == (k, 2 * n + 1 if boa_sub else 1)
+                and coord.shape[::2] == (k, n) and len(es) == k and meta.shape[1] == k,
+                "--eg/--boa/--saew state does not fit the model's options")
+        require(bool(np.all(hashes >= 0)) and len(np.unique(hashes)) == n
+                and (n == 0 or int(hashes.max()) < 1 << config.bit_precision),
+                "ew_hashes out of range or repeated")
+        require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
+                "NaN or infinite --eg/--boa/--saew state")
+        # coordinates arrive with the examples learned; examples without features leave the
+        # subroutine untouched (saew._instance_learn), so BOA's lone ghost stays fresh
+        learned = shared[L.SH_T] > 0
+        require(shared[L.SH_ACTIVE] == n and (n == 0 or learned)
+                and counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n,
+                "malformed ew_shared")
+        options = E_OPTIONS
+        require(np.array_equal(es[:, options], new_es(config)[:, options])
+                and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
+                "ew_es does not hold the model's options")
+        # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
+        # sum (a divisor once there are coordinates) or a non-negative offset
+        require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
+                and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
+        # the calibration's BOA over the instances (its weight sum divides)
+        require(_boa_weights_fit(meta[:boa.ROWS], None, math.log(max(k, 2)))
+                and math.isclose(shared[L.SH_META_SUM], meta[boa.W].sum(), rel_tol=REL_TOL),
+                "malformed ew_meta")
+        if boa_sub and n == 0 and learned:
+            require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
+        elif boa_sub and learned:  # (before the first example, the corners are reset when used)
+            require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
+                         and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
+                                         rel_tol=REL_TOL) for i in range(k)),
+                     "BOA's corner weights are not those of their state")
+        if not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
+            log_weights = np.abs(es[:, L.E_ETA, None] * coord[:, L.K_G])
+            require(bool(np.all(log_weights <= es[:, L.E_OFF, None])),
+                     "EG's offset below its log-weights")
+
+
+def _fresh(experts_rows: np.ndarray) -> np.ndarray:
+    """Which BOA experts (rows V, B2, R, W; a column each) are as boa.reset leaves them."""
+    v, b2, r, w = experts_rows
+    return (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+
+
+def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:
+    """Whether BOA experts (rows V, B2, R, W; a column each) are fresh (boa.reset) or weigh
+    what their state says, eta e^(eta R - offset) (boa.weigh; ``offset`` None: the largest
+    eta R, as the calibration's step). B2 > 0: the rates divide by it."""
+    v, b2, r, w = experts_rows
+    fresh = _fresh(experts_rows)
+    if fresh.all():
+        return True
+    if not (np.all(v >= 0) and np.all(b2 > 0)):
+        return False
+    with np.errstate(all="ignore"):  # an overflow is a mismatch
+        eta = np.where(v > 0, np.minimum(1 / b2, np.sqrt(log_n / np.where(v > 0, v, 1))), 1 / b2)
+        a = eta * r
+        weights = eta * np.exp(a - (a.max() if offset is None else offset))
+    return bool(np.all(fresh | np.isclose(w, weights, rtol=REL_TOL, atol=1e-300)))

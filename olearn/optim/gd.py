@@ -104,6 +104,48 @@ OPTIONS = (
                 "--min_prediction)."),
 )
 
+class GradientDescent:
+    """VW's gradient descent (adaptive, normalized, invariant or plain SGD) with the lazy
+    --l1/--l2 (optim/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; its
+    state is the weight table and the learner state. ``ew`` is the exponential-weights
+    family's, unused (tiny arrays)."""
+
+    ARRAYS: dict = {}  # a model file needs nothing beyond the weight table and the state
+    NAMED: dict = {}
+
+    def __init__(self, config):
+        from olearn.optim.experts import new_experts  # experts imports config, which imports us
+        self.config = config
+        size = 1 << config.bit_precision if config.regularized else 1
+        self.lazy = np.zeros((size, regularize.snapshot_columns(config.l2 > 0)))
+        self.ew = new_experts(config)
+
+    @staticmethod
+    def describe(config) -> str:
+        """The learner as the header's "Enabled learners" names it."""
+        adaptive, normalized, invariant = config.update_rule
+        rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
+                                      ("invariant", invariant)) if on] or ["sgd"]
+        return f"gd ({', '.join(rule)})"
+
+    def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Apply every pending regularization step, so that ``weights`` hold the model."""
+        if self.config.regularized:
+            regularize.flush(weights, self.lazy, state[S_REG:], self.config.l1,
+                             self.config.l2 > 0)
+
+    def model_arrays(self) -> dict:
+        return {}
+
+    def restore(self, arrays: dict, path: str) -> None:
+        """Nothing beyond the weight table and the state (the learner restores those)."""
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """Nothing beyond model.py's checks of the weight table and the state."""
+
+
+
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row
 ROW_COLS = 8
 X_MIN = 1.084202e-19
