@@ -659,6 +659,23 @@ def test_quantile_loss_within_1pct_of_vw(vw, shared_data, dataset, tau):
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
 
 
+@pytest.mark.parametrize("rule", [["--sgd", "-l", "0.05"], ["--normalized"],
+                                  ["--sgd", "-l", "0.05", "-c", "--passes", "3"]])
+def test_unlabeled_examples_do_not_advance_the_learning_rate_schedule(vw, tmp_path, rule):
+    """VW's t (in the step size's t^-power_t without --adaptive) counts labeled examples
+    only: every third example here is unlabeled (olearn counted them: 13-50% off VW)."""
+    rng = random.Random(3)
+    lines = []
+    for i in range(3000):
+        x = rng.random()
+        label = "" if i % 3 == 1 else f"{2 * x + rng.gauss(0, 0.1):.4f}"
+        lines.append(f"{label} |a x:{x:.4f} b:{rng.random():.3f}\n")
+    path = tmp_path / "unlabeled.vw"
+    path.write_text("".join(lines))
+    ol, ref = _both(["-d", path, *rule, "-k"], ["-d", path, *rule, "-k"])
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
 COUNTS = [d for d in ("bike_hour",) if d in DATASETS] or _NO_DATA  # labels are counts
 
 

@@ -432,9 +432,9 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
                 stage_poly.after_training(counters, first_line + lines[e], doubling)
+            state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
-        state[S_T] += imp
         stats[R_EXAMPLES] += 1
         stats[R_FEATURES] += hi - lo
         wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
