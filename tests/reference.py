@@ -153,7 +153,8 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
                 for j, wj in w.items():
                     shrunk = max(0.0, abs(wj) - eta_bar * l1) / (1 + eta_bar * l2)
                     w[j] = math.copysign(shrunk, wj)
-        t += imp
+        if label is not None:  # VW's t counts labeled examples only
+            t += imp
     if final_weights is not None:
         final_weights.update(w)
     return out
