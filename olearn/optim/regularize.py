@@ -81,6 +81,17 @@ def _caught_up(w, lam1, phi, s, phi_j, s_j, l2):
     return a if w > 0 else -a
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _current(W, lazy, j, lam1, l2, phi, s):
+    """Coordinate ``j``'s weight with the steps since its snapshot applied (0 stays 0)."""
+    w = np.float64(W[j, W_W])
+    if w == 0.0:
+        return w
+    if l2:
+        return _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
+    return _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+
+
 @njit(cache=True, nogil=True)
 def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     """Bring the coordinates ``index[lo:hi]`` up to date with the accumulators ``acc``."""
@@ -88,13 +99,10 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     s = acc[SUM]
     for k in range(lo, hi):
         j = index[k]
-        w = np.float64(W[j, W_W])
+        if W[j, W_W] != 0.0:
+            W[j, W_W] = _current(W, lazy, j, lam1, l2, phi, s)
         if l2:
-            if w != 0.0:
-                W[j, W_W] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
             lazy[j, SNAP_PHI] = phi
-        elif w != 0.0:
-            W[j, W_W] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
         lazy[j, SNAP_SUM] = s
 
 
@@ -107,15 +115,7 @@ def predict_caught_up(W, lazy, acc, lam1, l2, index, value, lo, hi, initial):
     s = acc[SUM]
     raw = np.float32(initial)
     for k in range(lo, hi):
-        j = index[k]
-        w = W[j, W_W]
-        if w != 0.0 and l2:
-            w = np.float32(_caught_up(np.float64(w), lam1, phi, s, lazy[j, SNAP_PHI],
-                                      lazy[j, SNAP_SUM], True))
-        elif w != 0.0:
-            w = np.float32(_caught_up(np.float64(w), lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM],
-                                      False))
-        raw += w * value[k]
+        raw += np.float32(_current(W, lazy, index[k], lam1, l2, phi, s)) * value[k]
     return raw
 
 
@@ -124,12 +124,8 @@ def _flush(W, lazy, acc, lam1, l2):
     phi = acc[PHI]
     s = acc[SUM]
     for j in range(W.shape[0]):
-        w = np.float64(W[j, W_W])
-        if w != 0.0:
-            if l2:
-                W[j, W_W] = _caught_up(w, lam1, phi, s, lazy[j, SNAP_PHI], lazy[j, SNAP_SUM], True)
-            else:
-                W[j, W_W] = _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
+        if W[j, W_W] != 0.0:
+            W[j, W_W] = _current(W, lazy, j, lam1, l2, phi, s)
     lazy[:] = 0.0
     acc[PHI] = 0.0
     acc[SUM] = 0.0
