@@ -63,6 +63,7 @@ from olearn.features import stage_poly
 from olearn.io import cache, sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.optim import gd
+from olearn.optim.families import family_of
 from olearn.optim.weights import COLUMNS, W_G, W_W, WIDTH
 from olearn.passes import DataPlan, Outcome, run_passes
 from olearn.report import TABLE_HEADER, Console, format_row, summary
@@ -77,10 +78,7 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "raw_predictions": "-r: predict with the saved model instead (olearn -t -i MODEL -r)",
                "testonly": "-t: test in one process (olearn -t -i MODEL)",
                "cache_file": "--cache_file names one file; -c makes each worker cache the "
-                             "partitions it learns",
-               "experts": "--eg/--boa/--saew: their corner weights have no averaging rule "
-                          "(weighted means of exponential weights are not the algorithm's "
-                          "state); train them in one process"}
+                             "partitions it learns"}
 
 # How each field combines, as its layout declares it (olearn/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples; the scratch rate alike) or
@@ -398,9 +396,14 @@ def connect(address: str) -> Iterator:
 
 
 def check_options(config: Config) -> None:
+    """Refuse what --dask cannot do: the options above, and a learner family whose state has
+    no merge rule (the family's ``UNMERGEABLE`` says why)."""
     for name, why in UNSUPPORTED.items():
         if getattr(config, name):
             raise OlearnError(f"not available with --dask: {why}")
+    why = family_of(config).UNMERGEABLE
+    if why:
+        raise OlearnError(f"not available with --dask: {why}")
 
 
 def run(config: Config) -> OnlineLearner:

@@ -42,7 +42,10 @@ class OnlineLearner:
         # --l1/--l2 snapshots, or the exponential weights' ``ew`` (the other one's tiny)
         self.family = family_of(config)(config)
         self.lazy, self.ew = self.family.lazy, self.family.ew
-        self.poly = self._new_poly(config)
+        # the expander in front of the family: --stage_poly's monomials (interactions are
+        # stateless: their terms below)
+        self.expander = stage_poly.StagePoly(config)
+        self.poly = self.expander.state
         self._exported = False  # whether sync has put the current model into the weights
         self.state = np.zeros(gd.STATE_SIZE)
         self.state[gd.S_T] = t0
@@ -73,7 +76,7 @@ class OnlineLearner:
         params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
         params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
         params[gd.P_CONSTANT] = CONSTANT_HASH & config.mask
-        params[gd.P_EXPERTS] = config.experts
+        params[gd.P_FAMILY] = self.family.CODE
         if config.holdout:
             params[gd.P_HOLDOUT_PERIOD] = config.holdout_period
             params[gd.P_HOLDOUT_AFTER] = config.holdout_after
@@ -104,34 +107,13 @@ class OnlineLearner:
         saved.restore(learner, path)
         return learner
 
-    @staticmethod
-    def _new_poly(config: Config) -> tuple:
-        """--stage_poly state: min_depth, flags, SSM sums, counters and (for --invert_hash)
-        each monomial's origin; tiny arrays when unused."""
-        size = 1 << config.bit_precision if config.stage_poly else 1
-        ssm_size = size if config.poly_heuristic == "ssm" else 1
-        origin_size = size if config.invert_hash else 1
-        counters = np.zeros(stage_poly.COUNTERS_SIZE)
-        counters[stage_poly.C_PERIOD] = config.batch_sz
-        return (np.full(size, stage_poly.NEVER, dtype=np.uint8), np.zeros(size, dtype=np.uint8),
-                np.zeros((ssm_size, 2)), counters, np.full((origin_size, 2), -1, dtype=np.int64))
-
     def feature_names(self, names: dict[int, str]) -> dict[int, str]:
         """``names`` of the input features, and with --stage_poly those of the monomials."""
-        if not self.config.stage_poly:
-            return names
-        min_depth, _, _, _, origin = self.poly
-        return {**names, **stage_poly.monomial_names(origin, min_depth, names,
-                                                      int(self.params[gd.P_CONSTANT]))}
+        return self.expander.feature_names(names, int(self.params[gd.P_CONSTANT]))
 
     def end_pass(self, lines: int, last: bool) -> None:
-        """After a pass of ``lines`` lines. VW's example counter counts the end of a pass as one
-        more line (not after the last pass, so that ``-i`` continues the count exactly); with
-        --batch_sz 0, a --stage_poly stage is due at the end of every pass but the last."""
-        counters = self.poly[3]
-        counters[stage_poly.C_COUNTER_BASE] += lines + (0 if last else 1)
-        if self.config.stage_poly and self.config.batch_sz == 0 and not last:
-            counters[stage_poly.C_PENDING] = 1.0
+        """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
+        self.expander.end_pass(lines, last)
 
     def _apply_fixed_range(self) -> None:
         """--min_prediction/--max_prediction fix the clipping range."""
@@ -163,7 +145,7 @@ class OnlineLearner:
         if not (np.isfinite(self.weights[:, saved]).all() and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
-        model.save(path, self.config, self.weights, self.state, self.poly, self.family)
+        model.save(path, self.config, self.weights, self.state, (self.expander, self.family))
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)

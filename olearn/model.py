@@ -21,9 +21,9 @@ import numpy as np
 
 import olearn
 from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
-from olearn.checks import INT64_LIMIT, Invalid, counts, increasing_below, require
+from olearn.checks import INT64_LIMIT, Invalid, increasing_below, require
 from olearn.errors import OlearnError
-from olearn.features import stage_poly
+from olearn.features.stage_poly import StagePoly
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd, regularize
 from olearn.optim.families import FAMILIES, family_of
@@ -41,14 +41,14 @@ _DIGEST = 32
 HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
 SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # The dtype and shape (None: any length) of each array save() writes.
+# Beside the weight table and the learner state, the expander's and the families' own.
+OWNERS = (StagePoly, *FAMILIES)
 ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
-          "state": ("<f8", (None,)), "poly_index": ("<u4", (None,)),
-          "poly_depth": ("|u1", (None,)), "poly_flags": ("|u1", (None,)),
-          "poly_ssm": ("<f8", (None, 2)), "poly_counters": ("<f8", (None,)),
-          **{name: spec for family in FAMILIES for name, spec in family.ARRAYS.items()}}
+          "state": ("<f8", (None,)),
+          **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}
 # The arrays whose fields are declared (olearn/fields.py), and the axis the fields run along.
-NAMED = {"rows": (COLUMNS, 1), "state": (gd.STATE, 0), "poly_counters": (stage_poly.COUNTERS, 0),
-         **{name: named for family in FAMILIES for name, named in family.NAMED.items()}}
+NAMED = {"rows": (COLUMNS, 1), "state": (gd.STATE, 0),
+         **{name: named for owner in OWNERS for name, named in owner.NAMED.items()}}
 # The fields of formats 3 and 4, by position (format 3's state lacks the last one).
 LEGACY_FIELDS = {
     "rows": ["w", "G", "N", "rate"],
@@ -58,7 +58,6 @@ LEGACY_FIELDS = {
               "var", "range", "off", "ref", "a", "touches", "b_max"],
     "ew_shared": ["active", "t", "meta_sum", "touched"],
     "ew_coord": ["center", "avg", "g", "snap", "scratch"]}
-POLY_ARRAYS = {"poly_index", "poly_depth", "poly_flags", "poly_ssm", "poly_counters"}
 # Config's annotation of each option, and the JSON types each of its words accepts.
 _ANNOTATIONS = {f.name: f.type for f in dataclasses.fields(Config)}
 _JSON_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,),
@@ -79,21 +78,15 @@ def _default_row(config: Config) -> np.ndarray:
 
 
 def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
-         poly: tuple | None = None, family=None) -> None:
-    """Write a model: only the coordinates that differ from a fresh learner's are stored, and,
-    with --stage_poly, the monomials seen in training (depth, parent flag, SSM sums); with
-    the learner family's own state (``family``: --eg/--boa/--saew's)."""
+         owners: tuple = ()) -> None:
+    """Write a model: only the coordinates that differ from a fresh learner's are stored, and
+    what ``owners`` keep of their state (``model_arrays``: the --stage_poly expander's
+    monomials, the learner family's own state)."""
     saved = COLUMNS.saved
     changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
-    if family is not None:
-        arrays.update(family.model_arrays())
-    if config.stage_poly:
-        min_depth, flags, ssm, counters, _ = poly
-        seen = np.flatnonzero((min_depth != stage_poly.NEVER) | (flags != 0))
-        arrays.update(poly_index=seen, poly_depth=min_depth[seen], poly_flags=flags[seen],
-                      poly_ssm=ssm[seen] if len(ssm) == len(min_depth) else ssm[:0],
-                      poly_counters=counters)
+    for owner in owners:
+        arrays.update(owner.model_arrays())
     spec, offset, blobs, fields = {}, 0, [], {}
     for name, (layout, axis) in NAMED.items():
         if name in arrays:  # the saved fields only, each named
@@ -140,14 +133,7 @@ class Model:
         """Put the saved state into ``learner`` (an OnlineLearner for the merged options)."""
         learner.restore(self.weights(learner.config), self.state)
         learner.family.restore(self.arrays, path)
-        if learner.config.stage_poly and "poly_index" in self.arrays:
-            min_depth, flags, ssm, counters, _ = learner.poly
-            seen = self.arrays["poly_index"]
-            min_depth[seen] = self.arrays["poly_depth"]
-            flags[seen] = self.arrays["poly_flags"]
-            if len(ssm) == len(min_depth) and len(self.arrays["poly_ssm"]) == len(seen):
-                ssm[seen] = self.arrays["poly_ssm"]
-            counters[:] = self.arrays["poly_counters"]
+        learner.expander.restore(self.arrays)
 
 
 def load(path: str) -> Model:
@@ -190,8 +176,7 @@ def load(path: str) -> Model:
         arrays = _arrays(header["arrays"], body[start + header_len:], _names(config))
         _name_fields(arrays, header.get("fields"), version, config)
         _check_table(arrays, config)
-        if config.stage_poly:
-            _check_poly(arrays, config)
+        StagePoly.check(arrays, config)
         family_of(config).check(arrays, config)
     except Invalid as exc:
         raise OlearnError(f"corrupted model file ({exc})", path) from None
@@ -265,7 +250,7 @@ def _names(config: Config) -> set[str]:
     """The arrays a model of these options holds."""
     names = {"index", "rows", "state"}
     if config.stage_poly:
-        names |= POLY_ARRAYS
+        names |= set(StagePoly.ARRAYS)
     names |= set(family_of(config).ARRAYS)
     return names
 
@@ -313,28 +298,6 @@ def _check_table(arrays: dict, config: Config) -> None:
              "regularization accumulators not flushed")
     fixed = config.min_prediction is not None or config.max_prediction is not None
     require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
-
-
-def _check_poly(arrays: dict, config: Config) -> None:
-    """--stage_poly: the monomials' indices, depths, flags, SSM sums and the counters."""
-    seen, depth, flags = arrays["poly_index"], arrays["poly_depth"], arrays["poly_flags"]
-    require(increasing_below(seen, 1 << config.bit_precision),
-             "poly_index out of range, unsorted or repeated")
-    require(len(depth) == len(seen) and len(flags) == len(seen),
-             "poly arrays of different lengths")
-    require(bool(np.all(depth <= stage_poly.NEVER)), "monomial depth out of range")
-    require(not np.any(flags & ~stage_poly.PARENT), "unknown monomial flags")
-    require(bool(np.all((depth != stage_poly.NEVER) | (flags != 0))),
-             "a monomial neither seen nor a parent")
-    ssm = arrays["poly_ssm"]
-    require(len(ssm) == (len(seen) if config.poly_heuristic == "ssm" else 0),
-             "poly_ssm of the wrong length")
-    require(bool(np.all(np.isfinite(ssm) & (ssm >= 0))), "negative or non-finite SSM sums")
-    counters = arrays["poly_counters"]
-    require(bool(np.all(np.isfinite(counters) & (counters >= 0))),
-             "negative or non-finite counters")
-    require(counts(counters[[stage_poly.C_PERIOD, stage_poly.C_COUNTER_BASE]])
-             and counters[stage_poly.C_PENDING] in (0.0, 1.0), "malformed counters")
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:

@@ -47,8 +47,8 @@ FAMILIES: dict[str, dict] = {
     "quantile": {"loss_function": "quantile", "quantile_tau": 0.3},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
-NO_DASK = ("--dask refuses --eg/--boa/--saew (distributed.UNSUPPORTED): exponential weights "
-           "have no averaging rule to merge partitions with")
+NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): exponential "
+           "weights have no averaging rule to merge partitions with")
 DASK_FREEZES_STAGES = (
     "distributed.finish zeroes --stage_poly's stage period and counter base after every pass "
     "(stages only in pass 1, by design for several partitions), so even one partition's model "

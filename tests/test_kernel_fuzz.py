@@ -119,7 +119,7 @@ def test_learner_takes_any_parsed_bytes(learners, text, name):
 
 
 MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
-             "weights", "terms", "lazy", "poly", "ew", "state", "params")
+             "weights", "terms", "lazy", "poly", "ew", "family", "state", "params")
 
 
 def _mutated(learner, batch, what, k):
@@ -159,7 +159,9 @@ def _mutated(learner, batch, what, k):
         return {"poly": poly, "params": _params(learner, gd.P_STAGE_POLY, 1)}
     if what == "ew":
         return {"ew": tuple(a[..., :1] for a in learner.ew),
-                "params": _params(learner, gd.P_EXPERTS, 1)}
+                "params": _params(learner, gd.P_FAMILY, gd.EXPONENTIAL_WEIGHTS)}
+    if what == "family":
+        return {"params": _params(learner, gd.P_FAMILY, [len(gd.FAMILY_CODES), -1, 0.5][k % 3])}
     if what == "state":
         return {"state": learner.state[:-1]}
     return {"params": learner.params[:-1]}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.checks import counts, increasing_below, require
 from olearn.features.interactions import FNV
 from olearn.fields import Field, Layout
 from olearn.options import MAX_COUNT, choice, flag, number
@@ -260,3 +261,91 @@ def monomial_names(origin: np.ndarray, min_depth: np.ndarray, names: dict[int, s
         if origin[c, 1] >= 0:
             name(c, 0)
     return out
+
+
+class StagePoly:
+    """--stage_poly as an expander in front of the learner family: it owns the monomials'
+    state (``state``: min_depth, flags, SSM sums, counters and, for --invert_hash, each
+    monomial's origin; tiny arrays when unused), what a model file keeps of it (``ARRAYS``,
+    ``NAMED``, ``model_arrays``, ``restore``, ``check``) and the monomials' names.
+    The kernel side is :func:`expand` and the stage functions above, run by gd.learn_batch."""
+
+    # The dtype and shape of each array a model file keeps (model.py), and the declared ones.
+    ARRAYS = {"poly_index": ("<u4", (None,)), "poly_depth": ("|u1", (None,)),
+              "poly_flags": ("|u1", (None,)), "poly_ssm": ("<f8", (None, 2)),
+              "poly_counters": ("<f8", (None,))}
+    NAMED = {"poly_counters": (COUNTERS, 0)}
+
+    def __init__(self, config):
+        self.on = bool(config.stage_poly)
+        size = 1 << config.bit_precision if self.on else 1
+        ssm_size = size if config.poly_heuristic == "ssm" else 1
+        origin_size = size if config.invert_hash else 1
+        counters = np.zeros(COUNTERS_SIZE)
+        counters[C_PERIOD] = config.batch_sz
+        self.batch_sz = config.batch_sz
+        self.state = (np.full(size, NEVER, dtype=np.uint8), np.zeros(size, dtype=np.uint8),
+                      np.zeros((ssm_size, 2)), counters,
+                      np.full((origin_size, 2), -1, dtype=np.int64))
+
+    def feature_names(self, names: dict[int, str], constant: int) -> dict[int, str]:
+        """``names`` of the input features, and with --stage_poly those of the monomials."""
+        if not self.on:
+            return names
+        min_depth, _, _, _, origin = self.state
+        return {**names, **monomial_names(origin, min_depth, names, constant)}
+
+    def end_pass(self, lines: int, last: bool) -> None:
+        """After a pass of ``lines`` lines. VW's example counter counts the end of a pass as
+        one more line (not after the last pass, so that ``-i`` continues the count exactly);
+        with --batch_sz 0, a stage is due at the end of every pass but the last."""
+        counters = self.state[3]
+        counters[C_COUNTER_BASE] += lines + (0 if last else 1)
+        if self.on and self.batch_sz == 0 and not last:
+            counters[C_PENDING] = 1.0
+
+    def model_arrays(self) -> dict:
+        """The monomials seen in training (depth, parent flag, SSM sums) and the counters."""
+        if not self.on:
+            return {}
+        min_depth, flags, ssm, counters, _ = self.state
+        seen = np.flatnonzero((min_depth != NEVER) | (flags != 0))
+        return {"poly_index": seen, "poly_depth": min_depth[seen], "poly_flags": flags[seen],
+                "poly_ssm": ssm[seen] if len(ssm) == len(min_depth) else ssm[:0],
+                "poly_counters": counters}
+
+    def restore(self, arrays: dict) -> None:
+        """Put a model's monomials back (checked by :meth:`check`)."""
+        if not (self.on and "poly_index" in arrays):
+            return
+        min_depth, flags, ssm, counters, _ = self.state
+        seen = arrays["poly_index"]
+        min_depth[seen] = arrays["poly_depth"]
+        flags[seen] = arrays["poly_flags"]
+        if len(ssm) == len(min_depth) and len(arrays["poly_ssm"]) == len(seen):
+            ssm[seen] = arrays["poly_ssm"]
+        counters[:] = arrays["poly_counters"]
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """The monomials' indices, depths, flags, SSM sums and the counters of a model."""
+        if not config.stage_poly:
+            return
+        seen, depth, flags = arrays["poly_index"], arrays["poly_depth"], arrays["poly_flags"]
+        require(increasing_below(seen, 1 << config.bit_precision),
+                "poly_index out of range, unsorted or repeated")
+        require(len(depth) == len(seen) and len(flags) == len(seen),
+                "poly arrays of different lengths")
+        require(bool(np.all(depth <= NEVER)), "monomial depth out of range")
+        require(not np.any(flags & ~PARENT), "unknown monomial flags")
+        require(bool(np.all((depth != NEVER) | (flags != 0))),
+                "a monomial neither seen nor a parent")
+        ssm = arrays["poly_ssm"]
+        require(len(ssm) == (len(seen) if config.poly_heuristic == "ssm" else 0),
+                "poly_ssm of the wrong length")
+        require(bool(np.all(np.isfinite(ssm) & (ssm >= 0))), "negative or non-finite SSM sums")
+        counters = arrays["poly_counters"]
+        require(bool(np.all(np.isfinite(counters) & (counters >= 0))),
+                "negative or non-finite counters")
+        require(counts(counters[[C_PERIOD, C_COUNTER_BASE]])
+                and counters[C_PENDING] in (0.0, 1.0), "malformed counters")

@@ -11,7 +11,7 @@ import numpy as np
 from olearn.checks import REL_TOL, counts, require
 from olearn.config import Config
 from olearn.errors import OlearnError, OptionError
-from olearn.optim import boa, regularize, saew
+from olearn.optim import boa, gd, regularize, saew
 from olearn.optim import layout as L
 
 # The model arrays of this family: dtype and shape (None: any length), and which of them have
@@ -104,6 +104,12 @@ class ExponentialWeights:
     """EG, BOA or SAEW (calibrated or not) on the corners of an l1 ball: the ``ew`` state
     tuple the kernels take. ``lazy`` is the gradient-descent family's, unused (one row)."""
 
+    CODE = gd.EXPONENTIAL_WEIGHTS
+    # why --dask refuses the family: the experts' state (exponential weights, SAEW's balls and
+    # sessions) declares no merge rule
+    UNMERGEABLE = ("--eg/--boa/--saew: their corner weights have no averaging rule (weighted "
+                   "means of exponential weights are not the algorithm's state); train them in "
+                   "one process")
     ARRAYS = ARRAYS
     NAMED = NAMED
 

@@ -71,13 +71,16 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
     "stage_poly",      # learn on the synthetic examples of --stage_poly
     "sched_exponent", "doubling", "heuristic",
     "constant",        # the constant feature's index
-    "experts")))       # learn with exponential weights (optim/saew.py), not gradient descent
+    "family")))        # the learner family's code (FAMILY_CODES)
 (P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
  P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
  P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
- P_HEURISTIC, P_CONSTANT, P_EXPERTS) = range(len(PARAMS))
+ P_HEURISTIC, P_CONSTANT, P_FAMILY) = range(len(PARAMS))
 PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
+
+# The learner families' codes in the kernel (each family class's CODE; optim/families.py).
+GRADIENT_DESCENT, EXPONENTIAL_WEIGHTS = FAMILY_CODES = 0, 1
 
 LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
@@ -110,6 +113,8 @@ class GradientDescent:
     state is the weight table and the learner state. ``ew`` is the exponential-weights
     family's, unused (tiny arrays)."""
 
+    CODE = GRADIENT_DESCENT
+    UNMERGEABLE = ""  # --dask merges its state by the declared rules
     ARRAYS: dict = {}  # a model file needs nothing beyond the weight table and the state
     NAMED: dict = {}
 
@@ -286,6 +291,8 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
         raise ValueError("learn_batch: batch arrays of different lengths")
     if not known(int(params[P_LOSS])):
         raise ValueError("learn_batch: unknown loss code")
+    if params[P_FAMILY] != GRADIENT_DESCENT and params[P_FAMILY] != EXPONENTIAL_WEIGHTS:
+        raise ValueError("learn_batch: unknown learner family code")
     if not valid_batch(offsets, index, value, namespace, size - 1):
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
     if not valid_terms(terms):
@@ -297,7 +304,7 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
     if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
                                           and 0 <= params[P_CONSTANT] < size):
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
-    if params[P_EXPERTS] != 0 and not saew.fits(ew, size):
+    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(ew, size):
         raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
 
 
@@ -319,6 +326,22 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
     """
     _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
                      value, namespace, lines, preds, rows)
+    # The learner family is chosen here, once per batch: the family is a compile-time constant
+    # of the example loop, which numba compiles once for each (docs/architecture.md).
+    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
+        return _learn_examples(EXPONENTIAL_WEIGHTS, W, lazy, poly, ew, state, stats, params,
+                               terms, numbers, offsets, index, value, namespace, lines,
+                               first_line, preds, rows)
+    return _learn_examples(GRADIENT_DESCENT, W, lazy, poly, ew, state, stats, params, terms,
+                           numbers, offsets, index, value, namespace, lines, first_line, preds,
+                           rows)
+
+
+@njit(cache=True, nogil=True)
+def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numbers, offsets,
+                    index, value, namespace, lines, first_line, preds, rows):
+    """:func:`learn_batch`'s example loop for one learner ``family`` (a literal: the stack
+    expander → family → loss is fixed for the whole loop)."""
     loss_code = int(params[P_LOSS])
     loss_param = params[P_LOSS_PARAM]
     binary = params[P_BINARY] != 0
@@ -339,7 +362,6 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
     heuristic = int(params[P_HEURISTIC])
     doubling = params[P_DOUBLING] != 0
     normalized = params[P_NORMALIZED] != 0
-    experts = params[P_EXPERTS] != 0
     stack = stage_poly.new_stack()
     s_idx = np.empty(16, dtype=np.uint32)
     s_val = np.empty(16, dtype=np.float32)
@@ -386,12 +408,12 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
         if learn and not fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
-        if regularized and not test_only:
+        if family == GRADIENT_DESCENT and regularized and not test_only:
             regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
-        if experts and not test_only:
+        if family == EXPONENTIAL_WEIGHTS and not test_only:
             raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
                                                state[S_MAX], learn)
-        elif regularized and test_only:
+        elif family == GRADIENT_DESCENT and regularized and test_only:
             raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, f_idx,
                                                           f_val, lo, hi, numbers[e, 2]))
         else:
@@ -424,9 +446,9 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
                     stats[R_MANY_LABELS] = 1.0
             if learn and poly_on and heuristic == 1:
                 stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
-            if learn and experts:
+            if learn and family == EXPONENTIAL_WEIGHTS:
                 saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
-            elif learn and loss > 0:
+            elif learn and family == GRADIENT_DESCENT and loss > 0:
                 eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
                 if regularized and eta_bar > 0.0:
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
