@@ -17,12 +17,13 @@ from olearn.features import interactions, stage_poly
 from olearn.features.interactions import terms_of
 from olearn.io import formats
 from olearn.losses import Loss
-from olearn.optim import gd, regularize, saew
+from olearn.optim import gd, regularize, saew, weights
 from olearn.options import Option
 
 # --help's groups, in order; each option is declared beside the code that uses it.
 GROUPS = (("Input", run_options.DATA + formats.OPTIONS + hashing.OPTIONS),
           ("Gradient descent", gd.OPTIONS),
+          ("Initial weights", weights.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Feature expansion: interactions", interactions.OPTIONS),
@@ -71,7 +72,9 @@ class _Checked:
                               "(--saew_sub chooses SAEW's subroutine)")
         if self.experts:
             for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
-                             ("stage_poly", self.stage_poly)):
+                             ("stage_poly", self.stage_poly),
+                             ("initial_weight", self.initial_weight != 0),
+                             ("random_weights", self.random_weights)):
                 if on:
                     raise OptionError(f"--{name} works with gradient descent, not with "
                                       f"--{self.expert_learner}")

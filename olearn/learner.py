@@ -19,7 +19,7 @@ from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd
 from olearn.optim.families import family_of
-from olearn.optim.weights import COLUMNS, W_G, WIDTH
+from olearn.optim.weights import COLUMNS, W_G, WIDTH, initialize
 from olearn.predictions import format_predictions
 from olearn.report import warning_lines, warning_text
 
@@ -35,6 +35,7 @@ class OnlineLearner:
         self.config = config
         adaptive, normalized, invariant = config.update_rule
         self.weights = np.zeros((1 << config.bit_precision, WIDTH), dtype=np.float32)
+        initialize(self.weights, config)
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, W_G] = t0

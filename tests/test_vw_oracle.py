@@ -426,7 +426,9 @@ def test_doc_constant_index(tmp_path, bits, index):
 
 DATASETS = sorted(p.parent.name for p in SHARED_DATA.glob("*/train.vw.gz"))
 _NO_DATA = [pytest.param("absent", marks=pytest.mark.skip(reason=f"no datasets in {SHARED_DATA}"))]
-LEARNERS = {"default": [], "sgd_l0.05": ["--sgd", "-l", "0.05"]}
+LEARNERS = {"default": [], "sgd_l0.05": ["--sgd", "-l", "0.05"],
+            "random_weights": ["--random_weights", "--random_seed", "7"],
+            "initial_weight": ["--initial_weight", "0.01"]}
 
 
 def average_loss(stderr: str) -> float:
@@ -714,6 +716,21 @@ def test_text_model_weights_match_vw(vw, tmp_path, option, extra):
     assert mine.keys() == ref.keys() and len(mine) > 10
     for key in ref:
         assert mine[key] == pytest.approx(ref[key], rel=1e-3, abs=1e-5), key
+
+
+@pytest.mark.parametrize("options", [["--random_weights"], ["--random_weights", "--random_seed", "7"],
+                                     ["--initial_weight", "0.1", "--random_weights"],
+                                     ["--initial_weight", "-2.5", "--sgd"]])
+def test_initial_weights_equal_vw(vw, tmp_path, options):
+    """Before any example: every one of the 2^b weights, exactly (VW prints 6 digits)."""
+    path = _write(tmp_path / "d.vw", "")
+    ours, theirs = tmp_path / "olearn.txt", tmp_path / "vw.txt"
+    _both(["-d", path, "-b", "6", "--readable_model", ours, "--quiet", *options],
+          ["-d", path, "-b", "6", "--readable_model", theirs, "--quiet", *options])
+    mine, ref = _weight_lines(ours.read_text()), _weight_lines(theirs.read_text())
+    assert len(ref) == 64 and mine.keys() == ref.keys()
+    for key in ref:
+        assert mine[key] == pytest.approx(ref[key], rel=1e-5, abs=1e-6), key
 
 
 def test_predict_only_text_model_has_weights_only(tmp_path):

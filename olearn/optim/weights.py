@@ -3,7 +3,10 @@
 Gradient descent uses every column; the exponential-weights learners export their θ into W
 (olearn/optim/saew.py), and the lazy regularization (optim/regularize.py) moves W only.
 """
+import numpy as np
+
 from olearn.fields import Field, Layout
+from olearn.options import flag, number
 
 COLUMNS = Layout(
     "weights",
@@ -16,3 +19,42 @@ COLUMNS = Layout(
 W_W, W_G, W_N, W_RATE = COLUMNS.indices("w", "G", "N", "rate")
 WIDTH = len(COLUMNS)
 COLUMNS.check_constants(globals(), "W_")
+
+OPTIONS = (
+    number("--initial_weight", kind=float, default=0.0,
+           help="Start every weight at this value (gradient descent)."),
+    flag("--random_weights",
+         help="Start from VW's pseudo-random weights in [-0.5, 0.5) (gradient descent; a "
+              "non-zero --initial_weight wins)."),
+    number("--random_seed", kind=int, default=0, low=0, high=2 ** 64 - 1,
+           help="Seed of --random_weights."),
+)
+
+# VW's 64-bit linear congruential generator (docs/vw-reference.md §3.4).
+LCG_MULTIPLIER = 0xEECE66D5DEECE66D
+LCG_INCREMENT = 2147483647
+
+
+def random_weights(seed: int, n: int) -> np.ndarray:
+    """VW's --random_weights: weight i is draw i + 1 of the generator seeded with ``seed``,
+    the float32 in [1, 2) whose mantissa is bits 25..47 of the state, minus 1.5.
+
+    The draws are computed by doubling instead of one at a time: the generator's step is the
+    affine map f(s) = a·s + c (mod 2^64), and draws k+1..2k are f^k of draws 1..k.
+    """
+    a = np.array([LCG_MULTIPLIER], dtype=np.uint64)
+    c = np.array([LCG_INCREMENT], dtype=np.uint64)
+    states = a * np.array([seed], dtype=np.uint64) + c  # f(seed), arrays: wrap silently
+    while len(states) < n:  # (a, c) is f^len(states)
+        states = np.concatenate([states, a * states + c])
+        a, c = a * a, a * c + c
+    bits = (((states[:n] >> np.uint64(25)) & np.uint64(0x7FFFFF)) | np.uint64(0x3F800000))
+    return bits.astype(np.uint32).view(np.float32) - np.float32(1.5)
+
+
+def initialize(weights: np.ndarray, config) -> None:
+    """Set the weight column of a fresh table as --initial_weight or --random_weights ask."""
+    if config.initial_weight != 0:
+        weights[:, W_W] = config.initial_weight
+    elif config.random_weights:
+        weights[:, W_W] = random_weights(config.random_seed, len(weights))
