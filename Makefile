@@ -17,6 +17,7 @@ install: $(STAMP)
 # Generates a small regression dataset, warms numba's kernel cache, then trains on it.
 demo: $(STAMP)
 	$(BIN)/python scripts/make_data.py --examples 20000 --features 40 --out data/demo.vw.gz
+	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
@@ -26,6 +27,7 @@ demo: $(STAMP)
 # apart, hence its own cache directory (no AOT module there: the CLI runs the checked JIT code).
 # Dask (a cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
 test: $(STAMP)
+	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/python -m pytest -q
 	$(MAKE) test-boundscheck

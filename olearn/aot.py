@@ -11,11 +11,17 @@ Compiled code does not check its arguments' types, so every call is checked here
 the types the kernel was compiled for; a mismatch is an error, never a wrong read. The module is
 tied to a hash of olearn's sources and ignored when they change; without it (no C compiler,
 nothing built yet), the command line uses numba as before.
+
+A plain install has no module yet: the first command that needs the kernels builds it
+(:func:`build_first`, which runs ``olearn --warm-cache`` and says so on stderr), so that every
+later run starts from it. A build that fails is recorded and not retried for these sources;
+that run and later ones use numba.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import time
 import importlib.util
 import json
 import os
@@ -185,3 +191,92 @@ def install() -> bool:
     sys.modules["numba"] = stand_in
     sys.modules["numba.extending"] = stand_in.extending
     return True
+
+
+# --- the first run: build the module before running ----------------------------------------------
+
+BUILD_MINUTES = 2  # olearn --warm-cache on a 2-core machine, numba's cache empty
+FAILED = f"{MODULE}.failed"  # the reason the build failed, for these sources
+NO_BUILD = "OLEARN_NO_BUILD"  # set: never build on a first run (numba only, as before)
+NO_KERNELS = ("-h", "--help", "--version", "--warm-cache")  # commands that run no kernel
+
+
+def wants_build(argv: list[str]) -> bool:
+    """Whether this command should build the module first: it runs kernels, the build is not
+    turned off (nor bounds-checked kernels wanted: compiled code checks no bounds), and no
+    build of these sources has failed before."""
+    if any(arg in NO_KERNELS for arg in argv) or os.environ.get(NO_BUILD):
+        return False
+    if os.environ.get("NUMBA_BOUNDSCHECK", "0") not in ("", "0"):
+        return False
+    try:
+        with open(os.path.join(_directory(), FAILED)) as f:
+            return f.readline().strip() != olearn.SOURCE_HASH
+    except OSError:
+        return True
+
+
+def build_first(stderr, command: list[str] | None = None) -> bool:
+    """Build the module in a child process (``command``, default ``olearn --warm-cache``),
+    telling ``stderr`` what is happening and, on a terminal, the seconds elapsed; then install
+    it. One process builds while any other waits for it. A failed build is recorded in
+    FAILED and reported as a warning: the run goes on with numba. True if installed."""
+    import fcntl
+    import subprocess
+    import tempfile
+    directory = _directory()
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, f"{MODULE}.lock"), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            stderr.write("[olearn] waiting for another olearn to finish compiling its kernels\n")
+            stderr.flush()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return install()
+        if install():  # another process built it before we took the lock
+            return True
+        stderr.write(f"[olearn] first run of this olearn: compiling its kernels, once (about "
+                     f"{BUILD_MINUTES} minutes); later runs start at once\n")
+        stderr.flush()
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as log:  # not a pipe: a full pipe would block the child
+            child = subprocess.Popen(command or [sys.executable, "-m", "olearn", "--warm-cache",
+                                                 "--quiet"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=log)
+            try:
+                _wait(child, stderr, start)
+            except BaseException:  # Ctrl-C: no half-built module left running
+                child.kill()
+                child.wait()
+                raise
+            log.seek(0)
+            errors = log.read().decode("utf-8", "replace").strip()
+        seconds = time.monotonic() - start
+        if child.returncode == 0 and install():
+            stderr.write(f"[olearn] kernels compiled in {seconds:.0f} s\n")
+            return True
+        reason = (errors.splitlines() or [f"exit status {child.returncode}"])[-1]
+        with open(os.path.join(directory, FAILED), "w") as f:
+            f.write(f"{olearn.SOURCE_HASH}\n{reason}\n")
+        stderr.write(f"[warning] the start-up kernels were not built ({reason}); olearn "
+                     "compiles them with numba when used (slower start-up)\n")
+        return False
+
+
+def _wait(child, stderr, start: float) -> None:
+    """Wait for ``child``; on a terminal, show the seconds elapsed, once a second."""
+    import subprocess
+    tty = stderr.isatty()
+    while True:
+        try:
+            child.wait(timeout=1.0)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if tty:
+            stderr.write(f"\r[olearn] compiling: {time.monotonic() - start:.0f} s")
+            stderr.flush()
+    if tty:
+        stderr.write("\r\033[K")

@@ -32,7 +32,8 @@ def main() -> None:
     gc.disable()
     if "--warm-cache" not in sys.argv[1:]:
         from olearn import aot
-        aot.install()
+        if not aot.install() and aot.wants_build(sys.argv[1:]):
+            aot.build_first(sys.stderr)
     from olearn import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.cli import main as cli_main
     gc.enable()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -13,6 +14,10 @@ from hypothesis import settings
 # Property-based tests draw the same examples in every run (no random seed, no example database).
 settings.register_profile("olearn", derandomize=True, deadline=None, database=None)
 settings.load_profile("olearn")
+
+# The command line builds its ahead-of-time kernels on a first run (olearn/aot.py); the suite's
+# commands never do (make test builds them first), so none waits minutes inside a test.
+os.environ.setdefault("OLEARN_NO_BUILD", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

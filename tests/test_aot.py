@@ -80,3 +80,79 @@ def test_signatures_with_compiled_in_constants_are_not_exported():
     assert aot._has_literal(nt.Tuple((nt.float64, nt.literal(3))))
     assert not aot._has_literal(nt.boolean)
     assert not aot._has_literal(nt.Tuple((nt.float64, nt.Array(nt.uint8, 1, "C"))))
+
+
+# -- the first run builds the module ------------------------------------------------------------
+
+BUILT = [p for p in glob.glob(os.path.join(aot._directory(), f"{aot.MODULE}.*"))
+         if p.endswith((".so", ".json"))]
+NEEDS_MODULE = pytest.mark.skipif(not any(p.endswith(".so") for p in BUILT),
+                                  reason="ahead-of-time kernels not built (olearn --warm-cache)")
+
+
+def _build_first_in_subprocess(cache_dir, command: list[str]) -> subprocess.CompletedProcess:
+    """aot.build_first(stderr, command) in a fresh interpreter (install needs numba unimported);
+    prints whether the module was installed and whether the real numba was imported (the
+    module's stand-in has no file)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    code = ("import sys; from olearn import aot; "
+            f"print(aot.build_first(sys.stderr, {command!r}), "
+            "hasattr(sys.modules.get('numba'), '__file__'))")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def _copy_module_command(destination) -> list[str]:
+    """A stand-in for the build: copies the module built for these sources."""
+    return [sys.executable, "-c", f"import shutil; [shutil.copy(p, {str(destination)!r}) "
+                                  f"for p in {BUILT!r}]"]
+
+
+@NEEDS_MODULE
+def test_first_run_names_the_compilation_and_starts_from_the_built_module(tmp_path):
+    result = _build_first_in_subprocess(tmp_path, _copy_module_command(tmp_path))
+    assert result.stdout.split() == ["True", "False"], result.stderr
+    assert "compiling its kernels, once" in result.stderr
+    assert "kernels compiled in" in result.stderr
+
+
+def test_a_build_without_pycc_warns_is_recorded_and_not_retried(tmp_path, monkeypatch):
+    without_pycc = [sys.executable, "-c", "import sys; sys.modules['numba.pycc'] = None; "
+                                          "from olearn import aot; aot.build()"]
+    result = _build_first_in_subprocess(tmp_path, without_pycc)
+    assert result.stdout.split() == ["False", "False"]
+    assert "[warning] the start-up kernels were not built (" in result.stderr
+    assert "numba.pycc" in result.stderr
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(aot.NO_BUILD, raising=False)
+    monkeypatch.delenv("NUMBA_BOUNDSCHECK", raising=False)
+    assert not aot.wants_build(["-d", "x.vw"])
+    (tmp_path / aot.FAILED).write_text("0" * 16 + "\n(other sources)\n")
+    assert aot.wants_build(["-d", "x.vw"])
+
+
+@NEEDS_MODULE
+def test_a_second_process_waits_for_the_build_and_uses_it(tmp_path):
+    import fcntl
+    with open(tmp_path / f"{aot.MODULE}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+        code = "import sys; from olearn import aot; print(aot.build_first(sys.stderr))"
+        waiting = subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said = waiting.stderr.readline()  # it found the lock taken
+        subprocess.run(_copy_module_command(tmp_path), check=True)  # the other process's build
+    out, _ = waiting.communicate(timeout=60)
+    assert "waiting for another olearn" in said and out.strip() == "True"
+
+
+@pytest.mark.parametrize("argv, env, wanted", [
+    (["-d", "x.vw"], {}, True), (["--help"], {}, False), (["--version"], {}, False),
+    (["-d", "x.vw"], {aot.NO_BUILD: "1"}, False), (["-d", "x.vw"], {"NUMBA_BOUNDSCHECK": "1"}, False)])
+def test_which_commands_build_first(tmp_path, monkeypatch, argv, env, wanted):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv(aot.NO_BUILD, raising=False)
+    monkeypatch.delenv("NUMBA_BOUNDSCHECK", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert aot.wants_build(argv) is wanted

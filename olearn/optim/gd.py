@@ -337,7 +337,7 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets
                            rows)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numbers, offsets,
                     index, value, namespace, lines, first_line, preds, rows):
     """:func:`learn_batch`'s example loop for one learner ``family`` (a literal: the stack
