@@ -39,7 +39,8 @@ ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_b
                 ("olearn.optim.regularize", "flush"),
                 ("olearn.optim.saew", "export"),
                 ("olearn.features.interactions", "expand_example"),
-                ("olearn.features.interactions", "unseen_features"))
+                ("olearn.features.interactions", "unseen_features"),
+                ("olearn.features.namespaces", "select"))
 
 
 def _directory() -> str:

@@ -13,7 +13,7 @@ import sys
 
 from olearn import hashing, losses, run_options
 from olearn.errors import OptionError
-from olearn.features import interactions, stage_poly
+from olearn.features import interactions, namespaces, stage_poly
 from olearn.features.interactions import terms_of
 from olearn.io import formats
 from olearn.losses import Loss
@@ -26,6 +26,7 @@ GROUPS = (("Input", run_options.DATA + formats.OPTIONS + hashing.OPTIONS),
           ("Initial weights", weights.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
+          ("Namespaces", namespaces.OPTIONS),
           ("Feature expansion: interactions", interactions.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
           ("Exponential weights: EG, BOA, SAEW", saew.OPTIONS),
@@ -58,6 +59,7 @@ class _Checked:
             raise OptionError(f"--min_prediction ({self.min_prediction:g}) must be below "
                               f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
+        namespaces.check(self)
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
                               self.leave_duplicate_interactions,

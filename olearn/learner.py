@@ -12,10 +12,10 @@ from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
-from olearn.features import interactions, stage_poly
+from olearn.features import interactions, namespaces, stage_poly
 from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
-from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
+from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd
 from olearn.optim.families import family_of
@@ -84,6 +84,7 @@ class OnlineLearner:
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
+        self._selection = namespaces.Selection.of(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
         self.terms = interactions.encode(interactions.with_wildcards(config.terms, []))
@@ -160,10 +161,14 @@ class OnlineLearner:
     def _parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
         cfg = self.config
         names = cfg.audit or cfg.invert_hash is not None
-        return parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
-                     cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, names,
-                     self._ns_hash[fmt],
-                     block.source, block.first_line, block.bytes_read, block.pass_line)
+        selection = self._selection  # --ignore, --keep, --redefine
+        batch = parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
+                      cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, names,
+                      self._ns_hash[fmt], block.source, block.first_line, block.bytes_read,
+                      block.pass_line, selection.index_of if selection else IDENTITY)
+        if selection is not None:
+            batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
+        return batch
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
         """Parsed batches, in order: blocks read ahead on one thread, parsed on two."""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from olearn.config import Config
 from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.hashing import namespace_hash
-from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse, parse_block
+from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse, parse_block
 from olearn.learner import OnlineLearner
 from olearn.optim import gd, regularize, saew
 from olearn.predictions import format_predictions
@@ -269,7 +269,7 @@ def test_flush_and_export_check_their_arrays(learners):
 def test_parse_block_sizes_its_buffers_from_the_bytes_not_the_hint():
     text = np.frombuffer(b"1 |a x\n" * 50, dtype=np.uint8)
     for hint in (0, 1, 1 << 40):
-        out = parse_block(text, hint, FORMAT_VW, 255, 0, False, True, False, 0)
+        out = parse_block(text, hint, FORMAT_VW, 255, 0, False, True, False, 0, IDENTITY)
         assert len(out[0]) == 50 and out[-1] == 50
 
 

@@ -15,6 +15,7 @@ from olearn.io.vw_text import parse_vw_line
 FORMAT_VW = 0
 FORMAT_SVMLIGHT = 1
 MAX_WARNINGS_PER_BLOCK = 10000
+IDENTITY = np.arange(256, dtype=np.uint8)  # every namespace byte its own index
 
 
 @njit(cache=True, nogil=True)
@@ -25,14 +26,20 @@ def _grow(a, cap):
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit, ns_hash):
+def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit, ns_hash,
+                index_of):
     """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
+
+    ``index_of`` (256 bytes) maps the first byte of a VW namespace's name to its index
+    (--redefine; the identity otherwise).
 
     ``lines_hint`` only sizes the first buffers: the kernel counts lines itself and grows its
     outputs from what it finds, so no hint (nor any byte) can make it write past them.
     ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
     Returns the arrays of an :class:`ExampleBatch` and the number of lines found.
     """
+    if index_of.shape[0] != 256:
+        raise ValueError("parse_block: index_of must map all 256 namespace bytes")
     n = buf.shape[0]
     ex_cap = min(max(lines_hint, 0), n) + 1
     ex_num = np.empty((ex_cap, 3), dtype=np.float32)
@@ -84,7 +91,8 @@ def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit,
             ex_line[ex] = line
             if fmt == FORMAT_VW:
                 nf, nw = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, ns_hash, ex_num,
-                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank)
+                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank,
+                                       index_of)
             else:
                 nf, nw = parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num,
                                         ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
@@ -109,12 +117,14 @@ def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit,
 
 def parse(text: np.ndarray, lines_hint: int, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
-          bytes_read: int = 0, pass_line: int = 0) -> ExampleBatch:
+          bytes_read: int = 0, pass_line: int = 0,
+          index_of: np.ndarray = IDENTITY) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch` (``lines_hint``: the lines
-    the block is expected to hold; the batch counts the lines the parser found)."""
+    the block is expected to hold; the batch counts the lines the parser found; ``index_of``:
+    the namespaces' indices, see :func:`parse_block`)."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
      n_warnings, n_lines) = parse_block(text, lines_hint, fmt, mask, seed, hash_all,
-                                        add_constant, audit, ns_hash)
+                                        add_constant, audit, ns_hash, index_of)
     return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
                         namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line,
                         int(n_lines))

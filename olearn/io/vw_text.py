@@ -74,16 +74,18 @@ def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
 
 @njit(cache=True, nogil=True)
 def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex_num, ex_tag,
-                  f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank):
+                  f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank, index_of):
     """Parse one non-empty line ``buf[s:e]`` into example ``ex``; returns (nf, nw).
 
     ``ns_rank`` is per-block scratch of shape (256, 2): for each namespace index, the example
     that last saw it (plus one) and its rank of first appearance in that example.
+    ``index_of`` (256 bytes) maps a named namespace's first byte to its index (--redefine,
+    features/namespaces.py); the default namespace's is always ``' '``.
     """
     first = nf
     nf, nw, regroup = _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash,
                                          ex, ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, nf,
-                                         warns, nw, ns_rank)
+                                         warns, nw, ns_rank, index_of)
     if regroup:
         _group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
     return nf, nw
@@ -115,7 +117,7 @@ def _group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank):
 
 @njit(cache=True, nogil=True)
 def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, ex, ex_num, ex_tag,
-                       f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank):
+                       f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank, index_of):
     n_ranks = 0
     regroup = False
     previous_ns = -1
@@ -136,7 +138,7 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
             while p < e and not is_blank(at(buf, p)) and at(buf, p) != COLON and at(buf, p) != BAR:
                 p += 1
             ns_e = p
-            ns = at(buf, ns_s)
+            ns = index_of[at(buf, ns_s)]
             ns_hash = hash_name(buf, ns_s, ns_e, seed, hash_all)
             if p < e and at(buf, p) == COLON:
                 value, used = parse_float(buf, p + 1, e)
