@@ -85,6 +85,7 @@ class OnlineLearner:
                                     or config.max_prediction is not None)
         self.params = params
         self._selection = namespaces.Selection.of(config)
+        self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
         self.terms = interactions.encode(interactions.with_wildcards(config.terms, []))
@@ -231,7 +232,7 @@ class OnlineLearner:
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
         return gd.learn_batch(self.weights, self.lazy, self.poly, self.ew, state, stats, params,
-                              self.terms, batch.numbers, batch.offsets, batch.index, batch.value,
+                              self.terms, self.linear, batch.numbers, batch.offsets, batch.index, batch.value,
                               batch.namespace, batch.lines, batch.pass_line, preds, rows)
 
     @property

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from olearn import Learner
 from olearn.config import Config
 from olearn.hashing import CONSTANT_HASH
 from olearn.learner import OnlineLearner
@@ -106,3 +107,13 @@ def test_fixed_prediction_range_clips():
     examples = [(10.0, 1.0, [(1, 1.0)])] * 20
     preds = kernel_predictions(examples, Config(bit_precision=4, max_prediction=2.0))
     assert preds.max() <= 2.0 and preds[-1] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("options", [{}, {"normalized": True}, {"l1": 1e-3}])
+def test_a_first_example_without_features_learns_nothing(options):
+    # normalized updates divide by the average norm of the examples so far: 0 here (VW's
+    # update is NaN, made 0); an internal error before
+    learner = Learner(noconstant=True, **options)
+    learner.fit(["1 |a", "0 |b x", "1 |"])
+    assert learner.average_loss == pytest.approx((1 + 0 + 1) / 3)
+    assert not learner._learner.weights[:, 0].any()

@@ -99,7 +99,7 @@ def _learn(learner, batch, **replace):
     """gd.learn_batch on ``batch`` with some of its arguments replaced."""
     args = {"W": learner.weights, "lazy": learner.lazy, "poly": learner.poly, "ew": learner.ew,
             "state": learner.state, "stats": learner.stats, "params": learner.params,
-            "terms": learner.terms, "numbers": batch.numbers, "offsets": batch.offsets,
+            "terms": learner.terms, "linear": learner.linear, "numbers": batch.numbers, "offsets": batch.offsets,
             "index": batch.index, "value": batch.value, "namespace": batch.namespace,
             "lines": batch.lines, "first_line": 0,
             "preds": np.empty((len(batch), 2), dtype=np.float32),
@@ -119,7 +119,7 @@ def test_learner_takes_any_parsed_bytes(learners, text, name):
 
 
 MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
-             "weights", "terms", "lazy", "poly", "ew", "family", "state", "params")
+             "weights", "terms", "linear", "lazy", "poly", "ew", "family", "state", "params")
 
 
 def _mutated(learner, batch, what, k):
@@ -152,6 +152,8 @@ def _mutated(learner, batch, what, k):
         terms = encode(["ab"])
         terms[0, 0] = [0, 3, 99, -1][k % 4]
         return {"terms": terms}
+    if what == "linear":
+        return {"linear": np.ones(255 + 2 * (k % 2), dtype=np.bool_)}
     if what == "lazy":
         return {"lazy": np.zeros((1, 1)), "params": _params(learner, gd.P_L1, 1e-3)}
     if what == "poly":

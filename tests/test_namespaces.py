@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from conftest import run_olearn
 from olearn import Learner, OptionError
 from olearn.config import Config
-from olearn.features.namespaces import Selection, select
+from olearn.features.namespaces import Selection, linear_terms, select
 from olearn.hashing import CONSTANT_NAMESPACE, namespace_hash
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 
@@ -172,3 +172,21 @@ def test_cache_depends_on_namespace_options(tmp_path):
     ignored = loss("--ignore", "a")
     assert loss() != ignored  # the cache of the --ignore run is not reused
     assert loss("--ignore", "a") == ignored
+
+
+def test_ignore_linear_flags_the_bytes_it_names():
+    linear = linear_terms(Config(ignore_linear=["a\\x80"]))
+    assert sorted(np.flatnonzero(~linear).tolist()) == [97, CONSTANT_NAMESPACE]
+
+
+def test_ignored_linear_features_stay_at_zero_but_count_and_interact():
+    learner = Learner(ignore_linear=["a"], quadratic=["ab"], bit_precision=10, noconstant=True)
+    plain = Learner(quadratic=["ab"], bit_precision=10, noconstant=True)
+    lines = ["1 |a x |b y", "0 |a x |b z", "1 |a w |b y"]
+    learner.fit(lines)
+    plain.fit(lines)
+    a_features = _parse(b"|a x w\n").index[:2] & 1023
+    assert not learner._learner.weights[a_features, 0].any()
+    assert plain._learner.weights[a_features, 0].all()
+    assert learner._learner.weights[:, 0].any()  # the interactions learned
+    assert "total feature number = 9" in _summary(learner) and "= 9" in _summary(plain)

@@ -253,6 +253,7 @@ AUDIT_OPTIONS = {
     "keep": ["--keep", "ab", "--keep", "\\xc3n", "--ignore", "a", "-q", "ab", "-q", "na"],
     "redefine": ["--redefine", "y:=:", "--redefine", "z:=ab", "-q", "zy", "-q", "zz",
                  "--ignore", "7"],
+    "ignore_linear": ["--ignore_linear", "a\\x80", "-q", "ab", "--redefine", "b:=n"],
     "redefine_default": ["--redefine", ":=an", "-q", " b", "--keep", "\\x20b"],
 }
 AUDIT_OPTIONS_ORDER = {  # for the feature-order test only
@@ -742,7 +743,8 @@ def test_initial_weights_equal_vw(vw, tmp_path, options):
 
 
 NAMESPACE_OPTIONS = {"redefine_q": ["--redefine", "g:=f", "-q", "gg"],
-                     "keep_wins": ["--keep", "f", "--ignore", "f"], "ignore": ["--ignore", "f"]}
+                     "keep_wins": ["--keep", "f", "--ignore", "f"], "ignore": ["--ignore", "f"],
+                     "ignore_linear": ["--ignore_linear", "f", "-q", "ff"]}
 
 
 @pytest.mark.parametrize("options", list(NAMESPACE_OPTIONS))

@@ -9,7 +9,8 @@ index N (``:`` in S: every namespace); features keep their hashes, only what sel
 single namespace is mapped by :func:`select`. Then the namespaces whose index is ignored
 (``--ignore``, or every one not listed by ``--keep``) lose their features (:func:`select`).
 The constant is never ignored nor redefined, and, as in VW's text parser, the default
-namespace is never redefined.
+namespace is never redefined. ``--ignore_linear`` acts in the learning kernel instead
+(:func:`linear_terms`, gd.learn_batch): those namespaces' features only form interactions.
 """
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ OPTIONS = (
     repeated("--keep", metavar="ABC", model=True, parsing=True,
              help="Keep only the namespaces whose name begins with any of these characters "
                   "(repeatable; overrides --ignore; the constant stays)."),
+    repeated("--ignore_linear", metavar="ABC", model=True,
+             help="Use the features of the namespaces beginning with these characters in "
+                  "interactions only, not as linear terms (repeatable; \\xHH escapes)."),
     repeated("--redefine", metavar="N:=S", model=True, parsing=True,
              help="Give the namespaces beginning with a character of S the index N (empty N: "
                   "the default namespace; ':' in S: every namespace); repeatable, in order."),
@@ -97,6 +101,15 @@ class Selection:
             self.dropped, IDENTITY if redefined else self.index_of, has_constant)
         return dataclasses.replace(batch, offsets=offsets, index=index, value=value,
                                    namespace=namespace, audit=audit)
+
+
+def linear_terms(config) -> np.ndarray:
+    """Whether each namespace index's features are linear terms (all but --ignore_linear's;
+    the constant's 128 included, as in VW)."""
+    linear = np.ones(256, dtype=np.bool_)
+    for text in config.ignore_linear:
+        linear[list(_bytes(text))] = False
+    return linear
 
 
 def check(config) -> None:

@@ -224,6 +224,8 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         state[S_NORM] += imp * norm_x
         state[S_TOTAL] += imp
         avg = state[S_NORM] / state[S_TOTAL]
+        if avg <= 0.0:  # no example so far had a feature: VW's update is NaN, made 0
+            return 0.0
         if sqrt_rate:
             multiplier = np.sqrt(1.0 / avg) if adaptive else 1.0 / avg
         else:
@@ -247,6 +249,20 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         else:
             W[j, W_W] += u * value[k]
     return eta_bar
+
+
+@njit(cache=True, nogil=True)
+def _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear):
+    """Leave out of an expanded example (``n`` rows: the batch's features ``lo:hi`` in order,
+    then the interactions) the linear features of namespaces ``linear`` does not flag; returns
+    the new count and how many were left out."""
+    kept = 0
+    for k in range(n):
+        if k >= hi - lo or linear[namespace[lo + k]]:
+            x_idx[kept] = x_idx[k]
+            x_val[kept] = x_val[k]
+            kept += 1
+    return kept, n - kept
 
 
 @njit(cache=True, nogil=True)
@@ -275,8 +291,8 @@ def _holdout_averages(stats, row):
 
 
 @njit(cache=True, nogil=True)
-def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
-                     value, namespace, lines, preds, rows):
+def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets,
+                     index, value, namespace, lines, preds, rows):
     """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
     pass over the batch's offsets and indices (:func:`valid_batch`)."""
     if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
@@ -297,6 +313,8 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
     if not valid_terms(terms):
         raise ValueError("learn_batch: malformed interaction terms")
+    if linear.shape[0] != 256:
+        raise ValueError("learn_batch: linear must flag all 256 namespace indices")
     lam2 = params[P_L2]
     if (params[P_L1] > 0 or lam2 > 0) and not regularize.fits(
             lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
@@ -309,37 +327,38 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, of
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index, value,
-                namespace, lines, first_line, preds, rows):
+def learn_batch(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets, index,
+                value, namespace, lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
     Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
     whether it is held out (VW's holdout: predicted and scored apart, never learned).
 
     ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
-    example. Writes each example's prediction (after link and --binary) and raw score (before
+    example; ``linear[ns]`` says whether namespace index ``ns``'s features are linear terms too
+    (--ignore_linear: not, features/namespaces.py). Writes each example's prediction (after link and --binary) and raw score (before
     clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
     ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization; ``poly`` the
     --stage_poly state (min_depth, flags, SSM sums, counters, origins; features/stage_poly.py);
     ``ew`` the state of the exponential-weights learners (optim/layout.py), which predict from
     their own state except in test-only mode, where ``W`` holds the model they exported.
     """
-    _check_arguments(W, lazy, poly, ew, state, stats, params, terms, numbers, offsets, index,
-                     value, namespace, lines, preds, rows)
+    _check_arguments(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets,
+                     index, value, namespace, lines, preds, rows)
     # The learner family is chosen here, once per batch: the family is a compile-time constant
     # of the example loop, which numba compiles once for each (docs/architecture.md).
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
         return _learn_examples(EXPONENTIAL_WEIGHTS, W, lazy, poly, ew, state, stats, params,
-                               terms, numbers, offsets, index, value, namespace, lines,
+                               terms, linear, numbers, offsets, index, value, namespace, lines,
                                first_line, preds, rows)
     return _learn_examples(GRADIENT_DESCENT, W, lazy, poly, ew, state, stats, params, terms,
-                           numbers, offsets, index, value, namespace, lines, first_line, preds,
-                           rows)
+                           linear, numbers, offsets, index, value, namespace, lines, first_line,
+                           preds, rows)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numbers, offsets,
-                    index, value, namespace, lines, first_line, preds, rows):
+def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
+                    offsets, index, value, namespace, lines, first_line, preds, rows):
     """:func:`learn_batch`'s example loop for one learner ``family`` (a literal: the stack
     expander → family → loss is fixed for the whole loop)."""
     loss_code = int(params[P_LOSS])
@@ -370,8 +389,12 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numb
     x_val = np.empty(0, dtype=np.float32)
     no_src = np.empty((0, terms.shape[1]), dtype=np.int64)
     nrows = 0
+    some_not_linear = False
+    for ns in range(256):
+        some_not_linear = some_not_linear or not linear[ns]
     for e in range(numbers.shape[0]):
-        if terms.shape[0] > 0:
+        not_linear = 0  # features left out of the linear terms, counted as VW counts them
+        if terms.shape[0] > 0 or some_not_linear:
             need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
             if need > x_idx.shape[0]:
                 x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
@@ -379,6 +402,9 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numb
             lo = 0
             hi = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask,
                         permutations, x_idx, x_val, no_src)
+            if some_not_linear:
+                hi, not_linear = _drop_linear(x_idx, x_val, hi, namespace, offsets[e],
+                                              offsets[e + 1], linear)
             f_idx = x_idx
             f_val = x_val
         else:
@@ -458,14 +484,14 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, numb
         else:
             stats[R_W_UNLABELED] += imp
         stats[R_EXAMPLES] += 1
-        stats[R_FEATURES] += hi - lo
+        stats[R_FEATURES] += hi - lo + not_linear
         wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
         if wsum >= stats[R_DUMP_AT] and nrows < rows.shape[0]:
             rows[nrows, 0] = stats[R_EXAMPLES]
             rows[nrows, 1] = wsum
             rows[nrows, 2] = y
             rows[nrows, 3] = shown
-            rows[nrows, 4] = hi - lo
+            rows[nrows, 4] = hi - lo + not_linear
             if params[P_HOLDOUT_ROWS] != 0:
                 _holdout_averages(stats, rows[nrows])
                 rows[nrows, 7] = 1.0
