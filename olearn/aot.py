@@ -40,7 +40,8 @@ ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_b
                 ("olearn.optim.saew", "export"),
                 ("olearn.features.interactions", "expand_example"),
                 ("olearn.features.interactions", "unseen_features"),
-                ("olearn.features.namespaces", "select"))
+                ("olearn.features.namespaces", "select"),
+                ("olearn.features.ngrams", "add_grams"))
 
 
 def _directory() -> str:

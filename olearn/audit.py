@@ -13,15 +13,27 @@ def _name(text: np.ndarray, start: int, end: int) -> str:
     return bytes(text[start:end]).decode("utf-8", "surrogateescape") if start >= 0 else ""
 
 
-def feature_name(batch: ExampleBatch, k: int) -> str:
-    """Printable name of feature ``k`` of a batch parsed with name spans: ``ns^name[^value]``."""
+def _own_name(batch: ExampleBatch, k: int, with_value: bool = True) -> str:
+    """Feature ``k``'s name without its namespace: ``name[^value]``."""
+    name_s, name_e, sval_s, sval_e, _, _ = batch.audit[k]
+    name = _name(batch.text, name_s, name_e)
+    if with_value and sval_s >= 0:
+        return name + "^" + _name(batch.text, sval_s, sval_e)
+    return name
+
+
+def feature_name(batch: ExampleBatch, k: int, with_value: bool = True) -> str:
+    """Printable name of feature ``k`` of a batch parsed with name spans: ``ns^name[^value]``;
+    an --ngram gram's is ``ns^name^name...`` of its components, without string values (VW's)."""
     ns = int(batch.namespace[k])
     if ns == CONSTANT_NAMESPACE:
         return "Constant"
-    name_s, name_e, sval_s, sval_e, ns_s, ns_e = batch.audit[k]
-    name = _name(batch.text, name_s, name_e)
-    if sval_s >= 0:
-        name += "^" + _name(batch.text, sval_s, sval_e)
+    if k < len(batch.parts) and batch.parts[k, 0] >= 0:
+        first, *rest = [int(j) for j in batch.parts[k] if j >= 0]
+        return "^".join([feature_name(batch, first, False),
+                         *(_own_name(batch, j, False) for j in rest)])
+    name = _own_name(batch, k, with_value)
+    ns_s, ns_e = batch.audit[k, 4:6]
     if ns_s >= 0:
         return _name(batch.text, ns_s, ns_e) + "^" + name
     if ns != DEFAULT_NAMESPACE:

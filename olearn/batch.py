@@ -8,6 +8,9 @@ import numpy as np
 from numba import njit
 
 
+NO_PARTS = np.full((0, 1), -1, dtype=np.int64)
+
+
 @dataclass
 class ExampleBatch:
     """Examples of one newline-aligned block of one source.
@@ -37,6 +40,8 @@ class ExampleBatch:
     bytes_read: int
     pass_line: int = 0
     n_lines: int = 0
+    # each --ngram gram's components (positions in this batch, -1 padded), with ``audit`` only
+    parts: np.ndarray = dataclasses.field(default_factory=lambda: NO_PARTS)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1

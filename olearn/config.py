@@ -13,7 +13,7 @@ import sys
 
 from olearn import hashing, losses, run_options
 from olearn.errors import OptionError
-from olearn.features import interactions, namespaces, stage_poly
+from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
 from olearn.io import formats
 from olearn.losses import Loss
@@ -27,6 +27,7 @@ GROUPS = (("Input", run_options.DATA + formats.OPTIONS + hashing.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Namespaces", namespaces.OPTIONS),
+          ("Feature expansion: n-grams", ngrams.OPTIONS),
           ("Feature expansion: interactions", interactions.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
           ("Exponential weights: EG, BOA, SAEW", saew.OPTIONS),
@@ -60,6 +61,7 @@ class _Checked:
                               f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
         namespaces.check(self)
+        ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
                               self.leave_duplicate_interactions,

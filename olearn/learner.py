@@ -12,7 +12,7 @@ from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
-from olearn.features import interactions, namespaces, stage_poly
+from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
@@ -85,6 +85,7 @@ class OnlineLearner:
                                     or config.max_prediction is not None)
         self.params = params
         self._selection = namespaces.Selection.of(config)
+        self._grams = ngrams.Grams.of(config)
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
@@ -169,6 +170,8 @@ class OnlineLearner:
                       block.pass_line, selection.index_of if selection else IDENTITY)
         if selection is not None:
             batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
+        if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
+            batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         return batch
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:

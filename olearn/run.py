@@ -127,8 +127,8 @@ def run(config: Config) -> OnlineLearner:
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
 # A value of TEMPORARY names a new file in a temporary folder.
 TEMPORARY = "<temporary file>"
-WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"]},
-                   {"sgd": True, "raw_predictions": TEMPORARY},
+WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
+                   {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
                     "quadratic": ["ab"]},
                    {"cache": True, "passes": 2, "readable_model": TEMPORARY},

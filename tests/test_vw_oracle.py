@@ -254,6 +254,8 @@ AUDIT_OPTIONS = {
     "redefine": ["--redefine", "y:=:", "--redefine", "z:=ab", "-q", "zy", "-q", "zz",
                  "--ignore", "7"],
     "ignore_linear": ["--ignore_linear", "a\\x80", "-q", "ab", "--redefine", "b:=n"],
+    "ngram": ["--ngram", "2", "--skips", "1", "-q", "ab"],
+    "ngram_per_namespace": ["--ngram", "a3", "--skips", "a1", "--ngram", "b2", "--ignore", "7"],
     "redefine_default": ["--redefine", ":=an", "-q", " b", "--keep", "\\x20b"],
 }
 AUDIT_OPTIONS_ORDER = {  # for the feature-order test only
@@ -712,8 +714,9 @@ def _weight_lines(text: str) -> dict[str, list[float]]:
     return out
 
 
-@pytest.mark.parametrize("extra", [[], ["-q", "ab", "--cubic", "abc", "-q", "aa"]],
-                         ids=["linear", "interactions"])
+@pytest.mark.parametrize("extra", [[], ["-q", "ab", "--cubic", "abc", "-q", "aa"],
+                                   ["--ngram", "2", "--skips", "1", "-q", "ab"]],
+                         ids=["linear", "interactions", "ngrams"])
 @pytest.mark.parametrize("option", ["--invert_hash", "--readable_model"])
 def test_text_model_weights_match_vw(vw, tmp_path, option, extra):
     path = _write(tmp_path / "d.vw", "".join(
@@ -744,7 +747,8 @@ def test_initial_weights_equal_vw(vw, tmp_path, options):
 
 NAMESPACE_OPTIONS = {"redefine_q": ["--redefine", "g:=f", "-q", "gg"],
                      "keep_wins": ["--keep", "f", "--ignore", "f"], "ignore": ["--ignore", "f"],
-                     "ignore_linear": ["--ignore_linear", "f", "-q", "ff"]}
+                     "ignore_linear": ["--ignore_linear", "f", "-q", "ff"],
+                     "ngram": ["--ngram", "2"], "skipgram": ["--ngram", "3", "--skips", "1"]}
 
 
 @pytest.mark.parametrize("options", list(NAMESPACE_OPTIONS))

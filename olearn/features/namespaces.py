@@ -45,7 +45,7 @@ OPTIONS = (
 _HEX = re.compile(rb"\\x([0-9a-fA-F]{2})")
 
 
-def _bytes(text: str) -> bytes:
+def option_bytes(text: str) -> bytes:
     """An option's characters as the bytes a namespace index is compared with: the UTF-8 of
     the text (as VW reads its command line), with ``\\xHH`` escapes decoded."""
     return _HEX.sub(lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text))
@@ -53,7 +53,7 @@ def _bytes(text: str) -> bytes:
 
 def _redefinition(text: str) -> tuple[int, bytes]:
     """``N:=S`` as (N's index, S)."""
-    raw = _bytes(text)
+    raw = option_bytes(text)
     if b":=" not in raw:
         raise OptionError(f"--redefine {text!r}: expected N:=S (N a namespace letter or "
                           "nothing, S the letters of the namespaces to redefine)")
@@ -76,11 +76,11 @@ class Selection:
             return None
         dropped = np.zeros(256, dtype=np.bool_)
         for text in config.ignore:
-            dropped[list(_bytes(text))] = True
+            dropped[list(option_bytes(text))] = True
         if config.keep:
             dropped[:] = True
             for text in config.keep:
-                dropped[list(_bytes(text))] = False
+                dropped[list(option_bytes(text))] = False
         index_of = np.arange(256, dtype=np.uint8)
         for text in config.redefine:
             target, sources = _redefinition(text)
@@ -108,7 +108,7 @@ def linear_terms(config) -> np.ndarray:
     the constant's 128 included, as in VW)."""
     linear = np.ones(256, dtype=np.bool_)
     for text in config.ignore_linear:
-        linear[list(_bytes(text))] = False
+        linear[list(option_bytes(text))] = False
     return linear
 
 
