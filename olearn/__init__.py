@@ -49,4 +49,7 @@ def __getattr__(name: str):
     if name == "Learner":
         from olearn.api import Learner
         return Learner
+    if name == "plot_learning_curve":
+        from olearn.history import plot_learning_curve
+        return plot_learning_curve
     raise AttributeError(f"module 'olearn' has no attribute {name!r}")

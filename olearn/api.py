@@ -137,6 +137,12 @@ class Learner:
         return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32), lines
 
     @property
+    def history(self):
+        """The progressive-validation history (olearn/history.py): the table's rows as arrays
+        (examples, weight, average_loss, since_last, holdout) and ``pass_holdout``."""
+        return self._learner.history
+
+    @property
     def average_loss(self) -> float:
         """Progressive-validation loss of everything learned so far (NaN before any label)."""
         with self._lock:

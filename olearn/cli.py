@@ -128,7 +128,8 @@ def command(argv: list[str]) -> None:
 FINAL_REGRESSOR = "-f/--final_regressor"
 OUTPUTS = (("predictions", "-p/--predictions"), ("raw_predictions", "-r/--raw_predictions"),
            ("final_regressor", FINAL_REGRESSOR), ("readable_model", "--readable_model"),
-           ("invert_hash", "--invert_hash"), ("cache_file", "--cache_file"))
+           ("invert_hash", "--invert_hash"), ("learning_curve", "--learning_curve"),
+           ("cache_file", "--cache_file"))
 
 
 def _is_file(path: str) -> bool:

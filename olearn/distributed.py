@@ -61,6 +61,7 @@ from olearn.config import Config
 from olearn.errors import OlearnError, OptionError
 from olearn.features import stage_poly
 from olearn.io import cache, sources
+from olearn.history import plot_learning_curve, require_matplotlib
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.optim import gd
 from olearn.optim.families import family_of
@@ -409,6 +410,8 @@ def check_options(config: Config) -> None:
 def run(config: Config) -> OnlineLearner:
     """``olearn --dask``: as run.run, with each pass learned in parallel over the partitions."""
     check_options(config)
+    if config.learning_curve:
+        require_matplotlib()
     parts = partitions(config.data, config.dask_partitions)
     learner = OnlineLearner.start(config)
     config = learner.config
@@ -430,6 +433,8 @@ def run(config: Config) -> OnlineLearner:
     if config.readable_model:
         readable.write(config.readable_model, config, learner.weights, learner.state, None,
                        config.predict_only_model)
+    if config.learning_curve:
+        plot_learning_curve(learner.history, config.learning_curve)
     console.print(summary(learner.stats, config.loss, config.loss_param,
                           done.passes, done.holdout_loss))
     return learner
@@ -464,8 +469,9 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         learner.stats = merge_stats(learner.stats, stats)
         console.progress(0, int(learner.stats[gd.R_EXAMPLES]))
         if row is not None:
-            console.print(format_row(_pass_row(learner.stats, stats, row,
-                                               bool(learner.params[gd.P_HOLDOUT_ROWS]))))
+            row = _pass_row(learner.stats, stats, row, bool(learner.params[gd.P_HOLDOUT_ROWS]))
+            learner.history.add(row[None])
+            console.print(format_row(row))
         return lines
 
     fetched = (None, None)  # a pass's state future and its result: fetched once, saved often

@@ -13,6 +13,7 @@ from olearn.batch import ExampleBatch
 from olearn.config import Config
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
+from olearn.history import History
 from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
@@ -55,6 +56,7 @@ class OnlineLearner:
             self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
         self._apply_fixed_range()
         self.stats = self.new_stats()
+        self.history = History()  # the table's rows, for Learner.history and --learning_curve
         params = np.zeros(gd.PARAMS_SIZE)
         params[gd.P_ETA] = config.eta
         params[gd.P_POWER_T] = config.power_t
@@ -220,7 +222,9 @@ class OnlineLearner:
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
         self._exported = False
-        return rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
+        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
+        self.history.add(rows)
+        return rows
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
@@ -261,7 +265,9 @@ class OnlineLearner:
                 rows.append(row)
             line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
-        return np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
+        rows = np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
+        self.history.add(rows)
+        return rows
 
 
 def parse_warnings(batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:

@@ -99,11 +99,13 @@ class Holdout:
         self.best = math.inf
         self._no_win = 0
         self.stopped_early = False
+        self.last = math.inf  # the last pass's holdout loss
 
     def end_pass(self, stats: np.ndarray) -> bool:
         """Score the pass just finished; True when it is the best so far."""
         weight = stats[gd.R_HOLDOUT_W_PASS]
         loss = stats[gd.R_HOLDOUT_LOSS_PASS] / weight if weight > 0 else math.inf
+        self.last = loss
         stats[gd.R_HOLDOUT_LOSS_PASS] = stats[gd.R_HOLDOUT_W_PASS] = 0.0
         if not self.active:
             return False
@@ -144,6 +146,7 @@ def run_passes(learner, learn_pass: Callable[[int], int],
         # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
         learner.end_pass(lines, last=passes == config.passes)
         improved = holdout.end_pass(learner.stats)
+        learner.history.end_pass(holdout.last)
         learner.params[gd.P_ETA] *= config.decay_learning_rate
         if improved and path:
             save(path)

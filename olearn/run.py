@@ -9,6 +9,7 @@ import numpy as np
 from olearn import aot, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
+from olearn.history import plot_learning_curve, require_matplotlib
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.io.atomic import AtomicOutput
@@ -62,6 +63,8 @@ def run(config: Config) -> OnlineLearner:
     outputs (-p, -r, -f, text models)."""
     paths = config.data or ["-"]
     sources.check_readable(paths)
+    if config.learning_curve:
+        require_matplotlib()  # before training, not after
     learner = OnlineLearner.start(config)
     config = learner.config
     plan = DataPlan(config, paths)
@@ -110,6 +113,8 @@ def run(config: Config) -> OnlineLearner:
                 readable.write(path, config, learner.weights, learner.state,
                                learner.feature_names(known.names) if known else None,
                                config.predict_only_model)
+        if config.learning_curve:
+            plot_learning_curve(learner.history, config.learning_curve)
         for out, _ in outputs:
             out.commit()
     except BaseException:

@@ -29,6 +29,9 @@ OUTPUTS = (
          help="Write the model as text (index:weight and its state) after training."),
     text("--invert_hash", metavar="FILE",
          help="As --readable_model, each weight named by its feature (e.g. a^x:55432:...)."),
+    text("--learning_curve", metavar="FILE.png",
+         help="Draw the progressive loss (and each pass's holdout loss) to a PNG after "
+              "training (needs matplotlib: pip install 'olearn[plot]')."),
     flag("--predict_only_model",
          help="Text models hold only the weights, not the optimizer state."),
     text("-i", "--initial_regressor", metavar="FILE",
