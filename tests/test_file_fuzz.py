@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -539,3 +541,20 @@ def test_cache_with_a_header_longer_than_the_file_never_matches(folder):
     assert cache.matches(str(path), {}) is False
     with pytest.raises(OlearnError, match="header length"):
         next(cache.read(str(path), 255))
+
+
+def test_cache_truncated_while_read_is_an_error_not_a_crash(folder, cache_file):
+    # another process cuts the cache after its first record was read: the reader mapped the
+    # records (a ValueError, or SIGBUS when cut while mapped); now a short read is an error
+    data, _ = cache_file
+    path = folder / "shrinking.cache"
+    path.write_bytes(data)
+    code = ("import os, sys; from olearn.io import cache; from olearn.errors import OlearnError\n"
+            f"batches = cache.read({str(path)!r}, {CACHE_CONFIG.mask})\n"
+            "next(batches)\n"
+            f"os.truncate({str(path)!r}, {_records(data)[1][0] + cache._RECORD.size + 8})\n"
+            "try:\n    list(batches)\nexcept OlearnError as exc:\n    print(exc.message)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "truncated cache file" in result.stdout

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import mmap
 import os
 import struct
 from typing import BinaryIO, Iterator
@@ -193,8 +192,11 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
             start, length = stream.tell(), sum(sizes)
             if start + length > size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
-            buf = _mapped(stream, start, length)
-            stream.seek(start + length)
+            # read, not memory-mapped: a file truncated by another process while mapped
+            # would end this one with SIGBUS instead of an error
+            buf = np.empty(length, dtype=np.uint8)
+            if stream.readinto(memoryview(buf)) != length:
+                raise OlearnError("truncated cache file (rebuild it with -k)", path)
             if _checksum(buf) != checksum:
                 raise _corrupted(path, f"record {record}: checksum mismatch")
             arrays, at = {}, 0
@@ -246,15 +248,3 @@ def _record_problem(counts: tuple, arrays: dict, mask: int, n_sources: int,
     if not np.isfinite(arrays["value"]).all():
         return "non-finite feature value"
     return None
-
-
-def _mapped(stream: BinaryIO, start: int, length: int) -> np.ndarray:
-    """Bytes ``start:start+length`` of the file, memory-mapped copy-on-write: writable arrays
-    (as the kernels are compiled for) that never write to the file. The mapping lives as long
-    as the arrays viewing it."""
-    if length == 0:
-        return np.empty(0, dtype=np.uint8)
-    page_start = start - start % mmap.ALLOCATIONGRANULARITY
-    mapping = mmap.mmap(stream.fileno(), start + length - page_start, flags=mmap.MAP_PRIVATE,
-                        prot=mmap.PROT_READ | mmap.PROT_WRITE, offset=page_start)
-    return np.frombuffer(mapping, dtype=np.uint8)[start - page_start:]
