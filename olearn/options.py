@@ -17,11 +17,13 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from olearn.errors import OptionError
 
+_HEX = re.compile(rb"\\x([0-9a-fA-F]{2})")
 MAX_COUNT = 2 ** 32 - 1  # VW's counters are 32-bit; every count stays exact in float64 params
 _METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
 
@@ -153,3 +155,9 @@ def metavar(option: Option) -> str:
     if option.choices is not None:
         return "[" + "|".join(option.choices) + "]"
     return _METAVARS[option.kind]
+
+
+def option_bytes(text: str) -> bytes:
+    """An option's namespace letters as the bytes VW compares with namespace indices: the
+    UTF-8 of the text (as VW reads its command line), with ``\\xHH`` escapes decoded."""
+    return _HEX.sub(lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text))

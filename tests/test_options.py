@@ -98,9 +98,9 @@ def test_bad_option_is_one_line_and_exit_2(data, tmp_path, args):
 
 
 @pytest.mark.parametrize("term, message", [
-    ("é€", "'€' is not a namespace letter"), ("", "expected 2 namespace letters"),
-    ("a", "expected 2 namespace letters"), ("\\x00b", "expected 2 namespace letters"),
-    ("abc", "expected 2 namespace letters"),
+    ("é€", "expected 2 namespace letters"), ("", "expected 2 namespace letters"),
+    ("a", "expected 2 namespace letters"), ("éb", "expected 2 namespace letters (bytes)"),
+    ("abc", "expected 2 namespace letters"), ("\\x61", "expected 2 namespace letters"),
 ])
 def test_odd_quadratic_is_one_line(data, term, message):
     assert message in _usage_error(*olearn("-d", data, "-q", term)[::2])

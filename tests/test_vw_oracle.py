@@ -253,6 +253,8 @@ AUDIT_OPTIONS = {
     "keep": ["--keep", "ab", "--keep", "\\xc3n", "--ignore", "a", "-q", "ab", "-q", "na"],
     "redefine": ["--redefine", "y:=:", "--redefine", "z:=ab", "-q", "zy", "-q", "zz",
                  "--ignore", "7"],
+    # namespace letters are bytes, as VW reads its command line: é is two (C3 A9)
+    "quadratic_bytes": ["-q", "\\x20b", "-q", "é", "--cubic", "a\\xc3b", "-q", "\\xe6a"],
     "ignore_linear": ["--ignore_linear", "a\\x80", "-q", "ab", "--redefine", "b:=n"],
     "ngram": ["--ngram", "2", "--skips", "1", "-q", "ab"],
     "ngram_per_namespace": ["--ngram", "a3", "--skips", "a1", "--ngram", "b2", "--ignore", "7"],

@@ -17,7 +17,7 @@ from numba import njit
 
 from olearn.batch import valid_batch
 from olearn.errors import OptionError
-from olearn.options import flag, repeated
+from olearn.options import flag, option_bytes, repeated
 
 FNV = 16777619
 WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')
@@ -47,13 +47,13 @@ def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
         for term in given:
             if not isinstance(term, str):
                 raise OptionError(f"{option} {term!r}: expected a string of namespace letters")
+            given_as = term
+            # a namespace is one byte, the first of its name: a letter per byte, as VW reads
+            # its command line (UTF-8; \xHH escapes)
+            term = option_bytes(term).decode("latin-1")
             if (size is not None and len(term) != size) or len(term) < 2:
                 expected = f"{size} namespace letters" if size else "at least 2 namespace letters"
-                raise OptionError(f"{option} {term!r}: expected {expected}")
-            wide = [letter for letter in term if ord(letter) > 255]
-            if wide:  # a namespace is one byte: the first of its name
-                raise OptionError(f"{option} {term!r}: {wide[0]!r} is not a namespace letter "
-                                  "(one byte: a Latin-1 character)")
+                raise OptionError(f"{option} {given_as!r}: expected {expected} (bytes)")
             if len(set(term)) < len(term) and WILDCARD not in term:
                 term = "".join(sorted(term))  # VW groups repeated namespaces (abcb -> abbc)
             terms.append(term)

@@ -15,8 +15,6 @@ namespace is never redefined. ``--ignore_linear`` acts in the learning kernel in
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 
 import numpy as np
 from numba import njit
@@ -25,7 +23,7 @@ from olearn.batch import ExampleBatch
 from olearn.errors import OptionError
 from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 from olearn.io.parse import IDENTITY
-from olearn.options import repeated
+from olearn.options import option_bytes, repeated
 
 OPTIONS = (
     repeated("--ignore", metavar="ABC", model=True, parsing=True,
@@ -41,15 +39,6 @@ OPTIONS = (
              help="Give the namespaces beginning with a character of S the index N (empty N: "
                   "the default namespace; ':' in S: every namespace); repeatable, in order."),
 )
-
-_HEX = re.compile(rb"\\x([0-9a-fA-F]{2})")
-
-
-def option_bytes(text: str) -> bytes:
-    """An option's characters as the bytes a namespace index is compared with: the UTF-8 of
-    the text (as VW reads its command line), with ``\\xHH`` escapes decoded."""
-    return _HEX.sub(lambda m: bytes([int(m.group(1), 16)]), os.fsencode(text))
-
 
 def _redefinition(text: str) -> tuple[int, bytes]:
     """``N:=S`` as (N's index, S)."""

@@ -17,8 +17,7 @@ from numba import njit
 
 from olearn.batch import ExampleBatch
 from olearn.errors import OptionError
-from olearn.features.namespaces import option_bytes
-from olearn.options import repeated
+from olearn.options import option_bytes, repeated
 
 OPTIONS = (
     repeated("--ngram", metavar="[A]N", model=True, parsing=True,
