@@ -20,15 +20,16 @@ from olearn.losses import Loss
 from olearn.optim import gd, regularize, saew, weights
 from olearn.options import Option
 
-# --help's groups, in order; each option is declared beside the code that uses it.
-GROUPS = (("Input", run_options.DATA + formats.OPTIONS + hashing.OPTIONS),
+# --help's groups, in order; each option is declared beside the code that uses it. VW's
+# groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
+# and interactions, "Weight options" the initial weights (VW lists --random_seed apart).
+GROUPS = (("Input options", run_options.DATA + formats.OPTIONS),
+          ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
+           + interactions.OPTIONS),
+          ("Weight options", weights.OPTIONS),
           ("Gradient descent", gd.OPTIONS),
-          ("Initial weights", weights.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
-          ("Namespaces", namespaces.OPTIONS),
-          ("Feature expansion: n-grams", ngrams.OPTIONS),
-          ("Feature expansion: interactions", interactions.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
           ("Exponential weights: EG, BOA, SAEW", saew.OPTIONS),
           ("Output", run_options.OUTPUTS),
