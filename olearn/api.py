@@ -22,19 +22,36 @@ import numpy as np
 from olearn.batch import ExampleBatch
 from olearn.cli import config_of
 from olearn.config import Config
-from olearn.errors import OptionError, ParseWarning
+from olearn.errors import OlearnError, OptionError, ParseWarning
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.passes import DataPlan, run_passes
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
+# The Learner whose data a thread is producing (the user's iterable runs on the read-ahead
+# thread): a call back into that Learner would wait forever for the lock fit holds.
+_producing = threading.local()
+
+
+def _produced_for(learner: "Learner", lines: Iterable) -> Iterator:
+    """``lines``, each item produced with this thread marked as producing for ``learner``."""
+    items = iter(lines)
+    while True:
+        _producing.learner = learner
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        finally:
+            _producing.learner = None
+        yield item
 
 
 def _is_path(data: Data) -> bool:
     return isinstance(data, (str, os.PathLike))
 
 
-def _blocks(data: Data) -> Iterator[sources.Block]:
+def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
     """A path (VW text or svmlight, plain or gzip) or an iterable of example lines; anything
     else is a TypeError (bytes are not taken for a path, nor numbers for lines)."""
     if _is_path(data):
@@ -52,6 +69,8 @@ def _blocks(data: Data) -> Iterator[sources.Block]:
         hint = " (lines in one bytes object: pass [data])" if isinstance(data, bytes) else ""
         raise TypeError("data must be a path (str or os.PathLike) or an iterable of example "
                         f"lines (str or bytes), not {kind}{hint}")
+    if not isinstance(data, (list, tuple)):
+        data = _produced_for(learner, data)
     return sources.blocks_of_lines(data)
 
 
@@ -82,6 +101,14 @@ class Learner:
         self._learner = OnlineLearner(self.config)
         self._lock = threading.Lock()
 
+    def _locked(self) -> threading.Lock:
+        """The lock, unless this thread is producing this learner's data: it would wait for
+        itself (fit holds the lock while it reads the data)."""
+        if getattr(_producing, "learner", None) is self:
+            raise OlearnError("the data given to fit() or predict() uses the same Learner, "
+                              "which is busy reading it: give a list, or use another Learner")
+        return self._lock
+
     def fit(self, data: Data) -> "Learner":
         """Learn online from ``data`` (a path, or example lines); returns ``self``.
 
@@ -92,12 +119,12 @@ class Learner:
         config = self.config
         if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
             raise OptionError("several passes need a path or a list of lines to read again")
-        with self._lock:
+        with self._locked():
             plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
 
             def learn_pass(pass_no: int) -> int:
                 batches = (plan.batches(self._learner, pass_no) if plan is not None
-                           else self._learner.batches(_blocks(data)))
+                           else self._learner.batches(_blocks(data, self)))
                 # warnings point past learn_pass, run_passes and fit: at fit's caller
                 return self._run(batches, learn=True, stacklevel=5)[1]
 
@@ -113,8 +140,8 @@ class Learner:
 
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data``; no learning."""
-        with self._lock:
-            return self._run(self._learner.batches(_blocks(data)), learn=False,
+        with self._locked():
+            return self._run(self._learner.batches(_blocks(data, self)), learn=False,
                              stacklevel=3)[0]
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool,
@@ -145,12 +172,12 @@ class Learner:
     @property
     def average_loss(self) -> float:
         """Progressive-validation loss of everything learned so far (NaN before any label)."""
-        with self._lock:
+        with self._locked():
             return self._learner.average_loss
 
     def save(self, path: str | os.PathLike) -> None:
         """Write a model file (the same format as ``olearn -f``)."""
-        with self._lock:
+        with self._locked():
             self._learner.save(os.fspath(path))
 
     @classmethod

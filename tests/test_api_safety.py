@@ -162,3 +162,17 @@ def test_no_python_warning_from_the_command_line(tmp_path, text, args):
                           env={**os.environ, "PYTHONWARNINGS": "error"})
     err = proc.stderr.decode()
     assert proc.returncode == 0 and "Warning" not in err and "finished run" in err, err
+
+
+@pytest.mark.parametrize("call", ["predict", "fit", "average_loss"])
+def test_data_that_calls_its_own_learner_is_an_error_not_a_deadlock(call):
+    learner = olearn.Learner()
+
+    def lines():
+        yield "1 |a x"
+        getattr(learner, call)(["1 |a y"]) if call != "average_loss" else learner.average_loss
+        yield "0 |a z"
+
+    with pytest.raises(olearn.OlearnError, match="uses the same Learner"):
+        learner.fit(lines())
+    learner.fit(["1 |a x"])  # the lock was released
