@@ -23,8 +23,10 @@ from olearn.batch import ExampleBatch
 from olearn.cli import config_of
 from olearn.config import Config
 from olearn.errors import OlearnError, OptionError, ParseWarning
+from olearn import matrices
 from olearn.io import sources
 from olearn.learner import OnlineLearner, parse_warnings
+from olearn.matrices import is_matrix
 from olearn.passes import DataPlan, run_passes
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
@@ -109,22 +111,30 @@ class Learner:
                               "which is busy reading it: give a list, or use another Learner")
         return self._lock
 
-    def fit(self, data: Data) -> "Learner":
-        """Learn online from ``data`` (a path, or example lines); returns ``self``.
+    def fit(self, data: Data, y=None, sample_weight=None) -> "Learner":
+        """Learn online from ``data``: a path or example lines, or a matrix ``X`` (a 2-d numpy
+        array or a scipy.sparse matrix; olearn/matrices.py) with its labels ``y`` and
+        optional importances ``sample_weight``; returns ``self``.
 
-        With ``passes`` > 1, ``data`` must be a path or a list: each pass reads it again (from
-        the cache with ``cache=True``), with VW's holdout and early termination; the learner
-        keeps the last pass's state.
+        With ``passes`` > 1, ``data`` must be a path, a list or a matrix: each pass reads it
+        again (from the cache with ``cache=True``), with VW's holdout and early termination;
+        the learner keeps the last pass's state.
         """
         config = self.config
-        if config.passes > 1 and not isinstance(data, (str, os.PathLike, list, tuple)):
+        matrix = is_matrix(data)
+        if matrix and y is None:
+            raise OptionError("fit(X, y): a matrix needs its labels y")
+        if not matrix and (y is not None or sample_weight is not None):
+            raise OptionError("y and sample_weight go with a matrix X (numpy or scipy.sparse)")
+        if config.passes > 1 and not (matrix or isinstance(data, (str, os.PathLike, list,
+                                                                  tuple))):
             raise OptionError("several passes need a path or a list of lines to read again")
         with self._locked():
             plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
 
             def learn_pass(pass_no: int) -> int:
                 batches = (plan.batches(self._learner, pass_no) if plan is not None
-                           else self._learner.batches(_blocks(data, self)))
+                           else self._batches(data, y, sample_weight))
                 # warnings point past learn_pass, run_passes and fit: at fit's caller
                 return self._run(batches, learn=True, stacklevel=5)[1]
 
@@ -139,15 +149,25 @@ class Learner:
     partial_fit = fit
 
     def predict(self, data: Data) -> np.ndarray:
-        """Predictions (after link and --binary) for every example of ``data``; no learning."""
+        """Predictions (after link and --binary) for every example of ``data`` (lines, a path
+        or a matrix, as for :meth:`fit`); no learning."""
         with self._locked():
-            return self._run(self._learner.batches(_blocks(data, self)), learn=False,
-                             stacklevel=3)[0]
+            return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 0]
+
+    def decision_function(self, data: Data) -> np.ndarray:
+        """Raw scores (before clipping, link and --binary) for every example of ``data``."""
+        with self._locked():
+            return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 1]
+
+    def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
+        if is_matrix(data):
+            return matrices.batches(data, y, sample_weight, self.config)
+        return self._learner.batches(_blocks(data, self))
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool,
              stacklevel: int) -> tuple[np.ndarray, int]:
-        """Outputs of every example, and the number of lines read. Parse warnings point
-        ``stacklevel`` frames up: at the caller of fit or predict."""
+        """Output and raw score of every example, and the number of lines read. Parse warnings
+        point ``stacklevel`` frames up: at the caller of fit or predict."""
         learner = self._learner
         outputs = []
         lines = 0
@@ -159,9 +179,10 @@ class Learner:
                 learner.learn(batch, preds)
             else:
                 learner.predict(batch, preds)
-            outputs.append(preds[:, 0])
+            outputs.append(preds)
             lines = batch.pass_line + batch.n_lines
-        return np.concatenate(outputs) if outputs else np.empty(0, dtype=np.float32), lines
+        return (np.concatenate(outputs) if outputs else np.empty((0, 2), dtype=np.float32),
+                lines)
 
     @property
     def history(self):

@@ -1,0 +1,93 @@
+"""Numeric input: Learner.fit(X, y), predict(X), decision_function(X) on numpy arrays and
+scipy.sparse matrices (olearn/matrices.py)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_DATA, run_olearn
+from olearn import Learner, OlearnError, OptionError
+
+RNG = np.random.default_rng(11)
+# whole numbers: VW's number reader (io/numbers.py) is not correctly rounded ("1.359375" reads
+# as 1.3593749), so only they read from text exactly as the numeric path takes them
+X = np.round(RNG.normal(size=(500, 12)) * 3) * (RNG.random((500, 12)) < 0.4)
+Y = np.round(X @ RNG.normal(size=12) + RNG.normal(size=500))
+
+
+def svmlight_lines(X: np.ndarray, y: np.ndarray, weights=None) -> list[str]:
+    """The rows as svmlight text, column j as feature j, values exactly (repr)."""
+    lines = []
+    for i, row in enumerate(X):
+        importance = "" if weights is None else f" {float(weights[i])!r}"
+        features = " ".join(f"{j}:{float(v)!r}" for j, v in enumerate(row) if v != 0)
+        lines.append(f"{float(y[i])!r}{importance} |f {features}")
+    return lines
+
+
+@pytest.mark.parametrize("options", ["", "--hash all -b 10", "--noconstant --sgd",
+                                     "--passes 3 --holdout_period 5"])
+def test_a_matrix_learns_what_its_text_learns(options):
+    from_text = Learner(options).fit(svmlight_lines(X, Y))
+    from_matrix = Learner(options).fit(X, Y)
+    assert from_matrix.average_loss == from_text.average_loss
+    np.testing.assert_array_equal(from_matrix.predict(X[:50]),
+                                  from_text.predict(svmlight_lines(X[:50], Y[:50])))
+
+
+def test_sample_weight_is_the_importance():
+    weights = np.round(RNG.random(500) * 3)
+    from_text = Learner().fit(svmlight_lines(X, Y, weights))
+    from_matrix = Learner().fit(X, Y, sample_weight=weights)
+    assert from_matrix.average_loss == from_text.average_loss
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc", "coo"])
+def test_sparse_matrices_learn_what_the_array_learns(kind):
+    sparse = pytest.importorskip("scipy.sparse")
+    matrix = getattr(sparse, f"{kind}_matrix")(X)
+    dense = Learner().fit(X, Y)
+    assert Learner().fit(matrix, Y).average_loss == dense.average_loss
+    np.testing.assert_array_equal(Learner().fit(matrix, Y).predict(matrix), dense.predict(X))
+
+
+def test_decision_function_is_the_raw_score():
+    learner = Learner(loss_function="logistic", link="logistic").fit(X, np.sign(Y))
+    raw = learner.decision_function(X)
+    np.testing.assert_allclose(learner.predict(X), 1 / (1 + np.exp(-np.clip(raw, -50, 50))),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"y": Y[:-1]}, "y: 500 finite numbers"),
+    ({"y": np.where(np.arange(500) == 3, np.nan, Y)}, "y: 500 finite numbers"),
+    ({"sample_weight": -np.ones(500)}, "importances must be >= 0"),
+    ({"X": np.where(np.arange(12) == 2, np.inf, X)}, "NaN or infinite"),
+])
+def test_bad_numeric_input_is_one_clear_error(bad, message):
+    args = {"X": X, "y": Y, **bad}
+    with pytest.raises(OlearnError, match=message):
+        Learner().fit(args.pop("X"), **args)
+
+
+def test_a_matrix_needs_its_labels_and_lines_take_none():
+    with pytest.raises(OptionError, match="needs its labels"):
+        Learner().fit(X)
+    with pytest.raises(OptionError, match="go with a matrix"):
+        Learner().fit(["1 |a x"], Y)
+
+
+A9A = SHARED_DATA / "a9a" / "train.svm.gz"
+
+
+@pytest.mark.skipif(not A9A.exists(), reason="no ../shared/data/a9a")
+def test_a9a_loaded_with_scikit_learn_learns_as_the_command_line():
+    datasets = pytest.importorskip("sklearn.datasets")
+    X_a9a, y_a9a = datasets.load_svmlight_file(str(A9A), zero_based=True)
+    learner = Learner().fit(X_a9a, y_a9a)
+    rc, _, err = run_olearn("-d", A9A)
+    assert rc == 0, err
+    cli_loss = float(re.search(r"average loss = (\S+)", err)[1])
+    assert round(learner.average_loss, 6) == cli_loss
