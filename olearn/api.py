@@ -102,6 +102,7 @@ class Learner:
                               "in this process")
         self._learner = OnlineLearner(self.config)
         self._lock = threading.Lock()
+        self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
 
     def _locked(self) -> threading.Lock:
         """The lock, unless this thread is producing this learner's data: it would wait for
@@ -111,10 +112,13 @@ class Learner:
                               "which is busy reading it: give a list, or use another Learner")
         return self._lock
 
-    def fit(self, data: Data, y=None, sample_weight=None) -> "Learner":
+    def fit(self, data: Data, y=None, sample_weight=None,
+            namespaces: dict | None = None) -> "Learner":
         """Learn online from ``data``: a path or example lines, or a matrix ``X`` (a 2-d numpy
-        array or a scipy.sparse matrix; olearn/matrices.py) with its labels ``y`` and
-        optional importances ``sample_weight``; returns ``self``.
+        array, a scipy.sparse matrix or a pandas DataFrame; olearn/matrices.py) with its labels
+        ``y`` and optional importances ``sample_weight``; returns ``self``. ``namespaces``
+        maps namespace names to DataFrame columns (``{"u": ["age"], "i": ["item"]}``, the
+        rest in ``f``); later calls keep it unless given another.
 
         With ``passes`` > 1, ``data`` must be a path, a list or a matrix: each pass reads it
         again (from the cache with ``cache=True``), with VW's holdout and early termination;
@@ -130,6 +134,8 @@ class Learner:
                                                                   tuple))):
             raise OptionError("several passes need a path or a list of lines to read again")
         with self._locked():
+            if namespaces is not None:
+                self._namespaces = dict(namespaces)
             plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
 
             def learn_pass(pass_no: int) -> int:
@@ -150,7 +156,7 @@ class Learner:
 
     def predict(self, data: Data) -> np.ndarray:
         """Predictions (after link and --binary) for every example of ``data`` (lines, a path
-        or a matrix, as for :meth:`fit`); no learning."""
+        or a matrix, as for :meth:`fit`, with fit's ``namespaces``); no learning."""
         with self._locked():
             return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 0]
 
@@ -161,7 +167,7 @@ class Learner:
 
     def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
         if is_matrix(data):
-            return matrices.batches(data, y, sample_weight, self.config)
+            return matrices.batches(data, y, sample_weight, self.config, self._namespaces)
         return self._learner.batches(_blocks(data, self))
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool,
@@ -210,4 +216,5 @@ class Learner:
             given, explicit=frozenset(options), initial_regressor=os.fspath(path)))
         learner.config = learner._learner.config
         learner._lock = threading.Lock()
+        learner._namespaces = None
         return learner

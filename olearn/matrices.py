@@ -1,9 +1,13 @@
-"""Numeric input for the Python API: a numpy array or a scipy.sparse matrix straight into
-example batches, without text (so float64 values are not rounded through decimal text).
+"""Numeric input for the Python API: a numpy array, a scipy.sparse matrix or a pandas
+DataFrame straight into example batches, without text (so float64 values are not rounded
+through decimal text).
 
-Column j is feature ``j`` of namespace ``f``, hashed as the svmlight reader hashes it, so a
-matrix loaded from an svmlight file (with its own indices: ``zero_based=True``) learns what
-``olearn -d file.svm`` learns. Zeros are no features (as VW drops them); every row gets the
+Matrices: column j is feature ``j`` of namespace ``f``, hashed as the svmlight reader hashes
+it, so a matrix loaded from an svmlight file (with its own indices: ``zero_based=True``)
+learns what ``olearn -d file.svm`` learns. DataFrames: a numeric column is the feature named
+by the column, any other column a string feature (VW's ``name:value``, hashed as the text
+reader hashes it), each in namespace ``f`` or the one ``namespaces`` maps it to; a missing
+value (NaN, None) is no feature. Zeros are no features (as VW drops them); every row gets the
 constant unless --noconstant.
 """
 from __future__ import annotations
@@ -23,10 +27,59 @@ SOURCE = "<matrix>"
 
 
 def is_matrix(data: object) -> bool:
-    """Whether ``data`` is a 2-d numeric numpy array or a scipy.sparse matrix."""
+    """Whether ``data`` is a 2-d numeric numpy array, a scipy.sparse matrix or a DataFrame."""
     if isinstance(data, np.ndarray):
         return data.ndim == 2 and data.dtype.kind in "biuf"
-    return hasattr(data, "tocsr") and hasattr(data, "nnz")
+    return (hasattr(data, "tocsr") and hasattr(data, "nnz")) or _is_frame(data)
+
+
+def _is_frame(data: object) -> bool:
+    return hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc")
+
+
+def _frame_rows(frame, namespaces: dict | None, config) -> tuple:
+    """CSR of a DataFrame: row pointers, indices, values, namespace bytes, rows. Columns are
+    grouped by namespace (the mapping's order, then ``f``), each in the frame's order."""
+    hash_all = config.hash == "all"
+    mapped = {column: name for name, columns in (namespaces or {}).items() for column in columns}
+    unknown = [c for c in mapped if c not in frame.columns]
+    if unknown:
+        raise OlearnError(f"namespaces: no column {unknown[0]!r} in the DataFrame", SOURCE)
+    groups = [*(namespaces or {}), SVM_NAMESPACE.decode()]
+    order = sorted(frame.columns, key=lambda c: groups.index(mapped.get(c, groups[-1])))
+    n = len(frame)
+    idx = np.zeros((n, len(order)), dtype=np.uint32)
+    val = np.zeros((n, len(order)), dtype=np.float64)
+    present = np.zeros((n, len(order)), dtype=bool)
+    ns = np.zeros(len(order), dtype=np.uint8)
+    for k, column in enumerate(order):
+        name = str(mapped.get(column, groups[-1])).encode()
+        ns[k] = name[0]
+        seed = namespace_hash(name, config.hash_seed, hash_all)
+        feature = hash_bytes(str(column).encode(), seed, hash_all)
+        values = frame[column]
+        if values.dtype.kind in "biuf":
+            x = values.to_numpy(dtype=np.float64, na_value=np.nan)
+            present[:, k] = ~np.isnan(x) & (x != 0)
+            if not np.isfinite(x[present[:, k]].astype(np.float32)).all():
+                raise OlearnError(f"column {column!r} holds infinite values", SOURCE)
+            idx[:, k], val[:, k] = feature & config.mask, np.where(present[:, k], x, 0)
+        else:  # a string feature name:value, hashed per distinct value
+            missing = values.isna().to_numpy()
+            codes, uniques = _factorize(values)
+            hashes = np.array([hash_bytes(str(u).encode(), feature, hash_all) for u in uniques],
+                              dtype=np.uint64)
+            present[:, k] = ~missing
+            idx[:, k] = np.where(missing, 0, hashes[np.maximum(codes, 0)] & config.mask)
+            val[:, k] = 1.0
+    rows, cols = np.nonzero(present)
+    indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
+    return indptr, idx[rows, cols], val[rows, cols], ns[cols], n
+
+
+def _factorize(values):
+    import pandas  # only here: an optional extra, and a DataFrame means it is installed
+    return pandas.factorize(values)
 
 
 def column_indices(n_columns: int, config) -> np.ndarray:
@@ -64,15 +117,21 @@ def _vector(v, n: int, what: str) -> np.ndarray:
     return array
 
 
-def batches(X, y, sample_weight, config) -> Iterator[ExampleBatch]:
+def batches(X, y, sample_weight, config, namespaces: dict | None = None
+            ) -> Iterator[ExampleBatch]:
     """The rows of ``X`` as batches of examples: labels ``y`` (None: unlabeled), importances
-    ``sample_weight`` (None: 1; must be >= 0)."""
-    indptr, cols, values, n, d = _rows(X)
+    ``sample_weight`` (None: 1; must be >= 0); a DataFrame's columns in ``namespaces``."""
+    if _is_frame(X):
+        indptr, index_of_feature, values, namespace_of_feature, n = _frame_rows(
+            X, namespaces, config)
+    else:
+        indptr, cols, values, n, d = _rows(X)
+        index_of_feature = column_indices(d, config)[cols]
+        namespace_of_feature = np.full(len(cols), SVM_NAMESPACE[0], dtype=np.uint8)
     labels = _vector(y, n, "y")
     weights = _vector(sample_weight, n, "sample_weight")
     if weights is not None and (weights < 0).any():
         raise OlearnError("sample_weight: importances must be >= 0", SOURCE)
-    index_of = column_indices(d, config)
     constant = 0 if config.noconstant else 1
     for start in range(0, n, ROWS_PER_BATCH):
         end = min(start + ROWS_PER_BATCH, n)
@@ -84,9 +143,9 @@ def batches(X, y, sample_weight, config) -> Iterator[ExampleBatch]:
         index = np.full(offsets[-1], CONSTANT_HASH & config.mask, dtype=np.uint32)
         value = np.ones(offsets[-1], dtype=np.float32)
         namespace = np.full(offsets[-1], CONSTANT_NAMESPACE, dtype=np.uint8)
-        index[features] = index_of[cols[lo:hi]]
+        index[features] = index_of_feature[lo:hi]
         value[features] = values[lo:hi]
-        namespace[features] = SVM_NAMESPACE[0]
+        namespace[features] = namespace_of_feature[lo:hi]
         numbers = np.zeros((m, 3), dtype=np.float32)
         numbers[:, 0] = labels[start:end] if labels is not None else np.nan
         numbers[:, 1] = weights[start:end] if weights is not None else 1.0

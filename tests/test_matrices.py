@@ -91,3 +91,29 @@ def test_a9a_loaded_with_scikit_learn_learns_as_the_command_line():
     assert rc == 0, err
     cli_loss = float(re.search(r"average loss = (\S+)", err)[1])
     assert round(learner.average_loss, 6) == cli_loss
+
+
+def test_a_dataframe_learns_what_its_text_learns():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"age": [30, 0, 41, np.nan, 25, 30] * 40,
+                              "city": ["paris", "rome", None, "x12", "paris", "oslo"] * 40,
+                              "item": pandas.Categorical(["a", "b", "a", "c", "b", "a"] * 40),
+                              "n": [1, 2, 3, 4, 5, 6] * 40})
+    labels = np.array([1.0, 0, 1, 0, 1, 1] * 40)
+    lines = []
+    for (age, city, item, count), label in zip(frame.itertuples(index=False), labels):
+        user = " ".join(part for part in (f"age:{age:g}" if age == age and age else "",
+                                          "" if pandas.isna(city) else f"city:{city}") if part)
+        lines.append(f"{label:g} |u {user} |i item:{item} |f n:{count}")
+    options = "-q ui"
+    namespaces = {"u": ["age", "city"], "i": ["item"]}
+    from_frame = Learner(options).fit(frame, labels, namespaces=namespaces)
+    from_text = Learner(options).fit(lines)
+    assert from_frame.average_loss == from_text.average_loss
+    np.testing.assert_array_equal(from_frame.predict(frame.head(6)), from_text.predict(lines[:6]))
+
+
+def test_dataframe_namespaces_must_name_its_columns():
+    pandas = pytest.importorskip("pandas")
+    with pytest.raises(OlearnError, match="no column 'z'"):
+        Learner().fit(pandas.DataFrame({"a": [1.0]}), [1.0], namespaces={"u": ["z"]})
