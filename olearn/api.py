@@ -100,9 +100,15 @@ class Learner:
         if self.config.dask:
             raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")
-        self._learner = OnlineLearner(self.config)
+        self._start(OnlineLearner(self.config))
+
+    def _start(self, learner: OnlineLearner) -> None:
+        self._learner = learner
+        self.config = learner.config
         self._lock = threading.Lock()
         self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
+        self._dicts = matrices.DictExamples(self.config)
+        self._one = np.empty((1, 2), dtype=np.float32)  # learn_one's output row
 
     def _locked(self) -> threading.Lock:
         """The lock, unless this thread is producing this learner's data: it would wait for
@@ -165,6 +171,19 @@ class Learner:
         with self._locked():
             return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 1]
 
+    def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
+        """Predict, then learn, one example given as a dict (River's convention; see
+        matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
+        with self._locked():
+            self._learner.learn(self._dicts.batch(x, y, weight), self._one)
+        return self
+
+    def predict_one(self, x: dict) -> float:
+        """The prediction (after link and --binary) for one example given as a dict."""
+        with self._locked():
+            self._learner.predict(self._dicts.batch(x), self._one)
+            return float(self._one[0, 0])
+
     def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
         if is_matrix(data):
             return matrices.batches(data, y, sample_weight, self.config, self._namespaces)
@@ -212,9 +231,6 @@ class Learner:
         """A learner from a model file (as ``olearn -i``); ``options`` override the model's."""
         given = Config(**{"quiet": True, **options})
         learner = cls.__new__(cls)
-        learner._learner = OnlineLearner.start(dataclasses.replace(
-            given, explicit=frozenset(options), initial_regressor=os.fspath(path)))
-        learner.config = learner._learner.config
-        learner._lock = threading.Lock()
-        learner._namespaces = None
+        learner._start(OnlineLearner.start(dataclasses.replace(
+            given, explicit=frozenset(options), initial_regressor=os.fspath(path))))
         return learner

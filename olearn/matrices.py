@@ -154,3 +154,62 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None
                            offsets.astype(np.int64), index, value, namespace,
                            np.empty((0, AUDIT_COLS), dtype=np.int64),
                            np.empty((0, 4), dtype=np.int64), 0, 0, start, m)
+
+
+class DictExamples:
+    """Single examples given as dicts (``learn_one``/``predict_one``, River's convention): a
+    key is a feature name (namespace ``f``) or a (namespace, name) pair; a number is its value,
+    a string makes a string feature (``name:value``); None, NaN and 0 are no feature. Each
+    key's (and string value's) index is hashed once and remembered."""
+
+    def __init__(self, config):
+        self.config = config
+        self._hash_all = config.hash == "all"
+        self._index: dict = {}
+        self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
+
+    def _feature(self, key, value) -> tuple[int, int]:
+        """(index, namespace byte) of a key, with a string value for string features."""
+        found = self._index.get((key, value))
+        if found is None:
+            namespace, name = key if isinstance(key, tuple) else (SVM_NAMESPACE.decode(), key)
+            space = str(namespace).encode() or b" "
+            seed = namespace_hash(space, self.config.hash_seed, self._hash_all)
+            h = hash_bytes(str(name).encode(), seed, self._hash_all)
+            if value is not None:
+                h = hash_bytes(str(value).encode(), h, self._hash_all)
+            found = self._index[key, value] = (h & self.config.mask, space[0])
+        return found
+
+    def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
+        """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
+        grouped: dict[int, list[tuple[int, float]]] = {}
+        for key, value in x.items():
+            if isinstance(value, str):
+                index, space = self._feature(key, value)
+                grouped.setdefault(space, []).append((index, 1.0))
+            elif value is not None and value == value and value != 0:
+                number = float(value)
+                if not np.isfinite(np.float32(number)):
+                    raise OlearnError(f"feature {key!r}: {value!r} is not a finite number",
+                                      SOURCE)
+                index, space = self._feature(key, None)
+                grouped.setdefault(space, []).append((index, number))
+        features = [(i, v, s) for s, pairs in grouped.items() for i, v in pairs]
+        if self._constant is not None:
+            features.append((self._constant, 1.0, CONSTANT_NAMESPACE))
+        label = np.nan if y is None else float(y)
+        if (y is not None and not np.isfinite(label)) or not (np.isfinite(weight)
+                                                              and weight >= 0):
+            raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
+                              SOURCE)
+        k = len(features)
+        return ExampleBatch(np.empty(0, dtype=np.uint8), SOURCE, 0,
+                            np.array([[label, weight, 0.0]], dtype=np.float32),
+                            np.full((1, 2), -1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                            np.array([0, k], dtype=np.int64),
+                            np.array([f[0] for f in features], dtype=np.uint32),
+                            np.array([f[1] for f in features], dtype=np.float32),
+                            np.array([f[2] for f in features], dtype=np.uint8),
+                            np.empty((0, AUDIT_COLS), dtype=np.int64),
+                            np.empty((0, 4), dtype=np.int64), 0, 0, 0, 1)

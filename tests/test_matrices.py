@@ -117,3 +117,23 @@ def test_dataframe_namespaces_must_name_its_columns():
     pandas = pytest.importorskip("pandas")
     with pytest.raises(OlearnError, match="no column 'z'"):
         Learner().fit(pandas.DataFrame({"a": [1.0]}), [1.0], namespaces={"u": ["z"]})
+
+
+def test_learn_one_learns_what_the_lines_learn():
+    examples = [({"age": 3, "city": "paris", ("u", "id"): 7}, 1.0),
+                ({"age": 0, "city": None, ("u", "id"): 2.5}, 0.0),
+                ({"n": float("nan"), "city": "rome"}, 1.0)] * 30
+    lines = ["1 |f age:3 city:paris |u id:7", "0 |u id:2.5", "1 |f city:rome"] * 30
+    one = Learner("-q fu")
+    for x, y in examples:
+        one.learn_one(x, y)
+    from_lines = Learner("-q fu").fit(lines)
+    assert one.average_loss == from_lines.average_loss
+    assert one.predict_one(examples[0][0]) == from_lines.predict(lines[:1])[0]
+
+
+def test_learn_one_refuses_non_finite_numbers():
+    with pytest.raises(OlearnError, match="not a finite number"):
+        Learner().learn_one({"a": float("inf")}, 1.0)
+    with pytest.raises(OlearnError, match="finite numbers"):
+        Learner().learn_one({"a": 1.0}, float("nan"))
