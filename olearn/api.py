@@ -171,6 +171,26 @@ class Learner:
         with self._locked():
             return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 1]
 
+    def __getstate__(self) -> dict:
+        """Pickled as its options and model file (not the progress statistics): a copy
+        predicts and continues as the learner would."""
+        import tempfile
+        with self._locked(), tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.olearn")
+            self._learner.save(path)
+            with open(path, "rb") as f:
+                return {"config": self.config, "model": f.read(), "namespaces": self._namespaces}
+
+    def __setstate__(self, state: dict) -> None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.olearn")
+            with open(path, "wb") as f:
+                f.write(state["model"])
+            self._start(OnlineLearner.start(dataclasses.replace(
+                state["config"], explicit=frozenset(), initial_regressor=path)))
+        self._namespaces = state["namespaces"]
+
     def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""

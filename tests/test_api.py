@@ -76,3 +76,13 @@ def test_several_passes_match_the_command_line(tmp_path, source):
 def test_several_passes_over_a_one_time_iterable_are_refused():
     with pytest.raises(OlearnError, match="several passes"):
         olearn.Learner(passes=2).fit(iter(LINES))
+
+
+def test_a_pickled_learner_predicts_and_continues_as_the_original():
+    import pickle
+    lines = [f"{i % 3} |a x:{i % 5} |b y{i % 4}" for i in range(200)]
+    learner = olearn.Learner("-q ab --l1 1e-5").fit(lines[:100])
+    copy = pickle.loads(pickle.dumps(learner))
+    np.testing.assert_array_equal(copy.predict(lines), learner.predict(lines))
+    np.testing.assert_array_equal(copy.fit(lines[100:]).predict(lines),
+                                  learner.fit(lines[100:]).predict(lines))

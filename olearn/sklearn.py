@@ -1,0 +1,155 @@
+"""scikit-learn estimators on olearn's learner: :class:`OlearnRegressor` and the binary
+:class:`OlearnClassifier`. Needs scikit-learn (``pip install 'olearn[sklearn]'``); the
+command line never imports this module.
+
+Parameters are olearn's options (the common ones by name, any other in ``options``, a VW
+option string). ``fit`` starts a new learner; ``partial_fit`` continues it. Input goes through
+``olearn/matrices.py``: column j is feature ``j`` of namespace ``f``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from olearn.api import Learner
+from olearn.hashing import CONSTANT_HASH
+from olearn.matrices import column_indices
+from olearn.optim.weights import W_W
+
+SPARSE = ("csr", "csc", "coo")
+
+
+class _OlearnEstimator(BaseEstimator):
+    """What both estimators share: the options, the learner, the linear model's weights."""
+
+    _defaults: dict = {}
+
+    def __init__(self, options: str = "", *, passes: int = 1, learning_rate: float | None = None,
+                 bit_precision: int = 18, l1: float = 0.0, l2: float = 0.0,
+                 quadratic: tuple = (), loss_function: str | None = None):
+        self.options = options
+        self.passes = passes
+        self.learning_rate = learning_rate
+        self.bit_precision = bit_precision
+        self.l1 = l1
+        self.l2 = l2
+        self.quadratic = quadratic
+        self.loss_function = loss_function
+
+    def _new_learner(self) -> Learner:
+        keywords = {"passes": self.passes, "bit_precision": self.bit_precision,
+                    "l1": self.l1, "l2": self.l2, "quadratic": list(self.quadratic),
+                    **self._defaults}
+        if self.learning_rate is not None:
+            keywords["learning_rate"] = self.learning_rate
+        if self.loss_function is not None:
+            keywords["loss_function"] = self.loss_function
+        return Learner(self.options, **keywords)
+
+    def _learn(self, X, y, sample_weight, reset: bool):
+        X, y = validate_data(self, X, y, reset=reset, accept_sparse=SPARSE, dtype=np.float64,
+                             y_numeric=isinstance(self, RegressorMixin))
+        weights = None if sample_weight is None else _check_sample_weight(sample_weight, X)
+        if reset or not hasattr(self, "learner_"):
+            self.learner_ = self._new_learner()
+        self.learner_.fit(X, self._target(y), sample_weight=weights)
+        return self
+
+    def _validated(self, X):
+        check_is_fitted(self, "learner_")
+        return validate_data(self, X, reset=False, accept_sparse=SPARSE, dtype=np.float64)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Each column's weight (the linear terms; with --quadratic, not the whole model)."""
+        check_is_fitted(self, "learner_")
+        learner = self.learner_._learner
+        learner.sync()
+        return learner.weights[column_indices(self.n_features_in_, learner.config),
+                               W_W].astype(np.float64)
+
+    @property
+    def intercept_(self) -> float:
+        """The constant feature's weight (0 with --noconstant)."""
+        check_is_fitted(self, "learner_")
+        learner = self.learner_._learner
+        if learner.config.noconstant:
+            return 0.0
+        learner.sync()
+        return float(learner.weights[CONSTANT_HASH & learner.config.mask, W_W])
+
+
+class OlearnRegressor(RegressorMixin, _OlearnEstimator):
+    """Online linear regression (squared loss unless ``loss_function`` says otherwise)."""
+
+    def fit(self, X, y, sample_weight=None) -> "OlearnRegressor":
+        return self._learn(X, y, sample_weight, reset=True)
+
+    def partial_fit(self, X, y, sample_weight=None) -> "OlearnRegressor":
+        return self._learn(X, y, sample_weight, reset=not hasattr(self, "learner_"))
+
+    def _target(self, y):
+        return y
+
+    def predict(self, X) -> np.ndarray:
+        X = self._validated(X)
+        return self.learner_.predict(X).astype(np.float64)
+
+
+class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
+    """Online binary logistic regression (the second of the two classes is the positive);
+    ``predict_proba`` is the logistic link of the score."""
+
+    _defaults = {"loss_function": "logistic", "link": "logistic"}
+
+    def fit(self, X, y, sample_weight=None) -> "OlearnClassifier":
+        self._set_classes(y)
+        return self._learn(X, y, sample_weight, reset=True)
+
+    def partial_fit(self, X, y, sample_weight=None, classes=None) -> "OlearnClassifier":
+        if not hasattr(self, "classes_"):
+            self._set_classes(y if classes is None else classes)
+        return self._learn(X, y, sample_weight, reset=not hasattr(self, "learner_"))
+
+    def _set_classes(self, y) -> None:
+        check_classification_targets(y)
+        classes = np.unique(np.asarray(y))
+        if len(classes) == 1:
+            raise ValueError("Classifier can't train when only one class is present.")
+        if len(classes) > 2:
+            raise ValueError(f"Only binary classification is supported. y has {len(classes)} "
+                             "classes.")
+        self.classes_ = classes
+
+    def _target(self, y):
+        check_classification_targets(y)
+        unknown = ~np.isin(y, self.classes_)
+        if unknown.any():
+            raise ValueError(f"y holds a class not in classes_: {y[unknown][0]!r}")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def decision_function(self, X) -> np.ndarray:
+        """Raw scores (before clipping and link): positive for the second class."""
+        X = self._validated(X)
+        return self.learner_.decision_function(X).astype(np.float64)
+
+    def predict_proba(self, X) -> np.ndarray:
+        X = self._validated(X)
+        positive = self.learner_.predict(X).astype(np.float64)
+        return np.column_stack([1.0 - positive, positive])
+
+    def predict(self, X) -> np.ndarray:
+        positive = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[positive.astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
