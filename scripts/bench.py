@@ -18,6 +18,11 @@ The exponential-weights learners (--skip-experts): BOA's, SAEW's and EG's learni
 in-process on parsed batches of dense examples (the SAEW paper's d = 500, every feature active
 from the first example), as corner updates per second (2d per example; target ≥ 50 million).
 
+The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matrix in-process,
+against scikit-learn's ``SGDClassifier``/``SGDRegressor`` for one epoch and River's
+``learn_one`` loop over the same rows as dicts (each tool skipped when not installed), on
+a9a (classification) and cpusmall (regression) from ``../shared/data``.
+
 The report ends with the APPLE and SAEW experiments' tables and figures, copied from
 ``experiments/*/summary.md`` (written by ``scripts/apple_experiment.py`` and
 ``scripts/saew_experiment.py``, which take 10-30 minutes each and are not rerun here).
@@ -165,6 +170,15 @@ class Throughput:
 
 
 @dataclass(frozen=True)
+class PythonTimes:
+    """Seconds of each Python tool's one pass over each task's rows, alternated."""
+
+    seconds: dict[tuple[str, str], list[float]]  # (task, tool) -> runs
+    examples: dict[str, int]
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Results:
     """Everything one benchmark run measured."""
 
@@ -184,6 +198,7 @@ class Results:
     stage_poly: Comparison
     cache: Comparison
     experts: Throughput
+    python: PythonTimes
     seconds: float
     sources_changed: bool
     load_at_end: str
@@ -494,6 +509,99 @@ def run_experts(args: argparse.Namespace) -> Throughput:
     return Throughput(seconds, 2 * d, examples)
 
 
+PYTHON_TASKS = (("a9a", "classification"), ("cpusmall", "regression"))
+
+
+def _python_tools(kind: str) -> dict:
+    """One pass of each available tool over (X, y, rows as dicts), as callables."""
+    import warnings
+    import olearn
+    tools = {"olearn fit(X, y)": lambda X, y, rows: olearn.Learner(
+        loss_function="logistic" if kind == "classification" else "squared").fit(X, y)}
+    try:
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.linear_model import SGDClassifier, SGDRegressor
+
+        def sgd(X, y, rows):
+            model = (SGDClassifier(loss="log_loss") if kind == "classification"
+                     else SGDRegressor())
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.set_params(max_iter=1, tol=None).fit(X, y)
+        tools["scikit-learn SGD, 1 epoch"] = sgd
+    except ImportError:
+        pass
+    try:
+        from river import linear_model
+
+        def river(X, y, rows):
+            model = (linear_model.LogisticRegression() if kind == "classification"
+                     else linear_model.LinearRegression())
+            for x, target in zip(rows, y):
+                model.learn_one(x, target > 0 if kind == "classification" else target)
+        tools["River learn_one"] = river
+    except ImportError:
+        pass
+    return tools
+
+
+def run_python(args: argparse.Namespace) -> PythonTimes:
+    """The Python section: alternated one-pass timings of each tool on each task."""
+    if args.skip_python:
+        return PythonTimes({}, {}, "Skipped (--skip-python).")
+    import numpy as np
+    try:
+        from sklearn.datasets import load_svmlight_file
+    except ImportError:
+        return PythonTimes({}, {}, "Skipped: scikit-learn (to load the svmlight files) is not "
+                                   "installed.")
+    seconds: dict[tuple[str, str], list[float]] = {}
+    examples = {}
+    runs = max(3, args.runs // 2)
+    for task, kind in PYTHON_TASKS:
+        path = Path(args.shared) / task / "train.svm.gz"
+        if not path.exists():
+            continue
+        X, y = load_svmlight_file(str(path), zero_based=True)
+        X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)  # for SGD
+        if kind == "classification":
+            y = np.where(y > 0, 1.0, -1.0)
+        rows = [dict(zip(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(),
+                         X.data[X.indptr[i]:X.indptr[i + 1]].tolist())) for i in range(len(y))]
+        examples[task] = len(y)
+        tools = _python_tools(kind)
+        log(f"python: {task}, {runs} alternated runs of {', '.join(tools)}")
+        for call in tools.values():
+            call(X[:100], y[:100], rows[:100])  # compiles or loads the kernels
+        for _ in range(runs):
+            for name, call in tools.items():
+                start = time.perf_counter()
+                call(X, y, rows)
+                seconds.setdefault((task, name), []).append(time.perf_counter() - start)
+    return PythonTimes(seconds, examples, "" if seconds else "Skipped: no shared datasets.")
+
+
+def python_section(r: Results) -> list[str]:
+    title = "## Python API: `fit(X, y)` against scikit-learn and River\n"
+    t = r.python
+    if not t.seconds:
+        return [title, t.note + "\n"]
+    rows = []
+    for (task, name), runs in t.seconds.items():
+        median = statistics.median(runs)
+        ours = statistics.median(t.seconds[task, "olearn fit(X, y)"])
+        rows.append([task, name, f"{median:.3f}", f"{t.examples[task] / median:,.0f}",
+                     f"{ours / median:.2f}"])
+    return [title,
+            "One pass over the training rows, in-process, the data already loaded (a CSR "
+            "matrix from `load_svmlight_file`; for River the same rows as dicts, built before "
+            "timing); olearn with its default learner (logistic loss for a9a, labels ±1), "
+            "scikit-learn's SGD with `max_iter=1`, River's `LogisticRegression`/"
+            "`LinearRegression`. Ratio: olearn's median time / the tool's (below 1: olearn "
+            "is faster).\n",
+            table(["task", "tool", "median s", "examples / s", "olearn / tool"], rows) + "\n"]
+
+
 def benchmark(args: argparse.Namespace) -> Results:
     """Run every measurement, in the order: 200k file, memory, 10-line file, L1, quadratic,
     stage_poly, cache, shared data."""
@@ -521,10 +629,12 @@ def benchmark(args: argparse.Namespace) -> Results:
     stage_poly = run_stage_poly(args, tools)
     cache = run_cache(args, olearn)
     experts = run_experts(args)
+    python = run_python(args)
     shared, shared_note = run_shared(args, tools)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
-                   l1, quadratic, stage_poly, cache, experts, time.perf_counter() - started,
+                   l1, quadratic, stage_poly, cache, experts, python,
+                   time.perf_counter() - started,
                    source_stamp() != stamp, load_average())
 
 
@@ -867,7 +977,7 @@ def report(r: Results, args: argparse.Namespace) -> str:
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
                 + l1_section(r) + versus_section(r.quadratic, "## Quadratic interactions\n")
                 + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
-                + cache_section(r) + experts_section(r)
+                + cache_section(r) + experts_section(r) + python_section(r)
                 + shared_section(r, args.shared, args.shared_runs)
                 + experiment_section()
                 + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
@@ -900,7 +1010,8 @@ def parse_args() -> argparse.Namespace:
                        ("quadratic", "olearn vs VW with a quadratic interaction"),
                        ("stage-poly", "olearn vs VW with --stage_poly"),
                        ("cache", f"olearn reading {CACHE_DATASET} as text vs from its -c cache"),
-                       ("experts", "the BOA/SAEW/EG throughput")):
+                       ("experts", "the BOA/SAEW/EG throughput"),
+                       ("python", "the Python API against scikit-learn and River")):
         parser.add_argument(f"--skip-{name}", action="store_true", help=f"skip {what}")
     parser.add_argument("--no-vw", action="store_true",
                         help="run only olearn, even when vowpalwabbit is installed")
