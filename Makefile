@@ -37,6 +37,7 @@ test-boundscheck: $(STAMP)
 		--ignore=tests/test_dask.py --ignore=tests/test_vw_oracle.py --ignore=tests/test_aot.py
 
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
 	$(BIN)/python scripts/bench.py
 
 clean:
