@@ -36,25 +36,13 @@ class History:
     def _column(self, j: int) -> np.ndarray:
         return np.concatenate(self._rows)[:, j] if self._rows else np.empty(0)
 
-    @property
-    def examples(self) -> np.ndarray:
-        return self._column(0)
-
-    @property
-    def weight(self) -> np.ndarray:
-        return self._column(1)
-
-    @property
-    def average_loss(self) -> np.ndarray:
-        return self._column(2)
-
-    @property
-    def since_last(self) -> np.ndarray:
-        return self._column(3)
-
-    @property
-    def holdout(self) -> np.ndarray:
-        return self._column(4).astype(bool)
+    # the table's columns, as arrays
+    examples = property(lambda self: self._column(0), doc="examples seen at each row")
+    weight = property(lambda self: self._column(1), doc="weighted example sum at each row")
+    average_loss = property(lambda self: self._column(2), doc="average progressive loss")
+    since_last = property(lambda self: self._column(3), doc="loss since the last row")
+    holdout = property(lambda self: self._column(4).astype(bool),
+                       doc="whether the row reports the holdout loss")
 
 
 def plot_learning_curve(learner_or_history, path: str | os.PathLike) -> None:

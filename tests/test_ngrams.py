@@ -108,7 +108,10 @@ def test_ngram_below_two_adds_nothing(ngram, skips):
 
 @pytest.mark.parametrize("options, message", [({"skips": ["1"]}, "--skips needs --ngram"),
                                                ({"ngram": ["x"]}, "--ngram 'x'"),
-                                               ({"ngram": ["a-2"]}, "--ngram 'a-2'")])
+                                               ({"ngram": ["a-2"]}, "--ngram 'a-2'"),
+                                               ({"ngram": ["100000"]}, "gram patterns"),
+                                               ({"ngram": ["30"], "skips": ["9"]},
+                                                "gram patterns")])
 def test_malformed_gram_options_are_option_errors(options, message):
     with pytest.raises(OptionError, match=message):
         Learner(**options)

@@ -11,6 +11,7 @@ first position. The constant takes part in none.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from numba import njit
@@ -29,6 +30,9 @@ OPTIONS = (
 )
 
 GRAM_MULTIPLIER = 27942141
+# Skip patterns per namespace at most: n and k grow them combinatorially (C(n - 1 + k, k) of
+# size n), and a table this large would take the memory and time before any example.
+MAX_PATTERNS = 10_000
 
 
 def _per_namespace(option: str, values: list[str]) -> np.ndarray:
@@ -78,6 +82,10 @@ class Grams:
         skips = _per_namespace("--skips", config.skips)
         if config.skips and not config.ngram:
             raise OptionError("--skips needs --ngram (grams of 2 or more features)")
+        for n_max, k in {(int(n), int(k)) for n, k in zip(ngram, skips)}:
+            if sum(math.comb(n - 1 + k, k) for n in range(2, n_max + 1)) > MAX_PATTERNS:
+                raise OptionError(f"--ngram {n_max} with --skips {k}: more than "
+                                  f"{MAX_PATTERNS:,} gram patterns per namespace")
         rows: list[list[int]] = []
         start = np.zeros(257, dtype=np.int64)
         width = 1 + max(int(ngram.max()), 1)
