@@ -24,7 +24,7 @@ from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, defa
 from olearn.checks import INT64_LIMIT, Invalid, increasing_below, require
 from olearn.errors import OlearnError
 from olearn.features.stage_poly import StagePoly
-from olearn.oaa import OneAgainstAll
+from olearn.oaa import AUTO, OneAgainstAll
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd, regularize
 from olearn.optim.families import FAMILIES, family_of
@@ -303,6 +303,7 @@ def _check_table(arrays: dict, config: Config) -> None:
              "regularization accumulators not flushed")
     fixed = config.min_prediction is not None or config.max_prediction is not None
     require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
+    require(state[gd.S_INDEXING] in (0.0, 1.0, AUTO), "unknown --oaa indexing")
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:

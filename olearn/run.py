@@ -131,14 +131,15 @@ def run(config: Config) -> OnlineLearner:
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
-# A value of TEMPORARY names a new file in a temporary folder.
+# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
                     "quadratic": ["ab"]},
                    {"cache": True, "passes": 2, "readable_model": TEMPORARY},
-                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY})
+                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY},
+                   {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY})
 
 
 def warm_cache() -> None:
@@ -154,13 +155,17 @@ def warm_cache() -> None:
             f.write(lines)
         with open(svm, "wb") as f:
             f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
+        classes = os.path.join(tmp, "warm-classes.vw")
+        with open(classes, "wb") as f:
+            f.write(b"1 |a x\n3 2 'tag |b y\n|c z\n")
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
                 for options in WARM_UP_OPTIONS:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
-                    run(Config(**{"data": [vw, svm], "quiet": True,
+                    data = [classes] if options.get("oaa") else [vw, svm]
+                    run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout

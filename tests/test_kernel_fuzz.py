@@ -262,7 +262,7 @@ def test_prediction_lines_check_their_tags(spans, text_length):
 
 def test_flush_and_export_check_their_arrays(learners):
     learner = learners["elastic net"]
-    acc = learner.state[gd.S_REG:]
+    acc = learner.state[gd.S_REG:gd.S_REG + regularize.SIZE]
     with pytest.raises(ValueError, match="flush"):
         regularize.flush(learner.weights, learner.lazy[:-1], acc, 1e-3, True)
     with pytest.raises(ValueError, match="flush"):

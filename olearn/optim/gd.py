@@ -143,8 +143,8 @@ class GradientDescent:
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Apply every pending regularization step, so that ``weights`` hold the model."""
         if self.config.regularized:
-            regularize.flush(weights, self.lazy, state[S_REG:], self.config.l1,
-                             self.config.l2 > 0)
+            regularize.flush(weights, self.lazy, state[S_REG:S_REG + regularize.SIZE],
+                             self.config.l1, self.config.l2 > 0)
 
     def model_arrays(self) -> dict:
         return {}
@@ -377,6 +377,30 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _settings(params):
+    """The example loops' options, read once per batch: loss code and parameter, test-only,
+    fixed range, mask, permutations, λ1, λ2, regularized, --stage_poly's (on, constant,
+    exponent, heuristic, doubling) and normalized."""
+    lam1 = params[P_L1]
+    lam2 = params[P_L2]
+    return (int(params[P_LOSS]), params[P_LOSS_PARAM], params[P_TEST_ONLY] != 0,
+            params[P_FIXED_RANGE] != 0, np.int64(params[P_MASK]), params[P_PERMUTATIONS] != 0,
+            lam1, lam2, lam1 > 0 or lam2 > 0, params[P_STAGE_POLY] != 0,
+            np.int64(params[P_CONSTANT]), params[P_SCHED_EXPONENT], int(params[P_HEURISTIC]),
+            params[P_DOUBLING] != 0, params[P_NORMALIZED] != 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scratch(terms):
+    """The example loops' scratch, allocated once per batch: --stage_poly's walk stack and
+    synthetic example, the interactions' namespace ranges, expanded example and (unused)
+    sources."""
+    return (stage_poly.new_stack(), np.empty(16, dtype=np.uint32), np.empty(16, dtype=np.float32),
+            np.zeros((256, 2), dtype=np.int64), np.empty(0, dtype=np.uint32),
+            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _some_not_linear(linear):
     """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
     for ns in range(256):
@@ -463,31 +487,12 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
                     offsets, index, value, namespace, lines, first_line, preds, rows):
     """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family`` (a
     literal: the stack expander → family → loss is fixed for the whole loop)."""
-    loss_code = int(params[P_LOSS])
-    loss_param = params[P_LOSS_PARAM]
     binary = params[P_BINARY] != 0
-    test_only = params[P_TEST_ONLY] != 0
-    fixed_range = params[P_FIXED_RANGE] != 0
-    mask = np.int64(params[P_MASK])
-    permutations = params[P_PERMUTATIONS] != 0
-    lam1 = params[P_L1]
-    lam2 = params[P_L2]
-    regularized = lam1 > 0 or lam2 > 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    poly_on = params[P_STAGE_POLY] != 0
-    constant = np.int64(params[P_CONSTANT])
-    exponent = params[P_SCHED_EXPONENT]
-    heuristic = int(params[P_HEURISTIC])
-    doubling = params[P_DOUBLING] != 0
-    normalized = params[P_NORMALIZED] != 0
-    stack = stage_poly.new_stack()
-    s_idx = np.empty(16, dtype=np.uint32)
-    s_val = np.empty(16, dtype=np.float32)
-    ranges = np.zeros((256, 2), dtype=np.int64)
-    x_idx = np.empty(0, dtype=np.uint32)
-    x_val = np.empty(0, dtype=np.float32)
-    no_src = np.empty((0, terms.shape[1]), dtype=np.int64)
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
     nrows = 0
     some_not_linear = _some_not_linear(linear)
     for e in range(numbers.shape[0]):
@@ -594,31 +599,12 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
     learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
     k_classes = np.int64(params[P_OAA])
     probabilities = params[P_PROBABILITIES] != 0
-    loss_code = int(params[P_LOSS])
-    loss_param = params[P_LOSS_PARAM]
-    test_only = params[P_TEST_ONLY] != 0
-    fixed_range = params[P_FIXED_RANGE] != 0
-    mask = np.int64(params[P_MASK])
-    permutations = params[P_PERMUTATIONS] != 0
-    lam1 = params[P_L1]
-    lam2 = params[P_L2]
-    regularized = lam1 > 0 or lam2 > 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    poly_on = params[P_STAGE_POLY] != 0
-    constant = np.int64(params[P_CONSTANT])
-    exponent = params[P_SCHED_EXPONENT]
-    heuristic = int(params[P_HEURISTIC])
-    doubling = params[P_DOUBLING] != 0
-    normalized = params[P_NORMALIZED] != 0
-    stack = stage_poly.new_stack()
-    s_idx = np.empty(16, dtype=np.uint32)
-    s_val = np.empty(16, dtype=np.float32)
-    ranges = np.zeros((256, 2), dtype=np.int64)
-    x_idx = np.empty(0, dtype=np.uint32)
-    x_val = np.empty(0, dtype=np.float32)
-    no_src = np.empty((0, terms.shape[1]), dtype=np.int64)
-    c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's at c_lo[k]:
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
     c_val = np.empty(16, dtype=np.float32)
     c_lo = np.zeros(k_classes + 1, dtype=np.int64)
     scores = np.zeros(k_classes)
@@ -725,6 +711,8 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                     if poly_on and heuristic == 1:
                         stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
                     if loss_value(loss_code, loss_param, pk, yk) > 0:
+                        if regularized:  # the earlier classes' proximal steps, as VW's gravity
+                            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
                         eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp)
