@@ -49,26 +49,35 @@ def format_number(out, o, x):
 
 
 @njit(cache=True, nogil=True)
+def _six_digits(x, exp10):
+    """x's 6 significant digits below 10^(exp10 + 1), rounded half to even as printf rounds
+    (exact for a float32 x within 1e-4..1e6: x times a power of ten up to 10^10 is exact)."""
+    if exp10 <= 5:
+        return np.int64(np.rint(x * 10.0 ** (5 - exp10)))
+    return np.int64(np.rint(x / 10.0 ** (exp10 - 5)))
+
+
+@njit(cache=True, nogil=True)
 def format_general(out, o, x):
     """Write ``x`` as C++'s default stream format does (printf's %g: 6 significant digits,
     trailing zeros dropped), as VW writes --oaa's per-class scores."""
     if np.isnan(x) or np.isinf(x):
         return format_number(out, o, x)
-    if x == 0:
-        out[o] = 48
-        return o + 1
-    if x < 0:
+    if np.copysign(1.0, x) < 0:
         out[o] = 45
         o += 1
         x = -x
+    if x == 0:
+        out[o] = 48
+        return o + 1
     exp10 = np.int64(np.floor(np.log10(x)))
-    digits = np.int64(np.floor(x / 10.0 ** (exp10 - 5) + 0.5))
+    digits = _six_digits(x, exp10)
     if digits >= 1000000:  # rounding carried into another digit
         exp10 += 1
-        digits = np.int64(np.floor(x / 10.0 ** (exp10 - 5) + 0.5))
+        digits = _six_digits(x, exp10)
     while digits < 100000:  # the estimate of the exponent was one too high
         exp10 -= 1
-        digits = np.int64(np.floor(x / 10.0 ** (exp10 - 5) + 0.5))
+        digits = _six_digits(x, exp10)
     text = np.empty(6, dtype=np.uint8)
     for i in range(6):
         text[5 - i] = 48 + digits % 10

@@ -188,7 +188,7 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
 
 
 def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
-                    eta=0.5):
+                    eta=0.5, power_t=0.5, t0=0.0):
     """VW's --oaa over gd in plain Python (olearn/oaa.py, vw-reference.md §10), squared loss,
     1-based labels: each example's predicted class and clipped per-class scores.
 
@@ -200,10 +200,10 @@ def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, inv
     width = 1
     while width < classes:
         width *= 2
-    gd = GradientDescent(adaptive, normalized, invariant, eta)
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
     sums = [gd.fresh_sums() for _ in range(classes)]
     lo = hi = 0.0
-    t = 0.0
+    t = t0
     out = []
     for label, imp, feats in examples:
         per_class = [[((j * width + k) & mask, x) for j, x in feats] for k in range(classes)]
