@@ -828,4 +828,4 @@ def test_oaa_loss_and_predictions_match_vw(vw, multiclass_data, tmp_path, datase
     for mine, vws in zip(ours.read_text().splitlines(), theirs.read_text().splitlines()):
         np.testing.assert_allclose([float(p.split(":")[1]) for p in mine.split()],
                                    [float(p.split(":")[1]) for p in vws.split()],
-                                   rtol=1e-3, atol=1e-5)
+                                   rtol=1e-2, atol=1e-4)
