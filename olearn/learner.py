@@ -120,8 +120,10 @@ class OnlineLearner:
         return learner
 
     def feature_names(self, names: dict[int, str]) -> dict[int, str]:
-        """``names`` of the input features, and with --stage_poly those of the monomials."""
-        return self.expander.feature_names(names, int(self.params[gd.P_CONSTANT]))
+        """``names`` of the input features (with --oaa, of each class's copy), and with
+        --stage_poly those of the monomials."""
+        return self.expander.feature_names(self.reduction.feature_names(names),
+                                           int(self.params[gd.P_CONSTANT]))
 
     def end_pass(self, lines: int, last: bool) -> None:
         """After a pass of ``lines`` lines (the expander counts VW's example counter)."""

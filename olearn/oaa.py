@@ -1,4 +1,4 @@
-"""``--oaa K``: VW's one-against-all multiclass reduction (docs/vw-reference.md §10).
+"""``--oaa K``: VW's one-against-all multiclass reduction (docs/vw-reference.md §9).
 
 The reduction sits between the expander and the learner family: each example becomes K binary
 problems on one weight table, class k's label +1 when the example's class is k and -1 otherwise.
@@ -105,6 +105,15 @@ class OneAgainstAll:
         if not self.on:
             return index
         return (index << np.uint32(self.shift)) & np.uint32(self.mask)
+
+    def feature_names(self, names: dict[int, str]) -> dict[int, str]:
+        """``names`` of the features by index, as VW's --invert_hash names the classes'
+        weights: class 0's as the feature, class k's with ``[k]`` after it."""
+        if not self.on:
+            return names
+        width = 1 << self.shift
+        return {((index << self.shift) + k) & self.mask: name + (f"[{k}]" if k else "")
+                for index, name in names.items() for k in range(min(self.k, width))}
 
     def prediction_columns(self) -> int:
         """The width of the kernel's prediction array: output, raw, then one per class."""

@@ -164,3 +164,13 @@ def test_scores_are_written_as_cpp_streams_write_floats(x):
     out = np.empty(64, dtype=np.uint8)
     n = format_general(out, 0, np.float64(x))
     assert bytes(out[:n]).decode() == "%g" % x
+
+
+def test_invert_hash_names_each_class_of_a_feature_as_vw(tmp_path):
+    data, names = tmp_path / "one.vw", tmp_path / "names.txt"
+    data.write_text("1 |a x\n")
+    olearn_here("-d", data, "--oaa", "3", "--invert_hash", names, "--quiet")
+    lines = [line for line in names.read_text().splitlines() if line.startswith(("a^x", "Const"))]
+    assert [line.split(":")[:2] for line in lines] == [
+        ["Constant", "202096"], ["Constant[1]", "202097"], ["Constant[2]", "202098"],
+        ["a^x", "221728"], ["a^x[1]", "221729"], ["a^x[2]", "221730"]]
