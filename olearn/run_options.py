@@ -69,6 +69,11 @@ DASK = (
            show_default=False,
            help="With --dask: split plain-text (not gzip) files at line boundaries into at "
                 "least N partitions [default: one per file]."),
+    number("--dask_sync", kind=int, default=0, low=0, high=MAX_COUNT, metavar="N",
+           show_default=False,
+           help="With --dask: merge the partitions' states every N examples of each partition, "
+                "adding up their changes since the last merge, instead of averaging their "
+                "states once per pass [default: 0, once per pass]."),
 )
 
 CONSOLE = (
