@@ -82,14 +82,16 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                              "partitions it learns"}
 
 # How each field combines, as its layout declares it (olearn/fields.py): the weight columns
-# averaged (by G's increase with --adaptive, else by examples; the scratch rate alike) or
-# taking the largest, the state's fields averaged by examples or taking the largest/smallest.
+# averaged (by G's increase with --adaptive, else by examples) or taking the largest, the
+# scratch rate not at all, the state's fields averaged by examples or taking the largest or
+# smallest; with --dask_sync the averaged fields add up their changes instead.
 W_MEAN = COLUMNS.merged_by("gradient") + COLUMNS.merged_by("mean")
 W_MAX = COLUMNS.merged_by("max")
+W_LOCAL = COLUMNS.merged_by("local")  # scratch: the fresh value in each task
 W_IN_MEAN = W_MEAN.index(W_W)  # where w is among the averaged columns
 S_MEAN, S_MAX, S_MIN = (gd.STATE.merged_by(rule) for rule in ("mean", "max", "min"))
 LABELS = gd.STATS.merged_by("labels")
-assert sorted(W_MEAN + W_MAX) == list(range(len(COLUMNS))) and W_MAX == [W_N]
+assert sorted(W_MEAN + W_MAX + W_LOCAL) == list(range(len(COLUMNS))) and W_MAX == [W_N]
 assert sorted(S_MEAN + S_MAX + S_MIN) == list(range(gd.STATE_SIZE))
 
 
@@ -341,6 +343,7 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
         still = p.gradient <= 0
         weights[still, W_W] = p.w_by_examples[still]
     weights[:, W_MAX] = norm
+    weights[:, W_LOCAL] = COLUMNS.defaults()[W_LOCAL]
     state = np.empty(gd.STATE_SIZE)
     state[S_MEAN] = state_mean
     state[S_MAX], state[S_MIN] = top, bottom
