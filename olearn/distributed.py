@@ -8,7 +8,14 @@ binary tree over the partitions (an AllReduce, run as Dask tasks), into the stat
 the next pass; the client receives only the loss statistics, and the state itself when it saves
 a model.
 
-How a state combines:
+With --dask_sync N, a pass is learned in segments: segment j of every partition (its examples
+j·N to (j+1)·N, learned from the merged state of segment j-1; the task reads past the earlier
+examples, from the worker's cache with -c) is one task, and the states merge after each
+segment. The passes, holdout and table stay those of run_passes: a table row is still a pass,
+summing all its segments' statistics, and the holdout holds out the same lines (each example
+keeps its line number in its partition), scored by the model current when it is reached.
+
+How a state combines (once per pass):
 
 * the weights w and the adaptive sums G: with --adaptive (VW's default), each coordinate's mean
   over the partitions weighted by how much each increased that coordinate's G during the pass
@@ -24,7 +31,22 @@ How a state combines:
   accumulators are zero and do not travel);
 * largest: the normalizer N of each weight (the largest |x| any partition saw), the top of the
   label range, and --stage_poly's parent flags (the union of the parents found);
-* smallest: the bottom of the label range and each monomial's smallest depth.
+* smallest: the bottom of the label range and each monomial's smallest depth;
+* not at all: the weights' scratch rate, written before it is read in every update.
+
+With --dask_sync the fields that average (w, G, the normalizer sums, t) instead take the
+segment's start plus the sum of the partitions' changes (the largest and smallest are the
+same): as if the partitions' segments had been learned one after another, each from the state
+before them all, which keeps one process's step sizes (G and t grow with all the examples)
+and its progress (averaging K partitions' states makes about one partition's progress per
+merge, which matters when a pass is far from convergence). Summing overshoots when the
+partitions move far between merges (once per pass it diverged on sst2), so N should be small
+against a partition: 200 met the accuracy bar on all eight datasets of BENCHMARKS.md.
+--stage_poly is refused with --dask_sync (its stages need whole passes).
+
+Under either rule, a weight learned with a smaller normalizer N (its partition saw smaller |x|)
+is first put in the units of the largest, as the learner rescales w when a larger |x| arrives
+(keeping w·N^p; norm_power), so partitions' weights combine in the same units.
 
 Each pass is a function of the state before it and the partitions alone: every task is
 deterministic and the tree's order fixed, so the model depends neither on which worker ran what

@@ -63,7 +63,8 @@ PASSES = (
 DASK = (
     text("--dask", metavar="ADDRESS",
          help="Train data-parallel on a Dask cluster, averaging the workers' states after "
-              "each pass: local:N starts N local worker processes, tcp://HOST:PORT joins a "
+              "each pass (or merging every --dask_sync N examples): local:N starts N local "
+              "worker processes, tcp://HOST:PORT joins a "
               "running scheduler. -d takes globs; each file is a partition. Needs olearn[dask]."),
     number("--dask_partitions", kind=int, default=0, low=0, high=MAX_COUNT, metavar="N",
            show_default=False,
