@@ -3,12 +3,12 @@ section of BENCHMARKS.md (between its markers; scripts/bench.py keeps the sectio
 
 For each worker count: a LocalCluster of worker processes (one thread each) is started here and
 the command line joins it (``--dask tcp://...``), so that the workers' transfer counters can be
-read around each run. The time per pass is
+read around each run (also for the test-error table's runs). The time per pass is
 measured from the moments the per-pass table rows appear; bytes are what each worker sent to
 and received from other workers and the client during a run with -c, divided by the passes.
 
-    .venv/bin/python scripts/bench_dask.py            # about 5 minutes on 2 cores
-    .venv/bin/python scripts/bench_dask.py --accuracy_only   # the test-error table alone
+    .venv/bin/python scripts/bench_dask.py            # about 20 minutes on 2 cores
+    .venv/bin/python scripts/bench_dask.py --accuracy_only   # the test-error table alone, ~15 min
 """
 from __future__ import annotations
 
