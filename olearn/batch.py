@@ -48,11 +48,16 @@ class ExampleBatch:
 
     def example(self, e: int) -> "ExampleBatch":
         """Example ``e`` alone, for the learner (views of its arrays; names stay batch-wide)."""
-        lo, hi = self.offsets[e], self.offsets[e + 1]
+        return self.examples(e, e + 1)
+
+    def examples(self, first: int, end: int) -> "ExampleBatch":
+        """Examples ``first:end`` (views of the arrays; names, warnings and line counts stay
+        the block's, so each example keeps its line of the pass)."""
+        lo, hi = self.offsets[first], self.offsets[end]
         return dataclasses.replace(
-            self, numbers=self.numbers[e:e + 1], tags=self.tags[e:e + 1], lines=self.lines[e:e + 1],
-            offsets=self.offsets[e:e + 2] - lo, index=self.index[lo:hi], value=self.value[lo:hi],
-            namespace=self.namespace[lo:hi])
+            self, numbers=self.numbers[first:end], tags=self.tags[first:end],
+            lines=self.lines[first:end], offsets=self.offsets[first:end + 1] - lo,
+            index=self.index[lo:hi], value=self.value[lo:hi], namespace=self.namespace[lo:hi])
 
 
 @njit(cache=True, nogil=True)

@@ -8,7 +8,14 @@ binary tree over the partitions (an AllReduce, run as Dask tasks), into the stat
 the next pass; the client receives only the loss statistics, and the state itself when it saves
 a model.
 
-How a state combines:
+With --dask_sync N, a pass is learned in segments: segment j of every partition (its examples
+j·N to (j+1)·N, learned from the merged state of segment j-1; the task reads past the earlier
+examples, from the worker's cache with -c) is one task, and the states merge after each
+segment. The passes, holdout and table stay those of run_passes: a table row is still a pass,
+summing all its segments' statistics, and the holdout holds out the same lines (each example
+keeps its line number in its partition), scored by the model current when it is reached.
+
+How a state combines (once per pass):
 
 * the weights w and the adaptive sums G: with --adaptive (VW's default), each coordinate's mean
   over the partitions weighted by how much each increased that coordinate's G during the pass
@@ -24,7 +31,22 @@ How a state combines:
   accumulators are zero and do not travel);
 * largest: the normalizer N of each weight (the largest |x| any partition saw), the top of the
   label range, and --stage_poly's parent flags (the union of the parents found);
-* smallest: the bottom of the label range and each monomial's smallest depth.
+* smallest: the bottom of the label range and each monomial's smallest depth;
+* not at all: the weights' scratch rate, written before it is read in every update.
+
+With --dask_sync the fields that average (w, G, the normalizer sums, t) instead take the
+segment's start plus the sum of the partitions' changes (the largest and smallest are the
+same): as if the partitions' segments had been learned one after another, each from the state
+before them all, which keeps one process's step sizes (G and t grow with all the examples)
+and its progress (averaging K partitions' states makes about one partition's progress per
+merge, which matters when a pass is far from convergence). Summing overshoots when the
+partitions move far between merges (once per pass it diverged on sst2), so N should be small
+against a partition: 200 met the accuracy bar on all eight datasets of BENCHMARKS.md.
+--stage_poly is refused with --dask_sync (its stages need whole passes).
+
+Under either rule, a weight learned with a smaller normalizer N (its partition saw smaller |x|)
+is first put in the units of the largest, as the learner rescales w when a larger |x| arrives
+(keeping w·N^p; norm_power), so partitions' weights combine in the same units.
 
 Each pass is a function of the state before it and the partitions alone: every task is
 deterministic and the tree's order fixed, so the model depends neither on which worker ran what
@@ -65,7 +87,7 @@ from olearn.history import plot_learning_curve, require_matplotlib
 from olearn.learner import OnlineLearner, parse_warnings
 from olearn.optim import gd
 from olearn.optim.families import family_of
-from olearn.optim.weights import COLUMNS, W_G, W_W, WIDTH
+from olearn.optim.weights import COLUMNS, W_G, W_N, W_W, WIDTH
 from olearn.passes import DataPlan, Outcome, run_passes
 from olearn.report import TABLE_HEADER, Console, format_row, summary
 from olearn.run import header
@@ -83,14 +105,16 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "oaa": "--oaa's per-class normalizer sums have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/fields.py): the weight columns
-# averaged (by G's increase with --adaptive, else by examples; the scratch rate alike) or
-# taking the largest, the state's fields averaged by examples or taking the largest/smallest.
+# averaged (by G's increase with --adaptive, else by examples) or taking the largest, the
+# scratch rate not at all, the state's fields averaged by examples or taking the largest or
+# smallest; with --dask_sync the averaged fields add up their changes instead.
 W_MEAN = COLUMNS.merged_by("gradient") + COLUMNS.merged_by("mean")
 W_MAX = COLUMNS.merged_by("max")
+W_LOCAL = COLUMNS.merged_by("local")  # scratch: the fresh value in each task
 W_IN_MEAN = W_MEAN.index(W_W)  # where w is among the averaged columns
 S_MEAN, S_MAX, S_MIN = (gd.STATE.merged_by(rule) for rule in ("mean", "max", "min"))
 LABELS = gd.STATS.merged_by("labels")
-assert sorted(W_MEAN + W_MAX) == list(range(len(COLUMNS)))
+assert sorted(W_MEAN + W_MAX + W_LOCAL) == list(range(len(COLUMNS))) and W_MAX == [W_N]
 assert sorted(S_MEAN + S_MAX + S_MIN) == list(range(gd.STATE_SIZE))
 
 
@@ -216,24 +240,38 @@ class Partial:
     stats: np.ndarray
     row: np.ndarray | None      # the last progress row of the last partition
     warnings: list[str]
-    lines: int
+    lines: int                  # the lines of the partitions learned to their end
+    more: list[bool]            # per partition, in order: whether examples follow the segment
+    norm_power: float           # w·N^norm_power is what --normalized keeps (0: no N)
 
     def __sizeof__(self) -> int:
         return _nbytes(self.rows, self.gradient, self.w_by_examples, *self.means, *self.highs,
                        *self.lows, self.stats)
 
 
+def norm_power(config: Config) -> float:
+    """The power p for which --normalized keeps w·N^p when N grows (gd._update rescales w by
+    (N_old/N_new)^p: p is 1 with VW's defaults); 0 without --normalized."""
+    adaptive, normalized, _ = config.update_rule
+    if not normalized:
+        return 0.0
+    return 2.0 * (1.0 - config.power_t) if adaptive else 2.0
+
+
 def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
-             row: np.ndarray | None, warnings: list[str], lines: int) -> Partial:
+             row: np.ndarray | None, warnings: list[str], lines: int, more: bool = False,
+             power: float = 0.0) -> Partial:
     """A partition's final state as a Partial; ``start_g`` is G at the start of the pass
-    (None without --adaptive). Arrays stay float32 on the wire; combine() works in float64."""
+    (None without --adaptive, and with --dask_sync, which adds changes up instead), ``more``
+    whether examples follow (--dask_sync) and ``power`` the normalizer's (norm_power). Arrays
+    stay float32 on the wire; combine() works in float64."""
     depth, flags, ssm, counters = snap.poly
     gradient = None if start_g is None else snap.weights[:, W_G] - start_g
     # flags hold only the PARENT bit between examples, so their max is the union of parents
     return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
                    [snap.state[S_MEAN], ssm, counters],
                    [snap.weights[:, W_MAX], snap.state[S_MAX], flags],
-                   [snap.state[S_MIN], depth], stats, row, warnings, lines)
+                   [snap.state[S_MIN], depth], stats, row, warnings, lines, [more], power)
 
 
 def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -261,24 +299,56 @@ def _mix(x: np.ndarray, y: np.ndarray, share) -> np.ndarray:
     return x + share * (np.asarray(y, np.float64) - x)
 
 
-def combine(a: Partial, b: Partial) -> Partial:
-    """Two partials as one."""
+def _in_frame(w: np.ndarray, norm: np.ndarray, top: np.ndarray, power: float) -> np.ndarray:
+    """Weights learned with normalizers ``norm`` as they would be with the larger ``top``: the
+    rescaling gd._update applies when a larger |x| arrives (w·N^power kept), so that weights of
+    partitions that saw different largest |x| are averaged or added in the same units. Exactly
+    ``w`` where the normalizer is already the largest (or not yet set)."""
+    w = np.asarray(w, np.float64)
+    if power == 0:
+        return w
+    ratio = np.divide(norm, top, out=np.ones(len(top)), where=(norm > 0) & (norm < top))
+    return w * ratio ** power
+
+
+def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
+    """Two partials as one: averaged, or with ``start`` (--dask_sync: the state both began
+    from) the start plus both partials' changes."""
     weight = a.weight + b.weight
     share = b.weight / weight if weight > 0 else 0.0
-    if a.gradient is None:
-        rows, gradient, w_by_examples = _mix(a.rows, b.rows, share), None, None
+    highs = [np.maximum(x, y) for x, y in zip(a.highs, b.highs)]
+    norm = highs[0][:, 0]  # the normalizers N (W_MAX is N's column alone)
+
+    def rows_of(p: Partial | Snapshot) -> np.ndarray:  # the averaged columns, in norm's units
+        rows, n = ((p.weights[:, W_MEAN], p.weights[:, W_N]) if isinstance(p, Snapshot)
+                   else (p.rows, p.highs[0][:, 0]))
+        rows = np.array(rows, np.float64)
+        rows[:, W_IN_MEAN] = _in_frame(rows[:, W_IN_MEAN], n, norm, a.norm_power)
+        return rows
+
+    w_by_examples = None
+    gradient = None
+    if start is not None:
+        rows = rows_of(a) + rows_of(b) - rows_of(start)
+        begin = [start.state[S_MEAN], *start.poly[2:4]]
+        means = [np.asarray(x, np.float64) + y - z for x, y, z in zip(a.means, b.means, begin)]
     else:
-        gradient = a.gradient.astype(np.float64) + b.gradient
-        to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient), where=gradient > 0)
-        rows = _mix(a.rows, b.rows, to_b[:, None])
-        w_by_examples = _mix(*(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
-                               else p.w_by_examples for p in (a, b)), share)
-    return Partial(weight, rows, gradient, w_by_examples,
-                   [_mix(x, y, share) for x, y in zip(a.means, b.means)],
-                   [np.maximum(x, y) for x, y in zip(a.highs, b.highs)],
+        means = [_mix(x, y, share) for x, y in zip(a.means, b.means)]
+        if a.gradient is None:
+            rows = _mix(rows_of(a), rows_of(b), share)
+        else:
+            gradient = a.gradient.astype(np.float64) + b.gradient
+            to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient),
+                             where=gradient > 0)
+            rows = _mix(rows_of(a), rows_of(b), to_b[:, None])
+            w_by_examples = _mix(*(_in_frame(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
+                                             else p.w_by_examples, p.highs[0][:, 0], norm,
+                                             a.norm_power) for p in (a, b)), share)
+    return Partial(weight, rows, gradient, w_by_examples, means, highs,
                    [np.minimum(x, y) for x, y in zip(a.lows, b.lows)],
                    merge_stats(a.stats, b.stats), b.row if b.row is not None else a.row,
-                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines)
+                   (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines,
+                   a.more + b.more, a.norm_power)
 
 
 def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
@@ -296,6 +366,7 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
         still = p.gradient <= 0
         weights[still, W_W] = p.w_by_examples[still]
     weights[:, W_MAX] = norm
+    weights[:, W_LOCAL] = COLUMNS.defaults()[W_LOCAL]
     state = np.empty(gd.STATE_SIZE)
     state[S_MEAN] = state_mean
     state[S_MAX], state[S_MIN] = top, bottom
@@ -307,31 +378,50 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     return Snapshot(weights, state, (depth, flags, ssm, counters))
 
 
-def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int]:
-    """What the client prints: statistics, last row, warnings, lines (no state)."""
-    return p.stats, p.row, p.warnings, p.lines
+def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int, list[bool]]:
+    """What the client prints and needs next: statistics, last row, warnings, lines, and which
+    partitions have examples after the segment (no state)."""
+    return p.stats, p.row, p.warnings, p.lines, p.more
 
 
 def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapshot | None,
-                    params: np.ndarray) -> Partial:
-    """One task: learn a pass over ``part`` from ``start`` (None: a fresh learner). Pure and
-    deterministic, so Dask may run it again on another worker."""
+                    params: np.ndarray, segment: int = 0) -> Partial:
+    """One task: learn a pass over ``part`` from ``start`` (None: a fresh learner); with
+    --dask_sync N, only its examples ``segment``·N to (``segment`` + 1)·N, reading past the
+    earlier ones (their lines keep their numbers, so the holdout holds out the same lines).
+    Pure and deterministic, so Dask may run it again on another worker."""
     learner = OnlineLearner(config)
     if start is not None:
         start.put(learner)
     learner.params[:] = params
-    start_g = learner.weights[:, W_G].copy() if config.update_rule[0] else None
+    sync = config.dask_sync
+    start_g = learner.weights[:, W_G].copy() if config.update_rule[0] and not sync else None
+    first, end = (segment * sync, (segment + 1) * sync) if sync else (0, math.inf)
     warnings: list[str] = []
     row = None
-    lines = 0
+    lines = seen = 0
+    more = False
     plan = part.plan(config, pass_no)
+    batches = plan.batches(learner, 0)
     try:
-        for batch in plan.batches(learner, 0):
-            warnings += parse_warnings(batch, config.strict_parse)[:MAX_WARNINGS - len(warnings)]
-            rows = learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
-            if len(rows):
-                row = rows[-1]
+        for batch in batches:
+            lo, hi = max(first - seen, 0), min(end - seen, len(batch))
+            seen += len(batch)
+            if lo == 0:  # the segment the batch starts in reports its warnings
+                warnings += parse_warnings(batch, config.strict_parse)[
+                    :MAX_WARNINGS - len(warnings)]
+            if lo < hi:
+                rows = learner.learn(batch.examples(lo, hi),
+                                     np.empty((hi - lo, 2), dtype=np.float32))
+                if len(rows):
+                    row = rows[-1]
             lines = batch.pass_line + batch.n_lines
+            if seen >= end:
+                more = seen > end or next(batches, None) is not None
+                break
+        batches.close()
+        if more:
+            plan.discard()  # the cache is written by the segment that reads to the end
     except BaseException as exc:
         plan.discard()  # no half-written cache
         if isinstance(exc, OlearnError):
@@ -339,15 +429,17 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
             raise OlearnError(str(exc)) from None
         raise
     learner.sync()  # the true weights; the lazy regularization's snapshots back at zero
-    return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings, lines)
+    return _partial(Snapshot.of(learner), start_g, learner.stats, row, warnings,
+                    0 if more else lines, more, norm_power(config))
 
 
-def tree_reduce(client, futures: list, key: str):
+def tree_reduce(client, futures: list, key: str, start=None):
     """Combine ``futures`` (Partials, in partition order) pairwise, level by level: the order
-    of every floating-point operation is fixed, whichever worker runs it."""
+    of every floating-point operation is fixed, whichever worker runs it. ``start``: the
+    state they began from, with --dask_sync (combine adds changes up)."""
     level = 0
     while len(futures) > 1:
-        futures = [client.submit(combine, futures[i], futures[i + 1],
+        futures = [client.submit(combine, futures[i], futures[i + 1], start,
                                  key=f"{key}-combine-{level}-{i // 2}")
                    if i + 1 < len(futures) else futures[i] for i in range(0, len(futures), 2)]
         level += 1
@@ -406,6 +498,9 @@ def check_options(config: Config) -> None:
     why = family_of(config).UNMERGEABLE
     if why:
         raise OlearnError(f"not available with --dask: {why}")
+    if config.dask_sync and config.stage_poly:
+        raise OlearnError("not available with --dask_sync: --stage_poly (its stages pick "
+                          "parents on each partition over whole passes)")
 
 
 def run(config: Config) -> OnlineLearner:
@@ -448,25 +543,43 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
     (the decayed learning rate), and the states saved (-f); returns the last pass's state (as
     the single process ends with, for --readable_model) and the passes' outcome."""
     run_key = f"olearn-{uuid.uuid4().hex[:12]}"  # the run's tasks, apart from other clients'
-    current = client.scatter(Snapshot.of(learner)) if restored else None
+    # --dask_sync's merge adds the changes from the start, so it needs the fresh state too
+    current = (client.scatter(Snapshot.of(learner)) if restored or config.dask_sync
+               else None)
 
-    def learn_pass(pass_no: int) -> int:
+    def learn_segment(pass_no: int, segment: int, learning: list[int]) -> tuple:
+        """The partitions ``learning`` learn a segment (the whole pass without --dask_sync)
+        from ``current``, which becomes their merged state; returns their report."""
         nonlocal current
-        key = f"{run_key}-pass{pass_no}"
+        key = f"{run_key}-pass{pass_no}-segment{segment}"
         # partition k goes to worker k mod W, so that the passes spread evenly over the workers
         # (Dask would otherwise favour the worker holding the state) and each worker rereads
         # the same files; "loose", so that Dask moves a task whose worker is gone
         workers = sorted(client.scheduler_info()["workers"])
-        tasks = [client.submit(learn_partition, config, part, pass_no, current,
-                               learner.params.copy(),
+        tasks = [client.submit(learn_partition, config, parts[k], pass_no, current,
+                               learner.params.copy(), segment,
                                key=f"{key}-part{k}", workers=[workers[k % len(workers)]],
                                allow_other_workers=True)
-                 for k, part in enumerate(parts)]
-        root = tree_reduce(client, tasks, key)
+                 for k in learning]
+        root = tree_reduce(client, tasks, key, current if config.dask_sync else None)
         current = client.submit(finish, root, config, pass_no == 0, key=f"{key}-state")
-        stats, row, warnings, lines = client.submit(report, root, key=f"{key}-report").result()
-        for message in warnings if pass_no == 0 else []:  # later passes warn the same again
-            console.print(message)
+        return client.submit(report, root, key=f"{key}-report").result()
+
+    def learn_pass(pass_no: int) -> int:
+        """A pass: every partition's segments in turn, merged after each; the pass's table row
+        sums the statistics of all of them."""
+        stats, row, lines = learner.new_stats(), None, 0
+        learning = list(range(len(parts)))
+        segment = 0
+        while learning:
+            found, last, warnings, done, more = learn_segment(pass_no, segment, learning)
+            for message in warnings if pass_no == 0 else []:  # later passes warn the same
+                console.print(message)
+            stats = merge_stats(stats, found)
+            row = last if last is not None else row
+            lines += done
+            learning = [k for k, going in zip(learning, more) if going]
+            segment += 1
         learner.stats = merge_stats(learner.stats, stats)
         console.progress(0, int(learner.stats[gd.R_EXAMPLES]))
         if row is not None:

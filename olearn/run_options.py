@@ -63,12 +63,18 @@ PASSES = (
 DASK = (
     text("--dask", metavar="ADDRESS",
          help="Train data-parallel on a Dask cluster, averaging the workers' states after "
-              "each pass: local:N starts N local worker processes, tcp://HOST:PORT joins a "
+              "each pass (or merging every --dask_sync N examples): local:N starts N local "
+              "worker processes, tcp://HOST:PORT joins a "
               "running scheduler. -d takes globs; each file is a partition. Needs olearn[dask]."),
     number("--dask_partitions", kind=int, default=0, low=0, high=MAX_COUNT, metavar="N",
            show_default=False,
            help="With --dask: split plain-text (not gzip) files at line boundaries into at "
                 "least N partitions [default: one per file]."),
+    number("--dask_sync", kind=int, default=0, low=0, high=MAX_COUNT, metavar="N",
+           show_default=False,
+           help="With --dask: merge the partitions' states every N examples of each partition, "
+                "adding up their changes since the last merge, instead of averaging their "
+                "states once per pass [default: 0, once per pass]."),
 )
 
 CONSOLE = (

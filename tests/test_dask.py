@@ -16,6 +16,9 @@ from olearn import model
 from olearn.config import Config
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
+from olearn.learner import OnlineLearner
+from olearn.optim import gd
+from olearn.optim.weights import W_G, W_N, W_W
 from olearn.run import run as run_single
 
 distributed = pytest.importorskip("distributed")
@@ -189,9 +192,68 @@ def test_adaptive_weights_are_averaged_by_gradient_sums(cluster, uneven, tmp_pat
     np.testing.assert_array_equal(averaged[:, 2], np.maximum(a[:, 2], b[:, 2]))
 
 
-def test_two_runs_give_the_same_model(cluster, parts, tmp_path):
-    first = _train(cluster.scheduler_address, parts, tmp_path / "a.model", passes=3)
-    assert _train(cluster.scheduler_address, parts, tmp_path / "b.model", passes=3) == first
+@pytest.mark.parametrize("sync", [0, 700])
+def test_two_runs_give_the_same_model(cluster, parts, tmp_path, sync):
+    first = _train(cluster.scheduler_address, parts, tmp_path / "a.model", passes=3,
+                   dask_sync=sync)
+    assert _train(cluster.scheduler_address, parts, tmp_path / "b.model", passes=3,
+                  dask_sync=sync) == first
+
+
+# -- merging within a pass (--dask_sync) --------------------------------------------------------
+
+def test_sync_with_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
+    """A partition learned in segments of 700 examples, each from the merged state of the
+    last, continues exactly as one process (merging one partition is the identity), holdout
+    included."""
+    single = tmp_path / "single.model"
+    run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, passes=3,
+                      cache_file=str(tmp_path / "cache"), final_regressor=str(single)))
+    assert _train(cluster.scheduler_address, [parts[0]], tmp_path / "dask.model", passes=3,
+                  dask_sync=700, cache=True) == single.read_bytes()
+
+
+def test_sync_adds_up_the_partitions_changes(cluster, uneven, tmp_path):
+    """With one segment per partition (N larger than both), w and G are the fresh state plus
+    both partitions' changes, that is their sum; N is the largest."""
+    a, b = _one_pass_each(tmp_path, uneven, {})
+    added = _dask_rows(cluster.scheduler_address, uneven, tmp_path, {"dask_sync": 10 ** 6})
+    np.testing.assert_allclose(added[:, :2], a[:, :2] + b[:, :2], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(added[:, 2], np.maximum(a[:, 2], b[:, 2]))
+
+
+def test_merging_more_often_changes_the_model(cluster, parts, tmp_path):
+    once = _train(cluster.scheduler_address, parts, tmp_path / "once.model", passes=2)
+    assert _train(cluster.scheduler_address, parts, tmp_path / "often.model", passes=2,
+                  dask_sync=500) != once
+
+
+def _leaf(w, g, n, start_g=None):
+    """A one-weight partition result: w, G, N (1 example)."""
+    learner = OnlineLearner(Config(bit_precision=1, quiet=True))
+    learner.weights[0, [W_W, W_G, W_N]] = w, g, n
+    learner.stats[gd.R_W_LABELED] = 1.0
+    return olearn_dask._partial(olearn_dask.Snapshot.of(learner), start_g, learner.stats, None,
+                                [], 0, power=1.0), learner
+
+
+def test_weights_learned_with_a_smaller_normalizer_are_rescaled_before_averaging():
+    """A partition that saw |x| up to 1 and one that saw 4: the first's w counts as w/4 (as
+    the learner itself rescales w by N_old/N_new), then the G-weighted mean."""
+    a, _ = _leaf(2.0, 1.0, 1.0, start_g=np.zeros(2))
+    b, _ = _leaf(3.0, 1.0, 4.0, start_g=np.zeros(2))
+    assert olearn_dask.combine(a, b).rows[0, 0] == pytest.approx((2.0 / 4 + 3.0) / 2)
+
+
+def test_sync_adds_changes_in_the_largest_normalizers_units():
+    """From w = 1 at N = 1: partitions reaching w = 2 at N = 1 and w = 3 at N = 4 add up to
+    1/4 + (2/4 - 1/4) + (3 - 1/4)."""
+    a, _ = _leaf(2.0, 1.0, 1.0)
+    b, _ = _leaf(3.0, 1.0, 4.0)
+    _, start = _leaf(1.0, 0.5, 1.0)
+    merged = olearn_dask.combine(a, b, olearn_dask.Snapshot.of(start))
+    assert merged.rows[0, 0] == pytest.approx(2.0 / 4 + 3.0 - 1.0 / 4)
+    assert merged.rows[0, 1] == pytest.approx(1.5)
 
 
 def test_killed_worker_gives_the_same_model(cluster, parts, tmp_path):
@@ -271,13 +333,16 @@ def test_local_cluster_matches_single_process_test_error(tmp_path):
     assert errors["dask"] <= errors["single"] + max(0.05 * errors["single"], 0.005), errors
 
 
-def test_progress_table_has_one_row_per_pass(cluster, parts):
+@pytest.mark.parametrize("sync", [(), ("--dask_sync", "700")])
+def test_progress_table_has_one_row_per_pass(cluster, parts, sync):
+    """With --dask_sync too: a row sums all of a pass's segments."""
     code, _, err = run_cmd(olearn_cmd("-d", *parts, "--dask", cluster.scheduler_address,
-                                      "--passes", "3", "-b", "16"))
+                                      "--passes", "3", "-b", "16", *sync))
     assert code == 0, err
     rows = [line for line in err.splitlines() if line[:1].isdigit()]
     assert len(rows) == 3 and rows[1].endswith(" h") and not rows[0].endswith(" h")
     assert "partitions = 4" in err and "passes used = 3" in err
+    assert "number of examples per pass = 10800" in err
 
 
 def _one_error_line(code, err):
@@ -309,6 +374,18 @@ def test_parse_error_on_a_worker_is_one_line_naming_the_partition(cluster, tmp_p
     assert "bad.vw:2:" in line and "strict_parse" in line
 
 
+@pytest.mark.parametrize("value", ["-1", "x", "1.5"])
+def test_invalid_sync_interval_is_one_line(parts, value):
+    code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", "--dask_sync", value))
+    assert "--dask_sync" in _one_error_line(code, err)
+
+
+def test_sync_refuses_stage_poly(parts):
+    code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", "--dask_sync", "10",
+                                      "--stage_poly"))
+    assert "not available with --dask_sync: --stage_poly" in _one_error_line(code, err)
+
+
 @pytest.mark.parametrize("option, message", [(("-p", "preds"), "-p"), (("--saew",), "--eg/--boa/--saew")])
 def test_options_without_a_parallel_meaning_are_refused(parts, option, message):
     code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", *option))
@@ -337,7 +414,6 @@ def test_core_does_not_import_dask():
 
 
 def test_merged_statistics_follow_each_fields_declared_rule():
-    from olearn.optim import gd
     a, b = (np.zeros(gd.STATS_SIZE) for _ in range(2))
     a[gd.R_SUM_LOSS], b[gd.R_SUM_LOSS] = 1.5, 2.0
     a[gd.R_DUMP_AT], b[gd.R_DUMP_AT] = 4.0, 8.0  # table bookkeeping: the first copy's

@@ -13,8 +13,9 @@ COLUMNS = Layout(
     Field("w", "the weight", merge="gradient"),
     Field("G", "sum of squared gradients (--adaptive; starts at initial_t)", merge="gradient"),
     Field("N", "largest |x| seen (--normalized)", merge="max"),
-    # VW's: a feature repeated in an example uses the last rate computed for it
-    Field("rate", "scratch: the current update's rate", merge="mean", saved=False),
+    # VW's: a feature repeated in an example uses the last rate computed for it; written
+    # before it is read in every update, so it does not travel between partitions
+    Field("rate", "scratch: the current update's rate", merge="local", saved=False),
 )
 W_W, W_G, W_N, W_RATE = COLUMNS.indices("w", "G", "N", "rate")
 WIDTH = len(COLUMNS)
