@@ -66,20 +66,25 @@ class NameCollector:
             self.names[j] = _joined_name(batch, row)
 
 
-def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config
-                      ) -> list[tuple[str, int, float]]:
-    """(name, index, value) of example ``e``'s features after interactions (``a^x*b^y``)."""
-    idx, val, src = expand_example(batch.index, batch.value, batch.namespace,
+def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config,
+                      index: np.ndarray | None = None) -> list[tuple[str, int, float]]:
+    """(name, index, value) of example ``e``'s features after interactions (``a^x*b^y``),
+    from the batch's feature indices or ``index`` (--oaa's widened ones)."""
+    idx, val, src = expand_example(batch.index if index is None else index, batch.value,
+                                   batch.namespace,
                                    int(batch.offsets[e]), int(batch.offsets[e + 1]), terms,
                                    config.mask, config.permutations)
     return [(_joined_name(batch, src[i]), int(idx[i]), float(val[i])) for i in range(len(idx))]
 
 
 def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,
-               terms: np.ndarray, config) -> str:
-    """The TAB-led feature line, sorted by |weight·value| (largest first), before learning."""
+               terms: np.ndarray, config, index: np.ndarray | None = None,
+               offset: int = 0) -> str:
+    """The TAB-led feature line, sorted by |weight·value| (largest first), before learning;
+    with --oaa, of the class ``offset`` (its weights at the widened ``index`` plus it)."""
     entries = []
-    for name, j, x in expanded_features(batch, e, terms, config):
+    for name, j, x in expanded_features(batch, e, terms, config, index):
+        j = (j + offset) & config.mask
         w = float(weights[j, W_W])
         text = f"{name}:{j}:{x:g}:{w:g}" + (f"@{float(weights[j, W_G]):g}" if adaptive else "")
         entries.append((-abs(w * x), text))

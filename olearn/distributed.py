@@ -608,7 +608,7 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
               holdout_rows: bool) -> np.ndarray:
     """A pass's table row: the average loss over everything so far and "since last" over this
     pass (on held-out examples from pass 2 on, as VW), the examples and weight so far, and the
-    label, prediction and features of the last row the last partition printed."""
+    label, prediction, features and probability of the last row the last partition printed."""
     loss, weight = ((gd.R_HOLDOUT_LOSS, gd.R_HOLDOUT_W) if holdout_rows
                     else (gd.R_SUM_LOSS, gd.R_W_LABELED))
 
@@ -617,4 +617,4 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
 
     return np.array([total[gd.R_EXAMPLES], total[gd.R_W_LABELED] + total[gd.R_W_UNLABELED],
                      row[2], row[3], row[4], average(total), average(this_pass),
-                     float(holdout_rows)])
+                     float(holdout_rows), row[8]])

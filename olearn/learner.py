@@ -287,22 +287,29 @@ class OnlineLearner:
 
     def learn_audited(self, batch: ExampleBatch, preds: np.ndarray,
                       emit: Callable[[str], None]) -> np.ndarray:
-        """As :meth:`learn`, one example at a time, emitting each example's audit lines."""
+        """As :meth:`learn`, one example at a time, emitting each example's audit lines (with
+        --oaa, as VW: a line per class, its score and its features' weights)."""
         self._see_namespaces(batch)
         experts = self.config.experts
         adaptive = self.config.update_rule[0] and not experts
+        index = self.reduction.widen(batch.index)
+        classes = range(self.reduction.k) if self.reduction.on else range(1)
         rows = []
         for e in range(len(batch)):
             if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
                 self.sync()
-            features = audit_line(batch, e, self.weights, adaptive, self.terms, self.config)
+            features = [audit_line(batch, e, self.weights, adaptive, self.terms, self.config,
+                                   index, k) for k in classes]
             row = np.empty((1, gd.ROW_COLS))
             self._exported = False
-            if self._kernel(batch.example(e), preds[e:e + 1], row, self.params, self.state,
-                            self.stats):
+            one = batch.example(e)
+            if self._kernel(one, preds[e:e + 1], row, self.params, self.state, self.stats):
                 rows.append(row)
-            line = self.prediction_lines(preds[e:e + 1], batch.example(e), False)
-            emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
+            lines = ([format_predictions(preds[e:e + 1, 2 + k], one.tags, one.text)
+                      for k in classes] if self.reduction.on
+                     else [self.prediction_lines(preds[e:e + 1], one, False)])
+            emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"
+                         for line, text in zip(lines, features)))
         rows = np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
         self.history.add(rows)
         return rows

@@ -115,6 +115,13 @@ class OneAgainstAll:
         return {((index << self.shift) + k) & self.mask: name + (f"[{k}]" if k else "")
                 for index, name in names.items() for k in range(min(self.k, width))}
 
+    def class_slots(self, index: np.ndarray) -> np.ndarray:
+        """The weight slots of features ``index``: a row per class (one row without --oaa)."""
+        if not self.on:
+            return index[None, :]
+        widened = self.widen(index).astype(np.int64)
+        return (widened[None, :] + np.arange(self.k)[:, None]) & self.mask
+
     def prediction_columns(self) -> int:
         """The width of the kernel's prediction array: output, raw, then one per class."""
         return 2 + self.k

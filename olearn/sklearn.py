@@ -1,5 +1,5 @@
-"""scikit-learn estimators on olearn's learner: :class:`OlearnRegressor` and the binary
-:class:`OlearnClassifier`. Needs scikit-learn (``pip install 'olearn[sklearn]'``); the
+"""scikit-learn estimators on olearn's learner: :class:`OlearnRegressor` and
+:class:`OlearnClassifier` (binary, or multiclass through --oaa). Needs scikit-learn (``pip install 'olearn[sklearn]'``); the
 command line never imports this module.
 
 Parameters are olearn's options (the common ones by name, any other in ``options``, a VW
@@ -24,8 +24,6 @@ SPARSE = ("csr", "csc", "coo")
 class _OlearnEstimator(BaseEstimator):
     """What both estimators share: the options, the learner, the linear model's weights."""
 
-    _defaults: dict = {}
-
     def __init__(self, options: str = "", *, passes: int = 1, learning_rate: float | None = None,
                  bit_precision: int = 18, l1: float = 0.0, l2: float = 0.0,
                  quadratic: tuple = (), loss_function: str | None = None):
@@ -41,7 +39,7 @@ class _OlearnEstimator(BaseEstimator):
     def _new_learner(self) -> Learner:
         keywords = {"passes": self.passes, "bit_precision": self.bit_precision,
                     "l1": self.l1, "l2": self.l2, "quadratic": list(self.quadratic),
-                    **self._defaults}
+                    **self._learner_options()}
         if self.learning_rate is not None:
             keywords["learning_rate"] = self.learning_rate
         if self.loss_function is not None:
@@ -57,6 +55,9 @@ class _OlearnEstimator(BaseEstimator):
         self.learner_.fit(X, self._target(y), sample_weight=weights)
         return self
 
+    def _learner_options(self) -> dict:
+        return {}
+
     def _validated(self, X):
         check_is_fitted(self, "learner_")
         return validate_data(self, X, reset=False, accept_sparse=SPARSE, dtype=np.float64)
@@ -66,24 +67,30 @@ class _OlearnEstimator(BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    @property
-    def coef_(self) -> np.ndarray:
-        """Each column's weight (the linear terms; with --quadratic, not the whole model)."""
+    def _weights(self, index: np.ndarray) -> np.ndarray:
+        """The weights of features ``index``: a row per class with --oaa, else one row."""
         check_is_fitted(self, "learner_")
         learner = self.learner_._learner
         learner.sync()
-        return learner.weights[column_indices(self.n_features_in_, learner.config),
-                               W_W].astype(np.float64)
+        slots = learner.reduction.class_slots(index.astype(np.uint32))
+        return learner.weights[slots, W_W].astype(np.float64)
 
     @property
-    def intercept_(self) -> float:
-        """The constant feature's weight (0 with --noconstant)."""
-        check_is_fitted(self, "learner_")
-        learner = self.learner_._learner
-        if learner.config.noconstant:
-            return 0.0
-        learner.sync()
-        return float(learner.weights[CONSTANT_HASH & learner.config.mask, W_W])
+    def coef_(self) -> np.ndarray:
+        """Each column's weight (the linear terms; with --quadratic, not the whole model);
+        for more than two classes, a row per class."""
+        weights = self._weights(column_indices(self.n_features_in_, self.learner_.config))
+        return weights if len(weights) > 1 else weights[0]
+
+    @property
+    def intercept_(self) -> float | np.ndarray:
+        """The constant feature's weight (0 with --noconstant); for more than two classes, one
+        per class."""
+        config = self.learner_.config
+        weights = self._weights(np.array([CONSTANT_HASH & config.mask]))[:, 0]
+        if config.noconstant:
+            weights[:] = 0.0
+        return weights if len(weights) > 1 else float(weights[0])
 
 
 class OlearnRegressor(RegressorMixin, _OlearnEstimator):
@@ -104,10 +111,9 @@ class OlearnRegressor(RegressorMixin, _OlearnEstimator):
 
 
 class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
-    """Online binary logistic regression (the second of the two classes is the positive);
-    ``predict_proba`` is the logistic link of the score."""
-
-    _defaults = {"loss_function": "logistic", "link": "logistic"}
+    """Online logistic regression. Two classes: one problem (the second class is the
+    positive), ``predict_proba`` the logistic link of the score. More: VW's one against all
+    (--oaa K), ``predict_proba`` the classes' logistic values normalized to sum 1."""
 
     def fit(self, X, y, sample_weight=None) -> "OlearnClassifier":
         self._set_classes(y)
@@ -123,33 +129,44 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         classes = np.unique(np.asarray(y))
         if len(classes) == 1:
             raise ValueError("Classifier can't train when only one class is present.")
-        if len(classes) > 2:
-            raise ValueError(f"Only binary classification is supported. y has {len(classes)} "
-                             "classes.")
         self.classes_ = classes
+
+    @property
+    def _multiclass(self) -> bool:
+        return len(self.classes_) > 2
+
+    def _learner_options(self) -> dict:
+        if self._multiclass:  # the classes are 1..K, their probabilities in the predictions
+            return {"loss_function": "logistic", "oaa": len(self.classes_), "indexing": 1,
+                    "probabilities": True}
+        return {"loss_function": "logistic", "link": "logistic"}
 
     def _target(self, y):
         check_classification_targets(y)
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             raise ValueError(f"y holds a class not in classes_: {y[unknown][0]!r}")
+        if self._multiclass:
+            return np.searchsorted(self.classes_, y) + 1.0
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
     def decision_function(self, X) -> np.ndarray:
-        """Raw scores (before clipping and link): positive for the second class."""
+        """Raw scores (before clipping and link): positive for the second class; for more
+        classes, the log of each class's probability, a column per class."""
         X = self._validated(X)
-        return self.learner_.decision_function(X).astype(np.float64)
+        scores = self.learner_.decision_function(X).astype(np.float64)
+        return np.log(scores) if self._multiclass else scores
 
     def predict_proba(self, X) -> np.ndarray:
         X = self._validated(X)
+        if self._multiclass:
+            return self.learner_.decision_function(X).astype(np.float64)
         positive = self.learner_.predict(X).astype(np.float64)
         return np.column_stack([1.0 - positive, positive])
 
     def predict(self, X) -> np.ndarray:
-        positive = self.predict_proba(X)[:, 1] > 0.5
+        X = self._validated(X)
+        if self._multiclass:
+            return self.classes_[self.learner_.predict(X).astype(int) - 1]
+        positive = self.learner_.predict(X) > 0.5
         return self.classes_[positive.astype(int)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags

@@ -63,3 +63,17 @@ def test_partial_fit_continues_and_fit_starts_again():
     np.testing.assert_array_equal(halves.predict(X), OlearnRegressor().fit(X, y).predict(X))
     refit = OlearnRegressor().fit(X, y).fit(X, y)
     np.testing.assert_array_equal(refit.predict(X), OlearnRegressor().fit(X, y).predict(X))
+
+
+def test_multiclass_classifier_is_one_against_all():
+    X, y = make_classification(n_samples=600, n_features=8, n_informative=6, n_classes=4,
+                               random_state=3)
+    labels = np.array(["a", "b", "c", "d"])[y]
+    model = OlearnClassifier().fit(X, labels)
+    assert model.learner_.config.oaa == 4
+    proba = model.predict_proba(X)
+    assert proba.shape == (600, 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[proba.argmax(axis=1)])
+    assert model.coef_.shape == (4, 8) and model.intercept_.shape == (4,)
+    assert model.score(X, labels) > 0.5  # chance is 0.25

@@ -829,3 +829,21 @@ def test_oaa_loss_and_predictions_match_vw(vw, multiclass_data, tmp_path, datase
         np.testing.assert_allclose([float(p.split(":")[1]) for p in mine.split()],
                                    [float(p.split(":")[1]) for p in vws.split()],
                                    rtol=1e-2, atol=1e-4)
+
+
+@pytest.mark.parametrize("options", [[], ["-q", "ab"]])
+def test_oaa_audit_lines_match_vw(vw, tmp_path, options):
+    """A line per class, its score and its features at the class's slots, as VW prints."""
+    path = _write(tmp_path / "d.vw", "2 |a x:2 |b u\n1 'tag |a x y\n3 |b z\n|a y |b u\n")
+    args = ["-d", path, "--oaa", "3", "--audit", "--quiet", *options]
+    ol, ref = _both(args, args)
+    ours, theirs = ol[1].splitlines(), ref[1].splitlines()
+    assert len(ours) == len(theirs)
+    for mine, vws in zip(ours, theirs):
+        mine_fields, vw_fields = mine.split("\t"), vws.split("\t")
+        assert len(mine_fields) == len(vw_fields)
+        for a, b in zip(mine_fields, vw_fields):
+            (a_head, *a_nums), (b_head, *b_nums) = (re.split(r"[:@]", f) for f in (a, b))
+            assert a_head == b_head and a_nums[:2] == b_nums[:2]  # name, index, value
+            assert all(_close(float(x), float(y), WEIGHT_REL, WEIGHT_ABS)
+                       for x, y in zip(a_nums[2:], b_nums[2:]))
