@@ -44,7 +44,7 @@ def test_expansion_kernel_matches_reference(training):
         out_idx, out_val, n = stage_poly.expand(idx, val, 0, len(idx), CONSTANT, MASK,
                                                 min_depth, flags, origin, learn,
                                                 np.empty(2, np.uint32), np.empty(2, np.float32),
-                                                stage_poly.new_stack())
+                                                stage_poly.new_stack(), 0)
         assert [(int(j), float(v)) for j, v in zip(out_idx[:n], out_val[:n])] == want
         assert {int(j) for j in np.flatnonzero(flags & stage_poly.PARENT)} == ref_parents
         assert not (flags & stage_poly.CYCLE).any()
