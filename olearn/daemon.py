@@ -122,6 +122,12 @@ class Server:
 
     # -- answers ---------------------------------------------------------------------------
 
+    def warm(self) -> None:
+        """Load the kernels before the first client: an empty line is no example, so nothing
+        is learned or counted."""
+        self.answer(b"\n", 1)
+        self.lines = 0
+
     def answer(self, text: bytes, n_lines: int) -> tuple[bytes, np.ndarray]:
         """The answers to ``n_lines`` whole lines, and where each line's answer ends in them
         (an empty line's is empty). Good lines are predicted, and learned unless -t."""
@@ -311,9 +317,10 @@ def run(config: Config) -> None:
             if path:
                 _write(path, str(value))
                 written.append(path)
-        if not config.quiet:
-            sys.stderr.write(f"daemon listening on {config.host}:{server.port}\n")
-            sys.stderr.flush()
+        server.warm()
+        # even with --quiet: with --port 0 the port shows nowhere else but in --port_file
+        sys.stderr.write(f"daemon listening on {config.host}:{server.port}\n")
+        sys.stderr.flush()
         console.print(TABLE_HEADER.rstrip("\n"))
         done = run_passes(learner, server.serve, learner.save)
     finally:
