@@ -143,8 +143,10 @@ class Server:
             rest, rest_ends = self.answer(text[cut:], n_lines - half)
             return first + rest, np.concatenate([first_ends, rest_ends + len(first)])
         self.lines += n_lines
-        bad, rows = np.unique(batch.warnings[:, 0], return_index=True)
-        good = batch.subset(~np.isin(batch.lines, bad)) if len(bad) else batch
+        warned = batch.n_warnings > 0
+        if warned:  # the first warning of each line that has any
+            bad, rows = np.unique(batch.warnings[:, 0], return_index=True)
+        good = batch.subset(~np.isin(batch.lines, bad)) if warned else batch
         preds = np.empty((len(good), 2), dtype=np.float32)
         for row in self.learner.learn(good, preds):
             self.console.print(format_row(row))
@@ -153,7 +155,7 @@ class Server:
         starts[1:] = np.flatnonzero(np.frombuffer(out, dtype=np.uint8) == 10) + 1
         sizes = np.zeros(n_lines, dtype=np.int64)
         sizes[good.lines] = np.diff(starts)
-        if not len(bad):
+        if not warned:
             return out, np.cumsum(sizes)
         messages = [f"{ERROR}{warning_text(batch, row, fatal=True)[1][:MAX_MESSAGE]}\n".encode()
                     for row in rows.tolist()]
