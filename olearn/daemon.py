@@ -254,7 +254,7 @@ class Server:
         one pass)."""
         previous = {signum: signal.signal(signum, self._stop)
                     for signum in (signal.SIGTERM, signal.SIGINT)}
-        wakeup = signal.set_wakeup_fd(self._wakeup_write.fileno())
+        wakeup = signal.set_wakeup_fd(self._wakeup_write.fileno(), warn_on_full_buffer=False)
         try:
             while not self.stopping:
                 pending = []
