@@ -104,7 +104,7 @@ class Server:
         self.bytes = 0
         self.stopping = False
         try:
-            family, kind, _, _, address = socket.getaddrinfo(
+            family, _, _, _, address = socket.getaddrinfo(
                 config.host, config.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
             self.listener = socket.create_server(address, family=family, backlog=BACKLOG)
         except OSError as exc:
