@@ -36,6 +36,7 @@ import olearn
 MODULE = "olearn_kernels"
 ENTRY_POINTS = (("olearn.io.parse", "parse_block"), ("olearn.optim.gd", "learn_batch"),
                 ("olearn.predictions", "format_predictions"),
+                ("olearn.predictions", "format_classes"),
                 ("olearn.optim.regularize", "flush"),
                 ("olearn.optim.saew", "export"),
                 ("olearn.features.interactions", "expand_example"),

@@ -25,7 +25,7 @@ from olearn.config import Config
 from olearn.errors import OlearnError, OptionError, ParseWarning
 from olearn import matrices
 from olearn.io import sources
-from olearn.learner import OnlineLearner, parse_warnings
+from olearn.learner import OnlineLearner
 from olearn.matrices import is_matrix
 from olearn.passes import DataPlan, run_passes
 
@@ -111,7 +111,7 @@ class Learner:
         self._lock = threading.Lock()
         self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
         self._dicts = matrices.DictExamples(self.config)
-        self._one = np.empty((1, 2), dtype=np.float32)  # learn_one's output row
+        self._one = np.empty((1, learner.prediction_columns()), dtype=np.float32)  # learn_one's
 
     def _locked(self) -> threading.Lock:
         """The lock, unless this thread is producing this learner's data: it would wait for
@@ -170,9 +170,11 @@ class Learner:
             return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 0]
 
     def decision_function(self, data: Data) -> np.ndarray:
-        """Raw scores (before clipping, link and --binary) for every example of ``data``."""
+        """Raw scores (before clipping, link and --binary) for every example of ``data``; with
+        --oaa, a column per class: its clipped score (its probability with --probabilities)."""
         with self._locked():
-            return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 1]
+            preds = self._run(self._batches(data), learn=False, stacklevel=3)[0]
+            return preds[:, 2:] if self.config.oaa is not None else preds[:, 1]
 
     def __getstate__(self) -> dict:
         """Pickled as its options and model file (not the progress statistics): a copy
@@ -220,16 +222,17 @@ class Learner:
         outputs = []
         lines = 0
         for batch in batches:
-            for message in parse_warnings(batch, self.config.strict_parse, prefix=""):
+            for message in learner.warnings(batch, self.config.strict_parse, prefix=""):
                 warnings.warn(message, ParseWarning, stacklevel=stacklevel)
-            preds = np.empty((len(batch), 2), dtype=np.float32)
+            preds = learner.new_predictions(batch)
             if learn:
                 learner.learn(batch, preds)
             else:
                 learner.predict(batch, preds)
             outputs.append(preds)
             lines = batch.pass_line + batch.n_lines
-        return (np.concatenate(outputs) if outputs else np.empty((0, 2), dtype=np.float32),
+        return (np.concatenate(outputs) if outputs
+                else np.empty((0, learner.prediction_columns()), dtype=np.float32),
                 lines)
 
     @property

@@ -11,7 +11,7 @@ import dataclasses
 import math
 import sys
 
-from olearn import hashing, losses, run_options
+from olearn import hashing, losses, oaa, run_options
 from olearn.errors import OptionError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
@@ -31,6 +31,7 @@ GROUPS = (("Input options", run_options.DATA + formats.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
+          ("One against all (multiclass)", oaa.OPTIONS),
           ("Exponential weights: EG, BOA, SAEW", saew.OPTIONS),
           ("Output", run_options.OUTPUTS),
           ("Passes", run_options.PASSES),
@@ -64,6 +65,7 @@ class _Checked:
                               f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
         self._check_daemon()
+        oaa.check(self)
         namespaces.check(self)
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)

@@ -3,15 +3,16 @@
 One thread runs a ``selectors`` loop over the listening socket and every client. Each round of
 the loop gathers the complete lines all readable clients sent, parses them as one block with
 the learner's parser, predicts (and without -t learns) them in one kernel call, formats them
-with -p's formatter and hands each client the answers to its lines, in its order. One thread
+as -p does and hands each client the answers to its lines, in its order. One thread
 serialises the kernel calls on the one shared model without a lock, learning sees the lines in
 the order the server read them, and a round costs one parse and one kernel call however many
 lines and clients it holds (threads would only contend for the model: the learner's state is
 updated by every example).
 
 A line with a parse warning (a label that is not a number, a malformed feature, ...) is
-answered with ``error: <what is wrong>`` and neither predicted nor learned; an empty line is no
-example and gets no answer, as in VW and in -p files.
+answered with ``error: <what is wrong>`` and neither predicted nor learned, as is a line the
+learner refuses (with --oaa, a label that is not a class; the batch is then answered half by
+half to find it); an empty line is no example and gets no answer, as in VW and in -p files.
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from olearn.errors import OlearnError
 from olearn.io import formats, sources
 from olearn.learner import OnlineLearner
 from olearn.passes import run_passes
-from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary, warning_text
 
 MAX_LINE = 1 << 20     # bytes; a longer line is answered with an error and skipped
@@ -135,22 +135,31 @@ class Server:
             return b"", np.zeros(0, dtype=np.int64)
         batch = self.learner.parse_block(
             sources.Block(text, SOURCE, 0, n_lines, self.bytes, self.lines), self.format)
-        if batch.n_warnings > len(batch.warnings) and n_lines > 1:
-            # more warnings than the parser records: find every bad line, half by half
+        overflow = batch.n_warnings > len(batch.warnings)  # more than the parser records
+        warned = batch.n_warnings > 0
+        if warned:  # the first warning of each line that has any
+            bad, rows = np.unique(batch.warnings[:, 0], return_index=True)
+        good = batch.subset(~np.isin(batch.lines, bad)) if warned else batch
+        refused = None
+        try:
+            for message in self.learner.warnings(good, strict=False):
+                self.console.print(message)
+        except OlearnError as exc:  # a line the learner refuses (--oaa: a label not a class)
+            refused = exc
+        if (overflow or refused) and n_lines > 1:  # find every bad line, half by half
             half = n_lines // 2
             cut = _nth_newline(text, half) + 1
             first, first_ends = self.answer(text[:cut], half)
             rest, rest_ends = self.answer(text[cut:], n_lines - half)
             return first + rest, np.concatenate([first_ends, rest_ends + len(first)])
         self.lines += n_lines
-        warned = batch.n_warnings > 0
-        if warned:  # the first warning of each line that has any
-            bad, rows = np.unique(batch.warnings[:, 0], return_index=True)
-        good = batch.subset(~np.isin(batch.lines, bad)) if warned else batch
-        preds = np.empty((len(good), 2), dtype=np.float32)
+        if refused:
+            message = f"{ERROR}{refused.message[:MAX_MESSAGE]}\n".encode()
+            return message, np.array([len(message)])
+        preds = self.learner.new_predictions(good)
         for row in self.learner.learn(good, preds):
-            self.console.print(format_row(row))
-        out = bytes(format_predictions(preds[:, 0], good.tags, good.text))
+            self.console.print(format_row(row, self.learner.config.oaa is not None))
+        out = bytes(self.learner.prediction_lines(preds, good, False))
         starts = np.zeros(len(good) + 1, dtype=np.int64)
         starts[1:] = np.flatnonzero(np.frombuffer(out, dtype=np.uint8) == 10) + 1
         sizes = np.zeros(n_lines, dtype=np.int64)
@@ -334,4 +343,4 @@ def run(config: Config) -> None:
             except OSError:  # removed already: nothing to clean up
                 pass
     console.print(summary(learner.stats, config.loss, config.loss_param, done.passes,
-                          done.holdout_loss))
+                          done.holdout_loss, config.oaa is not None, config.probabilities))

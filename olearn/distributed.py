@@ -79,7 +79,8 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "raw_predictions": "-r: predict with the saved model instead (olearn -t -i MODEL -r)",
                "testonly": "-t: test in one process (olearn -t -i MODEL)",
                "cache_file": "--cache_file names one file; -c makes each worker cache the "
-                             "partitions it learns"}
+                             "partitions it learns",
+               "oaa": "--oaa's per-class normalizer sums have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples; the scratch rate alike) or

@@ -8,6 +8,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from olearn import model
+from olearn.oaa import OneAgainstAll
 from olearn.audit import audit_line
 from olearn.batch import ExampleBatch
 from olearn.config import Config
@@ -21,7 +22,7 @@ from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd
 from olearn.optim.families import family_of
 from olearn.optim.weights import COLUMNS, W_G, WIDTH, initialize
-from olearn.predictions import format_predictions
+from olearn.predictions import format_classes, format_predictions
 from olearn.report import warning_lines, warning_text
 
 PARSE_THREADS = 2
@@ -48,13 +49,15 @@ class OnlineLearner:
         # stateless: their terms below)
         self.expander = stage_poly.StagePoly(config)
         self.poly = self.expander.state
+        # the reduction between them: one scalar problem, or --oaa's K classes
+        self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
-        self.state = np.zeros(gd.STATE_SIZE)
+        self.state = gd.STATE.defaults()
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
         if normalized and adaptive and t0 > 0:
             self.state[gd.S_NORM] = self.state[gd.S_TOTAL] = t0
-        self._apply_fixed_range()
+        self._apply_fixed_options()
         self.stats = self.new_stats()
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
         params = np.zeros(gd.PARAMS_SIZE)
@@ -78,8 +81,11 @@ class OnlineLearner:
         params[gd.P_SCHED_EXPONENT] = config.sched_exponent
         params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
         params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
-        params[gd.P_CONSTANT] = CONSTANT_HASH & config.mask
+        params[gd.P_CONSTANT] = self.reduction.widen(np.array([CONSTANT_HASH & config.mask],
+                                                              dtype=np.uint32))[0]
         params[gd.P_FAMILY] = self.family.CODE
+        params[gd.P_OAA] = self.reduction.k
+        params[gd.P_PROBABILITIES] = self.reduction.probabilities
         if config.holdout:
             params[gd.P_HOLDOUT_PERIOD] = config.holdout_period
             params[gd.P_HOLDOUT_AFTER] = config.holdout_after
@@ -121,18 +127,20 @@ class OnlineLearner:
         """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
         self.expander.end_pass(lines, last)
 
-    def _apply_fixed_range(self) -> None:
-        """--min_prediction/--max_prediction fix the clipping range."""
+    def _apply_fixed_options(self) -> None:
+        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes."""
         if self.config.min_prediction is not None:
             self.state[gd.S_MIN] = self.config.min_prediction
         if self.config.max_prediction is not None:
             self.state[gd.S_MAX] = self.config.max_prediction
+        if self.config.indexing is not None:
+            self.state[gd.S_INDEXING] = self.config.indexing
 
     def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Continue from a saved state (the fixed range of this run's options still applies)."""
         self.weights[:] = weights
         self.state[:] = state
-        self._apply_fixed_range()
+        self._apply_fixed_options()
 
     def sync(self) -> None:
         """Put the model itself into ``weights``: the family applies every pending
@@ -151,7 +159,8 @@ class OnlineLearner:
         if not (np.isfinite(self.weights[:, saved]).all() and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
-        model.save(path, self.config, self.weights, self.state, (self.expander, self.family))
+        model.save(path, self.config, self.weights, self.state,
+                   (self.expander, self.reduction, self.family))
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(gd.STATS_SIZE)
@@ -218,7 +227,8 @@ class OnlineLearner:
     def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
 
-        ``preds`` (shape (len(batch), 2)) receives each output and raw score.
+        ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
+        score (with --oaa, then each class's score or probability).
         """
         self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
@@ -238,11 +248,37 @@ class OnlineLearner:
         self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
                      self.new_stats())
 
+    def prediction_columns(self) -> int:
+        """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
+        return self.reduction.prediction_columns() if self.reduction.on else 2
+
+    def new_predictions(self, batch: ExampleBatch) -> np.ndarray:
+        return np.empty((len(batch), self.prediction_columns()), dtype=np.float32)
+
+    def prediction_lines(self, preds: np.ndarray, batch: ExampleBatch, raw: bool) -> np.ndarray:
+        """The -p (or, ``raw``, -r) lines of a batch's predictions, as bytes: the output or raw
+        score; with --oaa, the class, and every class's score for -r, --scores and
+        --probabilities."""
+        if self.reduction.on and (raw or self.reduction.scores):
+            first = 0 if self.state[gd.S_INDEXING] == 0 else 1
+            return format_classes(preds[:, 2:], first, raw, batch.tags, batch.text)
+        return format_predictions(preds[:, 1 if raw else 0], batch.tags, batch.text)
+
+    def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
+        """The batch's parse warnings (:func:`parse_warnings`) and, with --oaa, its labels'
+        (olearn/oaa.py): a label that is not a class stops the run (an OlearnError)."""
+        lines = parse_warnings(batch, strict, prefix)
+        if self.reduction.on:
+            lines += self.reduction.check_labels(batch, self.state[gd.S_INDEXING], prefix)
+        return lines
+
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
-        return gd.learn_batch(self.weights, self.lazy, self.poly, self.ew, state, stats, params,
-                              self.terms, self.linear, batch.numbers, batch.offsets, batch.index, batch.value,
-                              batch.namespace, batch.lines, batch.pass_line, preds, rows)
+        return gd.learn_batch(self.weights, self.lazy, self.poly, self.ew,
+                              self.reduction.classes, state, stats, params, self.terms,
+                              self.linear, batch.numbers, batch.offsets,
+                              self.reduction.widen(batch.index), batch.value, batch.namespace,
+                              batch.lines, batch.pass_line, preds, rows)
 
     @property
     def average_loss(self) -> float:
@@ -265,7 +301,7 @@ class OnlineLearner:
             if self._kernel(batch.example(e), preds[e:e + 1], row, self.params, self.state,
                             self.stats):
                 rows.append(row)
-            line = format_predictions(preds[e:e + 1, 0], batch.tags[e:e + 1], batch.text)
+            line = self.prediction_lines(preds[e:e + 1], batch.example(e), False)
             emit(bytes(line).decode("utf-8", "surrogateescape") + features + "\n")
         rows = np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
         self.history.add(rows)

@@ -24,6 +24,7 @@ from olearn.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, defa
 from olearn.checks import INT64_LIMIT, Invalid, increasing_below, require
 from olearn.errors import OlearnError
 from olearn.features.stage_poly import StagePoly
+from olearn.oaa import AUTO, OneAgainstAll
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd, regularize
 from olearn.optim.families import FAMILIES, family_of
@@ -42,7 +43,7 @@ HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
 SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # The dtype and shape (None: any length) of each array save() writes.
 # Beside the weight table and the learner state, the expander's and the families' own.
-OWNERS = (StagePoly, *FAMILIES)
+OWNERS = (StagePoly, OneAgainstAll, *FAMILIES)
 ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
           "state": ("<f8", (None,)),
           **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}
@@ -134,6 +135,7 @@ class Model:
         learner.restore(self.weights(learner.config), self.state)
         learner.family.restore(self.arrays, path)
         learner.expander.restore(self.arrays)
+        learner.reduction.restore(self.arrays)
 
 
 def load(path: str) -> Model:
@@ -177,6 +179,7 @@ def load(path: str) -> Model:
         _name_fields(arrays, header.get("fields"), version, config)
         _check_table(arrays, config)
         StagePoly.check(arrays, config)
+        OneAgainstAll.check(arrays, config)
         family_of(config).check(arrays, config)
     except Invalid as exc:
         raise OlearnError(f"corrupted model file ({exc})", path) from None
@@ -251,6 +254,8 @@ def _names(config: Config) -> set[str]:
     names = {"index", "rows", "state"}
     if config.stage_poly:
         names |= set(StagePoly.ARRAYS)
+    if config.oaa is not None:
+        names |= set(OneAgainstAll.ARRAYS)
     names |= set(family_of(config).ARRAYS)
     return names
 
@@ -298,6 +303,7 @@ def _check_table(arrays: dict, config: Config) -> None:
              "regularization accumulators not flushed")
     fixed = config.min_prediction is not None or config.max_prediction is not None
     require(fixed or state[gd.S_MIN] <= state[gd.S_MAX], "label range with min > max")
+    require(state[gd.S_INDEXING] in (0.0, 1.0, AUTO), "unknown --oaa indexing")
 
 
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:

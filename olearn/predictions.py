@@ -49,29 +49,132 @@ def format_number(out, o, x):
 
 
 @njit(cache=True, nogil=True)
-def format_predictions(preds, tags, text):
-    """One line per prediction: the number, then `` tag`` when the example has one (a span
-    ``text[tags[e, 0]:tags[e, 1]]``; -1 or an empty span: none). Raises ValueError for tags that
-    do not fit ``preds`` or ``text``."""
-    if tags.shape[0] < preds.shape[0] or tags.shape[1] < 2:
+def _six_digits(x, exp10):
+    """x's 6 significant digits below 10^(exp10 + 1), rounded half to even as printf rounds
+    (exact for a float32 x within 1e-4..1e6: x times a power of ten up to 10^10 is exact)."""
+    if exp10 <= 5:
+        return np.int64(np.rint(x * 10.0 ** (5 - exp10)))
+    return np.int64(np.rint(x / 10.0 ** (exp10 - 5)))
+
+
+@njit(cache=True, nogil=True)
+def format_general(out, o, x):
+    """Write ``x`` as C++'s default stream format does (printf's %g: 6 significant digits,
+    trailing zeros dropped), as VW writes --oaa's per-class scores."""
+    if np.isnan(x) or np.isinf(x):
+        return format_number(out, o, x)
+    if np.copysign(1.0, x) < 0:
+        out[o] = 45
+        o += 1
+        x = -x
+    if x == 0:
+        out[o] = 48
+        return o + 1
+    exp10 = np.int64(np.floor(np.log10(x)))
+    digits = _six_digits(x, exp10)
+    if digits >= 1000000:  # rounding carried into another digit
+        exp10 += 1
+        digits = _six_digits(x, exp10)
+    while digits < 100000:  # the estimate of the exponent was one too high
+        exp10 -= 1
+        digits = _six_digits(x, exp10)
+    text = np.empty(6, dtype=np.uint8)
+    for i in range(6):
+        text[5 - i] = 48 + digits % 10
+        digits //= 10
+    used = 6
+    while used > 1 and text[used - 1] == 48:
+        used -= 1
+    if -4 <= exp10 < 6:
+        if exp10 < 0:
+            out[o] = 48
+            out[o + 1] = 46
+            o += 2
+            for _ in range(-exp10 - 1):
+                out[o] = 48
+                o += 1
+            out[o:o + used] = text[:used]
+            return o + used
+        whole = exp10 + 1
+        for i in range(max(used, whole)):
+            if i == whole:
+                out[o] = 46
+                o += 1
+            out[o] = text[i] if i < used else 48
+            o += 1
+        return o
+    out[o] = text[0]
+    o += 1
+    if used > 1:
+        out[o] = 46
+        out[o + 1:o + used] = text[1:used]
+        o += used
+    out[o] = 101
+    out[o + 1] = 45 if exp10 < 0 else 43
+    o += 2
+    if abs(exp10) < 10:
+        out[o] = 48
+        o += 1
+    return _put_int(out, o, abs(exp10))
+
+
+@njit(cache=True, nogil=True)
+def _tag_room(tags, text, n):
+    """Bytes the tags of the first ``n`` examples need; raises ValueError for tags that do not
+    fit ``text``."""
+    if tags.shape[0] < n or tags.shape[1] < 2:
         raise ValueError("format_predictions: fewer tags than predictions")
     size = 0
-    for e in range(preds.shape[0]):
-        size += 32
+    for e in range(n):
         if tags[e, 1] > tags[e, 0]:
             if tags[e, 0] < 0 or tags[e, 1] > text.shape[0]:
                 raise ValueError("format_predictions: a tag outside the text")
             size += 1 + tags[e, 1] - tags[e, 0]
-    out = np.empty(size, dtype=np.uint8)
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _end_line(out, o, tags, e, text):
+    """`` tag`` when example ``e`` has one (an empty tag prints nothing, as VW), then the end
+    of the line."""
+    if tags[e, 1] > tags[e, 0]:
+        out[o] = 32
+        o += 1
+        for k in range(tags[e, 0], tags[e, 1]):
+            out[o] = text[k]
+            o += 1
+    out[o] = 10
+    return o + 1
+
+
+@njit(cache=True, nogil=True)
+def format_predictions(preds, tags, text):
+    """One line per prediction: the number, then `` tag`` when the example has one (a span
+    ``text[tags[e, 0]:tags[e, 1]]``; -1 or an empty span: none). Raises ValueError for tags that
+    do not fit ``preds`` or ``text``."""
+    out = np.empty(32 * preds.shape[0] + _tag_room(tags, text, preds.shape[0]), dtype=np.uint8)
     o = 0
     for e in range(preds.shape[0]):
         o = format_number(out, o, np.float64(preds[e]))
-        if tags[e, 1] > tags[e, 0]:  # an empty tag prints nothing, as VW
-            out[o] = 32
-            o += 1
-            for k in range(tags[e, 0], tags[e, 1]):
-                out[o] = text[k]
+        o = _end_line(out, o, tags, e, text)
+    return out[:o]
+
+
+@njit(cache=True, nogil=True)
+def format_classes(scores, first, lead, tags, text):
+    """--oaa's lines of per-class numbers: ``c:x`` for each class c = first, first + 1, ...
+    and its ``scores[e, c - first]``, space-separated (after a space with ``lead``, as VW's -r),
+    then `` tag`` as :func:`format_predictions`."""
+    n, k = scores.shape
+    out = np.empty(n * (k * 40 + 2) + _tag_room(tags, text, n), dtype=np.uint8)
+    o = 0
+    for e in range(n):
+        for c in range(k):
+            if c > 0 or lead:
+                out[o] = 32
                 o += 1
-        out[o] = 10
-        o += 1
+            o = _put_int(out, o, first + c)
+            out[o] = 58
+            o = format_general(out, o + 1, np.float64(scores[e, c]))
+        o = _end_line(out, o, tags, e, text)
     return out[:o]

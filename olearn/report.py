@@ -43,14 +43,22 @@ def _fixed(x: float, decimals: int, missing: str = "n.a.") -> str:
     return missing if math.isnan(x) else f"{x:.{decimals}f}"
 
 
-def format_row(row: np.ndarray) -> str:
-    """One table row, in VW's exact column layout; a holdout row ends in ``h``."""
-    n, wsum, label, pred, nfeat, avg, since, holdout = row
+def format_row(row: np.ndarray, multiclass: bool = False) -> str:
+    """One table row, in VW's exact column layout; a holdout row ends in ``h``. --oaa's
+    (``multiclass``) labels and predictions are classes, with the prediction's probability
+    (``1(33%)``) under --probabilities."""
+    n, wsum, label, pred, nfeat, avg, since, holdout, probability = row
     missing = " unknown" if holdout else "n.a."
-    label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
+    if multiclass:
+        label_text = "unknown" if math.isnan(label) else str(int(label))
+        pred_text = str(int(pred)) + ("" if math.isnan(probability)
+                                      else f"({100 * probability:.0f}%)")
+    else:
+        label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
+        pred_text = f"{pred:.4f}"
     return (f"{_cut(_fixed(avg, 6, missing), 8, True)} {_cut(_fixed(since, 6, missing), 8, True)} "
             f"{_cut(str(int(n)), 12, False)} {_cut(f'{wsum:.1f}', 14, False)} "
-            f"{_cut(label_text, 14, False)} {_cut(f'{pred:.4f}', 14, False)} "
+            f"{_cut(label_text, 14, False)} {_cut(pred_text, 14, False)} "
             f"{_cut(str(int(nfeat)), 8, False)}" + (" h" if holdout else ""))
 
 
@@ -77,9 +85,13 @@ def warning_lines(batch: ExampleBatch, prefix: str = "[warning] ") -> list[str]:
 
 
 def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED],
-            param: float = 0.0, passes: int = 1, holdout_loss: float | None = None) -> str:
+            param: float = 0.0, passes: int = 1, holdout_loss: float | None = None,
+            multiclass: bool = False, log_loss: bool = False) -> str:
     """The 'finished run' block. ``holdout_loss`` is the best pass's holdout loss (inf: no
-    example was held out), or None when nothing is held out."""
+    example was held out), or None when nothing is held out. --oaa (``multiclass``) has no
+    best constant; with ``log_loss`` (--probabilities) the multiclass log loss follows the
+    average loss: over the held-out examples when there are any (VW divides their sum by the
+    learned examples' weight instead)."""
     wl = stats[gd.R_W_LABELED]
     wsum = wl + stats[gd.R_W_UNLABELED]
     examples = int(stats[gd.R_EXAMPLES])
@@ -98,7 +110,15 @@ def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED]
     lines += [f"weighted example sum = {wsum:.6f}",
               f"weighted label sum = {stats[gd.R_W_LABEL_SUM]:.6f}",
               f"average loss = {average}"]
-    best = best_constant(stats, loss, param)
+    if log_loss:
+        if holdout_loss is None:
+            lines.append(f"average multiclass log loss = "
+                         f"{_fixed(stats[gd.R_MC_LOG_LOSS] / wl if wl > 0 else math.nan, 6)}")
+        else:
+            held = stats[gd.R_HOLDOUT_W]
+            lines.append("average multiclass log loss = " + _fixed(
+                stats[gd.R_HOLDOUT_MC_LOG_LOSS] / held if held > 0 else math.nan, 6) + " h")
+    best = None if multiclass else best_constant(stats, loss, param)
     if best is not None:
         constant, constant_loss = best
         lines.append(f"best constant = {constant:.6f}")

@@ -4,19 +4,16 @@ from __future__ import annotations
 import os
 import sys
 
-import numpy as np
-
 from olearn import aot, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
 from olearn.history import plot_learning_curve, require_matplotlib
 from olearn.io import sources
-from olearn.learner import OnlineLearner, parse_warnings
+from olearn.learner import OnlineLearner
 from olearn.io.atomic import AtomicOutput
 from olearn.passes import DataPlan, run_passes
 from olearn.optim import gd
 from olearn.optim.families import family_of
-from olearn.predictions import format_predictions
 from olearn.report import TABLE_HEADER, Console, format_row, summary
 
 
@@ -48,13 +45,16 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
+    multiclass = config.oaa is not None
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
+              + (f"oaa ({config.oaa} classes), " if multiclass else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
-              "Input label = SIMPLE",
-              "Output pred = SCALAR"]
+              f"Input label = {'MULTICLASS' if multiclass else 'SIMPLE'}",
+              "Output pred = " + ("SCALARS" if multiclass and (config.scores or config.probabilities)
+                                  else "MULTICLASS" if multiclass else "SCALAR")]
     return "\n".join(lines) + "\n"
 
 
@@ -67,13 +67,14 @@ def run(config: Config) -> OnlineLearner:
         require_matplotlib()  # before training, not after
     learner = OnlineLearner.start(config)
     config = learner.config
+    multiclass = config.oaa is not None
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
     console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n"))
     names = NameCollector(config) if config.invert_hash else None
-    outputs = [(AtomicOutput(path), column) for path, column in
-               ((config.predictions, 0), (config.raw_predictions, 1)) if path]
+    outputs = [(AtomicOutput(path), raw) for path, raw in
+               ((config.predictions, False), (config.raw_predictions, True)) if path]
     bytes_done = 0  # of the passes before, for the progress bar
 
     def learn_pass(pass_no: int) -> int:
@@ -81,19 +82,19 @@ def run(config: Config) -> OnlineLearner:
         from_text = plan.reads_text(pass_no)
         bytes_read = lines = 0
         for batch in plan.batches(learner, pass_no):
-            for message in parse_warnings(batch, config.strict_parse):
+            for message in learner.warnings(batch, config.strict_parse):
                 console.print(message)
-            preds = np.empty((len(batch), 2), dtype=np.float32)
+            preds = learner.new_predictions(batch)
             if config.audit:
                 rows = learner.learn_audited(batch, preds, sys.stdout.write)
             else:
                 rows = learner.learn(batch, preds)
             if names is not None and from_text:
                 names.add(batch, learner.terms)
-            for out, column in outputs:
-                out.write(format_predictions(preds[:, column], batch.tags, batch.text))
+            for out, raw in outputs:
+                out.write(learner.prediction_lines(preds, batch, raw))
             for row in rows:
-                console.print(format_row(row))
+                console.print(format_row(row, multiclass))
             bytes_read = batch.bytes_read
             lines = batch.pass_line + batch.n_lines
             console.progress(bytes_done + bytes_read, int(learner.stats[gd.R_EXAMPLES]))
@@ -124,20 +125,21 @@ def run(config: Config) -> OnlineLearner:
             out.discard()
         raise
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss))
+                          done.passes, done.holdout_loss, multiclass, config.probabilities))
     return learner
 
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
-# A value of TEMPORARY names a new file in a temporary folder.
+# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
                     "quadratic": ["ab"]},
                    {"cache": True, "passes": 2, "readable_model": TEMPORARY},
-                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY})
+                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY},
+                   {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY})
 
 
 def warm_cache() -> None:
@@ -153,13 +155,17 @@ def warm_cache() -> None:
             f.write(lines)
         with open(svm, "wb") as f:
             f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
+        classes = os.path.join(tmp, "warm-classes.vw")
+        with open(classes, "wb") as f:
+            f.write(b"1 |a x\n3 2 'tag |b y\n|c z\n")
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
                 for options in WARM_UP_OPTIONS:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
-                    run(Config(**{"data": [vw, svm], "quiet": True,
+                    data = [classes] if options.get("oaa") else [vw, svm]
+                    run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout

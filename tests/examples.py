@@ -18,6 +18,12 @@ def random_examples(seed=3, n=300, bits=8):
 
 
 def kernel_predictions(examples, config, learner=None):
+    """The kernel's output for each example."""
+    return kernel_outputs(examples, config, learner)[:, 0]
+
+
+def kernel_outputs(examples, config, learner=None):
+    """The kernel's prediction array (output, raw; with --oaa, the classes' scores after)."""
     from olearn.batch import ExampleBatch
     offsets = np.cumsum([0] + [len(f) for _, _, f in examples])
     numbers = np.array([[np.nan if y is None else y, imp, 0.0] for y, imp, _ in examples],
@@ -29,6 +35,6 @@ def kernel_predictions(examples, config, learner=None):
                          np.zeros(len(examples), np.int64), offsets, index, value,
                          np.zeros(len(index), np.uint8), empty, empty, 0, 0)
     learner = learner or OnlineLearner(config)
-    preds = np.empty((len(examples), 2), dtype=np.float32)
+    preds = learner.new_predictions(batch)
     learner.learn(batch, preds)
-    return preds[:, 0]
+    return preds

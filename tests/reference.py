@@ -90,73 +90,134 @@ def parse_svm_line(line: bytes, bits: int = 18, constant: bool = True):
     return float(body[0]), features
 
 
+class GradientDescent:
+    """VW's gd update (vw-reference.md §3) in plain Python, squared loss: weights, adaptive
+    sums and normalizers keyed by slot; the normalized update's sums S and T are passed in, so
+    that several problems can share the weights and keep their own (--oaa)."""
+
+    X_MIN = 1.084202e-19
+
+    def __init__(self, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0):
+        self.adaptive, self.normalized, self.invariant = adaptive, normalized, invariant
+        self.eta, self.power_t, self.t0 = eta, power_t, t0
+        self.w, self.g, self.n = {}, {}, {}
+
+    def fresh_sums(self) -> list:
+        start = self.t0 if (self.adaptive and self.normalized and self.t0 > 0) else 0.0
+        return [start, start]
+
+    def predict(self, feats) -> float:
+        return sum(self.w.get(j, 0.0) * x for j, x in feats)
+
+    def update(self, feats, p, label, imp, t, sums) -> float:
+        """Learn (label, importance) at prediction ``p``; returns η̄ = −u/loss′ (0: none)."""
+        if (p - label) ** 2 <= 0:
+            return 0.0
+        adaptive, normalized, power_t = self.adaptive, self.normalized, self.power_t
+        w, g, n = self.w, self.g, self.n
+        grad2 = imp * 4 * (p - label) ** 2
+        rates, norm_x, ppu = {}, 0.0, 0.0
+        for j, x in feats:
+            if x * x < self.X_MIN * self.X_MIN:
+                x = math.copysign(self.X_MIN, x)
+            rate = 1.0
+            if adaptive:
+                g[j] = g.get(j, self.t0) + grad2 * x * x
+                rate = g[j] ** -power_t
+            if normalized:
+                if abs(x) > n.get(j, 0.0):
+                    if n.get(j, 0.0) > 0:
+                        power = power_t - 1 if adaptive else -1.0
+                        w[j] = w.get(j, 0.0) * ((abs(x) / n[j]) ** 2) ** power
+                    n[j] = abs(x)
+                norm_x += x * x / n[j] ** 2
+                rate *= (n[j] ** 2) ** (power_t - 1 if adaptive else -1.0)
+            rates[j] = rate
+            ppu += x * x * rate
+        multiplier = 1.0
+        if normalized:
+            sums[0] += imp * norm_x
+            sums[1] += imp
+            multiplier = (sums[0] / sums[1]) ** (power_t - 1 if adaptive else -1.0)
+            ppu *= multiplier
+        scale = self.eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
+        if self.invariant:
+            sq = scale * ppu
+            u = 2 * (label - p) * scale if sq < 1e-6 else (label - p) * (1 - math.exp(-2 * sq)) / ppu
+        else:
+            u = 2 * (label - p) * scale
+        d1 = 2 * (p - label)
+        eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
+        u *= multiplier
+        for j, x in feats:
+            w[j] = w.get(j, 0.0) + u * x * (rates[j] if (adaptive or normalized) else 1.0)
+        return eta_bar
+
+
 def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
                    l1=0.0, l2=0.0, final_weights=None):
-    """VW's gd (vw-reference.md §3) in plain Python, squared loss: progressive predictions.
+    """VW's gd in plain Python, squared loss: progressive predictions.
 
     ``examples`` is a list of (label or None, importance, [(index, value)]). With ``l1``/``l2``,
     each update is followed by the proximal step of step size η̄ = −u/loss′ applied to every
     weight, eagerly (algorithms.md §1): the dense computation the lazy kernel must equal.
     ``final_weights``, a dict, receives the weights after the last example.
     """
-    x_min = 1.084202e-19
-    w, g, n = {}, {}, {}
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = gd.fresh_sums()
     lo = hi = 0.0
-    s_norm = s_total = t0 if (adaptive and normalized and t0 > 0) else 0.0
     t = t0
     out = []
     for label, imp, feats in examples:
         learn = label is not None and imp > 0
         if learn:
             lo, hi = min(lo, label), max(hi, label)
-        raw = sum(w.get(j, 0.0) * x for j, x in feats)
-        p = min(max(raw, lo), hi)
+        p = min(max(gd.predict(feats), lo), hi)
         out.append(p)
-        if learn and (p - label) ** 2 > 0:
-            grad2 = imp * 4 * (p - label) ** 2
-            rates, norm_x, ppu = {}, 0.0, 0.0
-            for j, x in feats:
-                if x * x < x_min * x_min:
-                    x = math.copysign(x_min, x)
-                rate = 1.0
-                if adaptive:
-                    g[j] = g.get(j, t0) + grad2 * x * x
-                    rate = g[j] ** -power_t
-                if normalized:
-                    if abs(x) > n.get(j, 0.0):
-                        if n.get(j, 0.0) > 0:
-                            power = power_t - 1 if adaptive else -1.0
-                            w[j] = w.get(j, 0.0) * ((abs(x) / n[j]) ** 2) ** power
-                        n[j] = abs(x)
-                    norm_x += x * x / n[j] ** 2
-                    rate *= (n[j] ** 2) ** (power_t - 1 if adaptive else -1.0)
-                rates[j] = rate
-                ppu += x * x * rate
-            multiplier = 1.0
-            if normalized:
-                s_norm += imp * norm_x
-                s_total += imp
-                multiplier = (s_norm / s_total) ** (power_t - 1 if adaptive else -1.0)
-                ppu *= multiplier
-            scale = eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
-            if invariant:
-                sq = scale * ppu
-                u = 2 * (label - p) * scale if sq < 1e-6 else (label - p) * (1 - math.exp(-2 * sq)) / ppu
-            else:
-                u = 2 * (label - p) * scale
-            d1 = 2 * (p - label)
-            eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
-            u *= multiplier
-            for j, x in feats:
-                w[j] = w.get(j, 0.0) + u * x * (rates[j] if (adaptive or normalized) else 1.0)
+        if learn:
+            eta_bar = gd.update(feats, p, label, imp, t, sums)
             if eta_bar > 0:
-                for j, wj in w.items():
+                for j, wj in gd.w.items():
                     shrunk = max(0.0, abs(wj) - eta_bar * l1) / (1 + eta_bar * l2)
-                    w[j] = math.copysign(shrunk, wj)
+                    gd.w[j] = math.copysign(shrunk, wj)
         if label is not None:  # VW's t counts labeled examples only
             t += imp
     if final_weights is not None:
-        final_weights.update(w)
+        final_weights.update(gd.w)
+    return out
+
+
+def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
+                    eta=0.5, power_t=0.5, t0=0.0):
+    """VW's --oaa over gd in plain Python (olearn/oaa.py, vw-reference.md §10), squared loss,
+    1-based labels: each example's predicted class and clipped per-class scores.
+
+    Feature h of class k is slot (h·W + k) mod 2^bits, W the power of two >= ``classes``; the
+    weights and t are shared, each class keeps its normalizer sums; every class is predicted
+    with the clipping range before the example, then learns ±1 in turn.
+    """
+    mask = (1 << bits) - 1
+    width = 1
+    while width < classes:
+        width *= 2
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(classes)]
+    lo = hi = 0.0
+    t = t0
+    out = []
+    for label, imp, feats in examples:
+        per_class = [[((j * width + k) & mask, x) for j, x in feats] for k in range(classes)]
+        scores = [min(max(gd.predict(f), lo), hi) for f in per_class]
+        best = max(range(classes), key=lambda k: (scores[k], -k))
+        out.append((best + 1, scores))
+        if label is None:
+            continue
+        if imp > 0:
+            for k in range(classes):
+                y = 1.0 if label == k + 1 else -1.0
+                lo, hi = min(lo, y), max(hi, y)
+                gd.update(per_class[k], scores[k], y, imp, t, sums[k])
+        t += imp
     return out
 
 

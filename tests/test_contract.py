@@ -45,10 +45,16 @@ FAMILIES: dict[str, dict] = {
     "saew_calibrate": {"saew": True, "saew_calibrate": True},
     "logistic": {"loss_function": "logistic", "link": "logistic"},
     "quantile": {"loss_function": "quantile", "quantile_tau": 0.3},
+    "oaa": {"oaa": 3},
+    # the reduction behind the expander, with another loss
+    "oaa_stage_poly": {"oaa": 3, "stage_poly": True, "batch_sz": 50,
+                       "loss_function": "logistic"},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
+KINDS = ("real", "binary", "classes")  # the labels of the generated datasets
 NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): exponential "
            "weights have no averaging rule to merge partitions with")
+NO_DASK_OAA = "--dask refuses --oaa: its per-class normalizer sums have no merge rule yet"
 DASK_FREEZES_STAGES = (
     "distributed.finish zeroes --stage_poly's stage period and counter base after every pass "
     "(stages only in pass 1, by design for several partitions), so even one partition's model "
@@ -66,23 +72,25 @@ def _argv(options: dict) -> list[str]:
     return argv
 
 
-def _lines(rng: np.random.RandomState, n: int, binary: bool) -> list[str]:
+def _lines(rng: np.random.RandomState, n: int, kind: str) -> list[str]:
     """``n`` VW lines: namespace a (numeric x, y, w), b (a category, numeric v) in most; a
-    label linear in them plus an a×b product and noise (its sign when ``binary``); a few lines
-    unlabeled or with an importance weight."""
+    label linear in them plus an a×b product and noise (its sign for ``kind`` "binary", one of
+    three classes by its value for "classes"); a few lines unlabeled or with an importance
+    weight."""
     lines = []
     for _ in range(n):
         x, y, w, v = np.round(rng.uniform(-1, 1, size=4), 2)
         cat = rng.randint(6)
         label = 0.5 + 1.2 * x - 0.8 * y + 0.3 * w + 0.9 * x * v + 0.2 * (cat - 2.5)
         label += rng.normal(scale=0.1)
-        head = ("1" if label > 0 else "-1") if binary else f"{label:.3f}"
-        kind = rng.randint(20)
-        if kind == 0:
+        head = {"binary": "1" if label > 0 else "-1", "real": f"{label:.3f}",
+                "classes": str(1 + (label > 0) + (label > 1))}[kind]
+        variant = rng.randint(20)
+        if variant == 0:
             head = ""
-        elif kind == 1:
+        elif variant == 1:
             head += " 2"
-        b = f" |b c{cat} v:{v}" if kind != 2 else ""
+        b = f" |b c{cat} v:{v}" if variant != 2 else ""
         lines.append(f"{head} |a x:{x} y:{y} w:{w}{b}\n".lstrip())
     return lines
 
@@ -90,9 +98,9 @@ def _lines(rng: np.random.RandomState, n: int, binary: bool) -> list[str]:
 class Data:
     """The training data in halves (first, second, both) and a test set, as files."""
 
-    def __init__(self, folder: Path, binary: bool):
-        rng = np.random.RandomState(7 + binary)
-        first, second, test = (_lines(rng, n, binary) for n in (HALF, HALF, TEST))
+    def __init__(self, folder: Path, kind: str):
+        rng = np.random.RandomState(7 + KINDS.index(kind))
+        first, second, test = (_lines(rng, n, kind) for n in (HALF, HALF, TEST))
         self.first, self.second, self.both, self.test = (
             folder / f"{name}.vw" for name in ("first", "second", "both", "test"))
         for path, lines in ((self.first, first), (self.second, second),
@@ -102,13 +110,15 @@ class Data:
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> dict[bool, Data]:
-    """Data with real labels (False) and with ±1 labels for the logistic loss (True)."""
-    return {binary: Data(tmp_path_factory.mktemp(f"binary{binary:d}"), binary)
-            for binary in (False, True)}
+    """Data of each kind of label: real, ±1 (for the logistic loss), three classes (--oaa)."""
+    return {kind: Data(tmp_path_factory.mktemp(kind), kind) for kind in KINDS}
 
 
-def _data(datasets: dict[bool, Data], family: str) -> Data:
-    return datasets[FAMILIES[family].get("loss_function") == "logistic"]
+def _data(datasets: dict[str, Data], family: str) -> Data:
+    options = FAMILIES[family]
+    if "oaa" in options:
+        return datasets["classes"]
+    return datasets["binary" if options.get("loss_function") == "logistic" else "real"]
 
 
 def _test_only(model: Path, data: Path, out: Path) -> str:
@@ -231,6 +241,8 @@ def _dask_case(family: str):
     """``family`` as a parameter of the --dask contract, marked when it cannot keep it."""
     if family in EXPERTS:
         return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK))
+    if "oaa" in FAMILIES[family]:
+        return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_OAA))
     if family == "stage_poly":
         return pytest.param(family, marks=pytest.mark.xfail(strict=True,
                                                             reason=DASK_FREEZES_STAGES))

@@ -222,6 +222,17 @@ def test_a_signal_saves_the_learned_model_and_removes_the_pid_file(tmp_path, sig
                                                                      tmp_path)
 
 
+def test_an_oaa_label_that_is_not_a_class_is_an_error_line_and_not_learned(tmp_path):
+    lines = [b"1 |a x", b"2 'two |a y", b"3 |a x y", b"1 |a z"]
+    server = Server("--quiet", "--oaa", 3)
+    try:
+        answers = ask(server.port, b"\n".join(lines[:2] + [b"1.5 |a x"] + lines[2:]) + b"\n")
+    finally:
+        server.stop()
+    assert answers[2].startswith(b"error: --oaa: label 1.5 is not a class")
+    assert b"".join(answers[:2] + answers[3:]) == _predictions("", lines, tmp_path, "--oaa", 3)
+
+
 def test_a_port_in_use_is_one_error_line(server):
     code, _, err = run_cmd(olearn_cmd("--daemon", "--port", server.port))
     assert code == 1 and err.count("\n") == 1

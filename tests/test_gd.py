@@ -63,7 +63,7 @@ def test_sync_brings_every_weight_up_to_date():
     dense = np.zeros(1 << 8)
     dense[list(want)] = list(want.values())
     np.testing.assert_allclose(learner.weights[:, 0], dense, rtol=1e-3, atol=1e-5)
-    assert (learner.lazy == 0).all() and (learner.state[gd.S_REG:] == 0).all()
+    assert (learner.lazy == 0).all() and (learner.state[gd.S_REG:gd.S_REG + regularize.SIZE] == 0).all()
 
 
 def _steady_l1_learner(sum_so_far: float, steps_so_far: float) -> OnlineLearner:

@@ -40,7 +40,10 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
            "boa": {"boa": True}, "saew eg": {"saew": True, "saew_sub": "eg"},
            "calibrated": {"saew_calibrate": True, "saew_grid_d0": 1, "saew_grid_alpha": 2,
                           "saew_grid_radius": 1, "saew_grid_B": 1},
-           "logistic": {"loss_function": "logistic", "link": "logistic"}}
+           "logistic": {"loss_function": "logistic", "link": "logistic"},
+           "oaa": {"oaa": 3, "quadratic": ["ab"]},
+           "oaa stage_poly": {"oaa": 5, "stage_poly": True, "batch_sz": 2, "l1": 1e-3,
+                              "probabilities": True, "poly_heuristic": "ssm"}}
 BITS = 6
 
 
@@ -98,11 +101,11 @@ def learners():
 def _learn(learner, batch, **replace):
     """gd.learn_batch on ``batch`` with some of its arguments replaced."""
     args = {"W": learner.weights, "lazy": learner.lazy, "poly": learner.poly, "ew": learner.ew,
-            "state": learner.state, "stats": learner.stats, "params": learner.params,
+            "classes": learner.reduction.classes, "state": learner.state, "stats": learner.stats, "params": learner.params,
             "terms": learner.terms, "linear": learner.linear, "numbers": batch.numbers, "offsets": batch.offsets,
             "index": batch.index, "value": batch.value, "namespace": batch.namespace,
             "lines": batch.lines, "first_line": 0,
-            "preds": np.empty((len(batch), 2), dtype=np.float32),
+            "preds": learner.new_predictions(batch),
             "rows": np.empty((4, gd.ROW_COLS))}
     args.update(replace)
     return gd.learn_batch(*args.values())
@@ -113,13 +116,14 @@ def _learn(learner, batch, **replace):
 def test_learner_takes_any_parsed_bytes(learners, text, name):
     learner = learners[name]
     batch = _parse(text)
-    preds = np.empty((len(batch), 2), dtype=np.float32)
+    preds = learner.new_predictions(batch)
     learner.learn(batch, preds)
     learner.predict(batch, preds)
 
 
 MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
-             "weights", "terms", "linear", "lazy", "poly", "ew", "family", "state", "params")
+             "weights", "terms", "linear", "lazy", "poly", "ew", "family", "state", "params",
+             "classes")
 
 
 def _mutated(learner, batch, what, k):
@@ -166,6 +170,13 @@ def _mutated(learner, batch, what, k):
         return {"params": _params(learner, gd.P_FAMILY, [len(gd.FAMILY_CODES), -1, 0.5][k % 3])}
     if what == "state":
         return {"state": learner.state[:-1]}
+    if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad
+        params = _params(learner, gd.P_OAA, [3, 3, 0.5, 1 << 20][k % 4])
+        wide = np.empty((n, 5), dtype=np.float32)
+        return [{"classes": np.zeros((2, 2)), "preds": wide, "params": params},
+                {"classes": np.zeros((3, 2)), "params": params},
+                {"classes": np.zeros((3, 2)), "preds": wide, "params": params},
+                {"classes": np.zeros((1 << 20, 2)), "preds": wide, "params": params}][k % 4]
     return {"params": learner.params[:-1]}
 
 
@@ -251,7 +262,7 @@ def test_prediction_lines_check_their_tags(spans, text_length):
 
 def test_flush_and_export_check_their_arrays(learners):
     learner = learners["elastic net"]
-    acc = learner.state[gd.S_REG:]
+    acc = learner.state[gd.S_REG:gd.S_REG + regularize.SIZE]
     with pytest.raises(ValueError, match="flush"):
         regularize.flush(learner.weights, learner.lazy[:-1], acc, 1e-3, True)
     with pytest.raises(ValueError, match="flush"):

@@ -782,3 +782,50 @@ def test_quadratic_loss_and_feature_count_match_vw(vw, shared_data, dataset):
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
     features = [re.search(r"total feature number = (\d+)", r[2]).group(1) for r in (ol, ref)]
     assert features[0] == features[1]
+
+
+# --------------------------------------------------------------------------------------------
+# --oaa on scikit-learn's small multiclass datasets (../shared/data has none: all binary)
+
+MULTICLASS_OPTIONS = {"default": [], "passes": ["--passes", "3", "-c", "-k"],
+                      "probabilities": ["--loss_function", "logistic", "--probabilities"]}
+
+
+@pytest.fixture(scope="module")
+def multiclass_data(tmp_path_factory) -> dict[str, tuple[Path, int]]:
+    """digits (10 classes, 1,797 examples) and wine (3 classes, 178, standardized) as VW text
+    with labels 1..K, shuffled with a fixed seed."""
+    datasets = pytest.importorskip("sklearn.datasets")
+    folder = tmp_path_factory.mktemp("multiclass")
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, load in (("digits", datasets.load_digits), ("wine", datasets.load_wine)):
+        x, y = load(return_X_y=True)
+        order = rng.permutation(len(y))
+        x, y = x[order], y[order]
+        if name == "wine":
+            x = (x - x.mean(0)) / x.std(0)
+        lines = [f"{label + 1} |x " + " ".join(f"f{j}:{v:.6g}" for j, v in enumerate(row) if v)
+                 for row, label in zip(x, y)]
+        out[name] = (_write(folder / f"{name}.vw", "\n".join(lines) + "\n"), int(y.max()) + 1)
+    return out
+
+
+@pytest.mark.parametrize("options", list(MULTICLASS_OPTIONS))
+@pytest.mark.parametrize("dataset", ["digits", "wine"])
+def test_oaa_loss_and_predictions_match_vw(vw, multiclass_data, tmp_path, dataset, options):
+    path, classes = multiclass_data[dataset]
+    args = ["-d", path, "--oaa", classes, *MULTICLASS_OPTIONS[options]]
+    ours, theirs = tmp_path / "ours.p", tmp_path / "theirs.p"
+    ol, ref = _both([*args, "-p", ours], [*args, "-p", theirs])
+    assert average_loss(ol[2]) == average_loss(ref[2])
+    if options != "probabilities":
+        assert ours.read_text() == theirs.read_text()
+        return
+    log_losses = [float(re.search(r"average multiclass log loss = ([\d.]+)", r[2]).group(1))
+                  for r in (ol, ref)]
+    assert math.isclose(*log_losses, rel_tol=1e-3)
+    for mine, vws in zip(ours.read_text().splitlines(), theirs.read_text().splitlines()):
+        np.testing.assert_allclose([float(p.split(":")[1]) for p in mine.split()],
+                                   [float(p.split(":")[1]) for p in vws.split()],
+                                   rtol=1e-2, atol=1e-4)

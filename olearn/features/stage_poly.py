@@ -85,7 +85,7 @@ def new_stack():
 
 @njit(cache=True, nogil=True)
 def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, training, out_idx,
-           out_val, stack):
+           out_val, stack, offset):
     """Write the synthetic example of input features ``index/value[lo:hi]`` to ``out_*``.
 
     A depth-first walk from the constant (depth 0): each input feature times the current
@@ -95,6 +95,10 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
     --invert_hash) records the monomial as (parent, input feature). Returns (out_idx, out_val,
     size), the arrays grown when needed (the walk changes the state as it goes, so it cannot be
     restarted with larger arrays). ``stack`` comes from :func:`new_stack`.
+
+    ``offset`` is --oaa's class: monomials are hashed as without it, and class k's copy of
+    monomial c (its state and its synthetic feature) is slot ``(c + k) & mask``, as VW offsets
+    a reduction's problems.
     """
     record = origin.shape[0] == min_depth.shape[0]
     stack_g, stack_x, stack_k = stack
@@ -110,23 +114,24 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
             continue
         stack_k[sp] = k + 1
         c = _child(np.int64(index[k]), stack_g[sp], constant, mask)
-        if training and sp < min_depth[c]:
-            flags[c] &= ~PARENT
-            min_depth[c] = sp
+        slot = (c + offset) & mask
+        if training and sp < min_depth[slot]:
+            flags[slot] &= ~PARENT
+            min_depth[slot] = sp
             if record:
-                origin[c, 0] = stack_g[sp]
-                origin[c, 1] = index[k]
-        if flags[c] & CYCLE or min_depth[c] != sp:
+                origin[slot, 0] = (stack_g[sp] + offset) & mask
+                origin[slot, 1] = index[k]
+        if flags[slot] & CYCLE or min_depth[slot] != sp:
             continue
         if n == out_idx.shape[0]:
             out_idx = _grown(out_idx, n)
             out_val = _grown(out_val, n)
-        flags[c] |= CYCLE
+        flags[slot] |= CYCLE
         x = np.float32(value[k] * stack_x[sp])
-        out_idx[n] = c
+        out_idx[n] = slot
         out_val[n] = x
         n += 1
-        if flags[c] & PARENT and sp < MAX_DEPTH:
+        if flags[slot] & PARENT and sp < MAX_DEPTH:
             sp += 1
             stack_g[sp] = c
             stack_x[sp] = x

@@ -20,6 +20,7 @@ from olearn.options import choice, flag, number
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
+from olearn import oaa
 from olearn.optim import regularize, saew
 from olearn.optim.weights import W_G, W_N, W_RATE, W_W, WIDTH
 
@@ -31,8 +32,9 @@ STATE = Layout(
     Field("t", "initial_t plus the weight of all examples seen", merge="mean"),
     Field("min", "bottom of the label range predictions are clipped to", merge="min"),
     Field("max", "top of that range", merge="max"),
-    *regularize.ACCUMULATORS)
-S_NORM, S_TOTAL, S_T, S_MIN, S_MAX = STATE.indices("norm", "total", "t", "min", "max")
+    *regularize.ACCUMULATORS, *oaa.STATE_FIELDS)
+S_NORM, S_TOTAL, S_T, S_MIN, S_MAX, S_INDEXING = STATE.indices("norm", "total", "t", "min", "max",
+                                                               "indexing")
 S_REG = STATE.index(regularize.ACCUMULATORS[0].name)  # where the accumulators start
 STATE_SIZE = len(STATE)
 
@@ -51,10 +53,13 @@ STATS = Layout(
     # held-out examples: the whole run, since the last holdout row, and this pass
     *(Field(name, merge="sum", saved=False) for name in (
         "holdout_loss", "holdout_w", "holdout_loss_since", "holdout_w_since",
-        "holdout_loss_pass", "holdout_w_pass")))
+        "holdout_loss_pass", "holdout_w_pass")),
+    # --oaa --probabilities: the multiclass log loss, of learned and of held-out examples
+    *(Field(name, merge="sum", saved=False) for name in ("mc_log_loss", "holdout_mc_log_loss")))
 (R_SUM_LOSS, R_W_LABELED, R_W_UNLABELED, R_W_LABEL_SUM, R_EXAMPLES, R_FEATURES, R_DUMP_AT,
  R_LAST_LOSS, R_LAST_W_LABELED, R_LABEL1, R_LABEL2, R_MANY_LABELS, R_HOLDOUT_LOSS, R_HOLDOUT_W,
- R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_W_SINCE, R_HOLDOUT_LOSS_PASS, R_HOLDOUT_W_PASS) = range(len(STATS))
+ R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_W_SINCE, R_HOLDOUT_LOSS_PASS, R_HOLDOUT_W_PASS, R_MC_LOG_LOSS,
+ R_HOLDOUT_MC_LOG_LOSS) = range(len(STATS))
 STATS_SIZE = len(STATS)
 STATS.check_constants(globals(), "R_")
 
@@ -71,11 +76,13 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
     "stage_poly",      # learn on the synthetic examples of --stage_poly
     "sched_exponent", "doubling", "heuristic",
     "constant",        # the constant feature's index
-    "family")))        # the learner family's code (FAMILY_CODES)
+    "family",          # the learner family's code (FAMILY_CODES)
+    "oaa",             # --oaa's class count K (0: one scalar problem)
+    "probabilities")))  # --oaa: probabilities instead of scores
 (P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
  P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
  P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
- P_HEURISTIC, P_CONSTANT, P_FAMILY) = range(len(PARAMS))
+ P_HEURISTIC, P_CONSTANT, P_FAMILY, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
 PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
 
@@ -136,8 +143,8 @@ class GradientDescent:
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Apply every pending regularization step, so that ``weights`` hold the model."""
         if self.config.regularized:
-            regularize.flush(weights, self.lazy, state[S_REG:], self.config.l1,
-                             self.config.l2 > 0)
+            regularize.flush(weights, self.lazy, state[S_REG:S_REG + regularize.SIZE],
+                             self.config.l1, self.config.l2 > 0)
 
     def model_arrays(self) -> dict:
         return {}
@@ -151,8 +158,9 @@ class GradientDescent:
 
 
 
-# examples, weight sum, label, prediction, features, average loss, since last, holdout row
-ROW_COLS = 8
+# examples, weight sum, label, prediction, features, average loss, since last, holdout row,
+# the prediction's probability (--oaa --probabilities; else NaN)
+ROW_COLS = 9
 X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
 
@@ -291,8 +299,8 @@ def _holdout_averages(stats, row):
 
 
 @njit(cache=True, nogil=True)
-def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets,
-                     index, value, namespace, lines, preds, rows):
+def _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows):
     """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
     pass over the batch's offsets and indices (:func:`valid_batch`)."""
     if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
@@ -324,11 +332,16 @@ def _check_arguments(W, lazy, poly, ew, state, stats, params, terms, linear, num
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(ew, size):
         raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
+    k = params[P_OAA]
+    if k != 0 and not (k == np.floor(k) and 1 <= k <= size and params[P_FAMILY] == GRADIENT_DESCENT
+                       and classes.shape[0] >= k and classes.shape[1] >= 2
+                       and preds.shape[1] >= 2 + k):
+        raise ValueError("learn_batch: --oaa's class count, family or arrays do not fit")
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets, index,
-                value, namespace, lines, first_line, preds, rows):
+def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+                index, value, namespace, lines, first_line, preds, rows):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
     Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
@@ -336,17 +349,24 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
 
     ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
     example; ``linear[ns]`` says whether namespace index ``ns``'s features are linear terms too
-    (--ignore_linear: not, features/namespaces.py). Writes each example's prediction (after link and --binary) and raw score (before
-    clipping) to ``preds[e]`` and progress-table rows to ``rows``; returns the row count.
-    ``lazy`` holds the per-coordinate snapshots of the --l1/--l2 regularization; ``poly`` the
-    --stage_poly state (min_depth, flags, SSM sums, counters, origins; features/stage_poly.py);
-    ``ew`` the state of the exponential-weights learners (optim/layout.py), which predict from
-    their own state except in test-only mode, where ``W`` holds the model they exported.
+    (--ignore_linear: not, features/namespaces.py). Writes each example's prediction (after
+    link and --binary) and raw score (before clipping) to ``preds[e]`` (with --oaa: the class,
+    its score, then each class's score or probability) and progress-table rows to ``rows``;
+    returns the row count. ``lazy`` holds the per-coordinate snapshots of the --l1/--l2
+    regularization; ``poly`` the --stage_poly state (min_depth, flags, SSM sums, counters,
+    origins; features/stage_poly.py); ``ew`` the state of the exponential-weights learners
+    (optim/layout.py), which predict from their own state except in test-only mode, where ``W``
+    holds the model they exported; ``classes`` --oaa's per-class sums (olearn/oaa.py).
     """
-    _check_arguments(W, lazy, poly, ew, state, stats, params, terms, linear, numbers, offsets,
-                     index, value, namespace, lines, preds, rows)
-    # The learner family is chosen here, once per batch: the family is a compile-time constant
-    # of the example loop, which numba compiles once for each (docs/architecture.md).
+    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows)
+    # The stack is chosen here, once per batch: the reduction (one scalar problem, or --oaa's
+    # K) and the learner family are compile-time constants of the example loops, which numba
+    # compiles once for each (docs/architecture.md).
+    if params[P_OAA] != 0:
+        return _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear,
+                                 numbers, offsets, index, value, namespace, lines, first_line,
+                                 preds, rows)
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
         return _learn_examples(EXPONENTIAL_WEIGHTS, W, lazy, poly, ew, state, stats, params,
                                terms, linear, numbers, offsets, index, value, namespace, lines,
@@ -357,68 +377,133 @@ def learn_batch(W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
-                    offsets, index, value, namespace, lines, first_line, preds, rows):
-    """:func:`learn_batch`'s example loop for one learner ``family`` (a literal: the stack
-    expander → family → loss is fixed for the whole loop)."""
-    loss_code = int(params[P_LOSS])
-    loss_param = params[P_LOSS_PARAM]
-    binary = params[P_BINARY] != 0
-    test_only = params[P_TEST_ONLY] != 0
-    fixed_range = params[P_FIXED_RANGE] != 0
-    mask = np.int64(params[P_MASK])
-    permutations = params[P_PERMUTATIONS] != 0
+def _settings(params):
+    """The example loops' options, read once per batch: loss code and parameter, test-only,
+    fixed range, mask, permutations, λ1, λ2, regularized, --stage_poly's (on, constant,
+    exponent, heuristic, doubling) and normalized."""
     lam1 = params[P_L1]
     lam2 = params[P_L2]
-    regularized = lam1 > 0 or lam2 > 0
-    acc = state[S_REG:S_REG + regularize.SIZE]
-    period = np.int64(params[P_HOLDOUT_PERIOD])
-    after = np.int64(params[P_HOLDOUT_AFTER])
-    min_depth, flags, ssm, counters, origin = poly
-    poly_on = params[P_STAGE_POLY] != 0
-    constant = np.int64(params[P_CONSTANT])
-    exponent = params[P_SCHED_EXPONENT]
-    heuristic = int(params[P_HEURISTIC])
-    doubling = params[P_DOUBLING] != 0
-    normalized = params[P_NORMALIZED] != 0
-    stack = stage_poly.new_stack()
-    s_idx = np.empty(16, dtype=np.uint32)
-    s_val = np.empty(16, dtype=np.float32)
-    ranges = np.zeros((256, 2), dtype=np.int64)
-    x_idx = np.empty(0, dtype=np.uint32)
-    x_val = np.empty(0, dtype=np.float32)
-    no_src = np.empty((0, terms.shape[1]), dtype=np.int64)
-    nrows = 0
-    some_not_linear = False
+    return (int(params[P_LOSS]), params[P_LOSS_PARAM], params[P_TEST_ONLY] != 0,
+            params[P_FIXED_RANGE] != 0, np.int64(params[P_MASK]), params[P_PERMUTATIONS] != 0,
+            lam1, lam2, lam1 > 0 or lam2 > 0, params[P_STAGE_POLY] != 0,
+            np.int64(params[P_CONSTANT]), params[P_SCHED_EXPONENT], int(params[P_HEURISTIC]),
+            params[P_DOUBLING] != 0, params[P_NORMALIZED] != 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scratch(terms):
+    """The example loops' scratch, allocated once per batch: --stage_poly's walk stack and
+    synthetic example, the interactions' namespace ranges, expanded example and (unused)
+    sources."""
+    return (stage_poly.new_stack(), np.empty(16, dtype=np.uint32), np.empty(16, dtype=np.float32),
+            np.zeros((256, 2), dtype=np.int64), np.empty(0, dtype=np.uint32),
+            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _some_not_linear(linear):
+    """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
     for ns in range(256):
-        some_not_linear = some_not_linear or not linear[ns]
+        if not linear[ns]:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _features(e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
+              some_not_linear, x_idx, x_val, no_src):
+    """Example ``e``'s features after the interactions and --ignore_linear: (indices, values,
+    lo, hi, how many --ignore_linear left out, the scratch arrays, grown when needed)."""
+    if terms.shape[0] == 0 and not some_not_linear:
+        return index, value, offsets[e], offsets[e + 1], 0, x_idx, x_val
+    need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
+    if need > x_idx.shape[0]:
+        x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
+        x_val = np.empty(x_idx.shape[0], dtype=np.float32)
+    hi = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask, permutations,
+                x_idx, x_val, no_src)
+    not_linear = 0
+    if some_not_linear:
+        hi, not_linear = _drop_linear(x_idx, x_val, hi, namespace, offsets[e], offsets[e + 1],
+                                      linear)
+    return x_idx, x_val, 0, hi, not_linear, x_idx, x_val
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _held_out(params, first_line, line):
+    """Whether the example on ``line`` of the pass is held out (VW's holdout)."""
+    period = np.int64(params[P_HOLDOUT_PERIOD])
+    if period <= 0:
+        return False
+    after = np.int64(params[P_HOLDOUT_AFTER])
+    counter = first_line + line + 1
+    return counter > after if after > 0 else counter % period == 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_held_out(stats, reported, imp):
+    for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
+        stats[r] += reported
+    for r in (R_HOLDOUT_W, R_HOLDOUT_W_SINCE, R_HOLDOUT_W_PASS):
+        stats[r] += imp
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_example(stats, rows, nrows, params, y, shown, probability, n_features):
+    """Count a (not held-out) example and write a table row when one is due; returns the row
+    count."""
+    stats[R_EXAMPLES] += 1
+    stats[R_FEATURES] += n_features
+    wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
+    if wsum < stats[R_DUMP_AT] or nrows >= rows.shape[0]:
+        return nrows
+    rows[nrows, 0] = stats[R_EXAMPLES]
+    rows[nrows, 1] = wsum
+    rows[nrows, 2] = y
+    rows[nrows, 3] = shown
+    rows[nrows, 4] = n_features
+    rows[nrows, 8] = probability
+    if params[P_HOLDOUT_ROWS] != 0:
+        _holdout_averages(stats, rows[nrows])
+        rows[nrows, 7] = 1.0
+    else:
+        wl = stats[R_W_LABELED]
+        rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
+        new_w = wl - stats[R_LAST_W_LABELED]
+        rows[nrows, 6] = ((stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w
+                          if new_w > 0 else np.nan)
+        stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
+        stats[R_LAST_W_LABELED] = wl
+        rows[nrows, 7] = 0.0
+    if params[P_PROGRESS_ADD] != 0:
+        stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
+    else:
+        stats[R_DUMP_AT] = wsum * params[P_PROGRESS]
+    return nrows + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
+                    offsets, index, value, namespace, lines, first_line, preds, rows):
+    """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family`` (a
+    literal: the stack expander → family → loss is fixed for the whole loop)."""
+    binary = params[P_BINARY] != 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
+    acc = state[S_REG:S_REG + regularize.SIZE]
+    min_depth, flags, ssm, counters, origin = poly
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    nrows = 0
+    some_not_linear = _some_not_linear(linear)
     for e in range(numbers.shape[0]):
-        not_linear = 0  # features left out of the linear terms, counted as VW counts them
-        if terms.shape[0] > 0 or some_not_linear:
-            need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
-            if need > x_idx.shape[0]:
-                x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
-                x_val = np.empty(x_idx.shape[0], dtype=np.float32)
-            lo = 0
-            hi = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask,
-                        permutations, x_idx, x_val, no_src)
-            if some_not_linear:
-                hi, not_linear = _drop_linear(x_idx, x_val, hi, namespace, offsets[e],
-                                              offsets[e + 1], linear)
-            f_idx = x_idx
-            f_val = x_val
-        else:
-            lo = offsets[e]
-            hi = offsets[e + 1]
-            f_idx = index
-            f_val = value
+        # not_linear: features left out of the linear terms, counted as VW counts them
+        f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
+            e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
+            some_not_linear, x_idx, x_val, no_src)
         y = np.float64(numbers[e, 0])
         imp = np.float64(numbers[e, 1])
         labeled = not np.isnan(y)
-        held = False
-        if period > 0:
-            counter = first_line + lines[e] + 1
-            held = counter > after if after > 0 else counter % period == 0
+        held = _held_out(params, first_line, lines[e])
         learn = labeled and imp > 0 and not test_only and not held
         if poly_on:
             if learn:
@@ -426,7 +511,7 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
                                            heuristic, normalized)
             s_idx, s_val, n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
                                                     min_depth, flags, origin, learn, s_idx, s_val,
-                                                    stack)
+                                                    stack, 0)
             f_idx = s_idx
             f_val = s_val
             lo = 0
@@ -454,10 +539,7 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
             loss = loss_value(loss_code, loss_param, p, y)
             reported = (shown != y) * imp if binary else loss * imp
         if held and labeled:
-            for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
-                stats[r] += reported
-            for r in (R_HOLDOUT_W, R_HOLDOUT_W_SINCE, R_HOLDOUT_W_PASS):
-                stats[r] += imp
+            _count_held_out(stats, reported, imp)
             continue
         if labeled:
             stats[R_SUM_LOSS] += reported
@@ -483,30 +565,166 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
             state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
-        stats[R_EXAMPLES] += 1
-        stats[R_FEATURES] += hi - lo + not_linear
-        wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
-        if wsum >= stats[R_DUMP_AT] and nrows < rows.shape[0]:
-            rows[nrows, 0] = stats[R_EXAMPLES]
-            rows[nrows, 1] = wsum
-            rows[nrows, 2] = y
-            rows[nrows, 3] = shown
-            rows[nrows, 4] = hi - lo + not_linear
-            if params[P_HOLDOUT_ROWS] != 0:
-                _holdout_averages(stats, rows[nrows])
-                rows[nrows, 7] = 1.0
+        nrows = _count_example(stats, rows, nrows, params, y, shown, np.nan,
+                               hi - lo + not_linear)
+    return nrows
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, kept, need):
+    """``a`` with room for ``need`` entries (at least doubled), its first ``kept`` kept."""
+    out = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
+    out[:kept] = a[:kept]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _class_label(y, indexing, k):
+    """The 0-based class of label ``y`` under ``indexing`` (VW's unsigned arithmetic: label 0
+    of 1-based classes wraps), modulo the ``k`` classes; 0 for a label beyond 32 bits."""
+    if not 0 <= y < 4294967296.0:
+        return 0
+    c = np.int64(y) - (0 if indexing == 0 else 1)
+    if c < 0:
+        c += np.int64(1) << 32
+    return c % k
+
+
+@njit(cache=True, nogil=True)
+def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear, numbers,
+                      offsets, index, value, namespace, lines, first_line, preds, rows):
+    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/oaa.py), with gradient
+    descent: each example's features are copied once per class to the class's slots (by
+    --stage_poly's walk for that class, with it), every class is predicted, then every class
+    learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
+    k_classes = np.int64(params[P_OAA])
+    probabilities = params[P_PROBABILITIES] != 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
+    acc = state[S_REG:S_REG + regularize.SIZE]
+    min_depth, flags, ssm, counters, origin = poly
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
+    c_val = np.empty(16, dtype=np.float32)
+    c_lo = np.zeros(k_classes + 1, dtype=np.int64)
+    scores = np.zeros(k_classes)
+    probs = np.zeros(k_classes, dtype=np.float32)
+    nrows = 0
+    some_not_linear = _some_not_linear(linear)
+    for e in range(numbers.shape[0]):
+        f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
+            e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
+            some_not_linear, x_idx, x_val, no_src)
+        y = np.float64(numbers[e, 0])
+        imp = np.float64(numbers[e, 1])
+        labeled = not np.isnan(y)
+        held = _held_out(params, first_line, lines[e])
+        learn = labeled and imp > 0 and not test_only and not held
+        if poly_on and learn:
+            stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
+                                       heuristic, normalized)
+        n = 0
+        for k in range(k_classes):
+            c_lo[k] = n
+            if poly_on:
+                s_idx, s_val, m = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
+                                                    min_depth, flags, origin, learn, s_idx,
+                                                    s_val, stack, k)
             else:
-                wl = stats[R_W_LABELED]
-                rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
-                new_w = wl - stats[R_LAST_W_LABELED]
-                rows[nrows, 6] = ((stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w
-                                  if new_w > 0 else np.nan)
-                stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
-                stats[R_LAST_W_LABELED] = wl
-                rows[nrows, 7] = 0.0
-            if params[P_PROGRESS_ADD] != 0:
-                stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
+                m = hi - lo
+            if n + m > c_idx.shape[0]:
+                c_idx = _grown(c_idx, n, n + m)
+                c_val = _grown(c_val, n, n + m)
+            for j in range(m):
+                if poly_on:
+                    c_idx[n + j] = s_idx[j]
+                    c_val[n + j] = s_val[j]
+                else:
+                    c_idx[n + j] = (np.int64(f_idx[lo + j]) + k) & mask
+                    c_val[n + j] = f_val[lo + j]
+            n += m
+        c_lo[k_classes] = n
+        best = 0
+        for k in range(k_classes):
+            a = c_lo[k]
+            b = c_lo[k + 1]
+            if regularized and not test_only:
+                regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
+            if regularized and test_only:
+                raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, c_idx,
+                                                              c_val, a, b, numbers[e, 2]))
             else:
-                stats[R_DUMP_AT] = wsum * params[P_PROGRESS]
-            nrows += 1
+                raw = np.float64(_predict(W, c_idx, c_val, a, b, numbers[e, 2]))
+            if np.isnan(raw):
+                raw = 0.0
+            scores[k] = min(max(raw, state[S_MIN]), state[S_MAX])
+            if scores[k] > scores[best]:
+                best = k
+        indexing = state[S_INDEXING]
+        shown = np.float64(best + (0 if indexing == 0 else 1))
+        probability = np.nan
+        if probabilities:  # float32, as VW computes them
+            total = np.float32(0.0)
+            for k in range(k_classes):
+                probs[k] = np.float32(1.0) / (np.float32(1.0) + np.exp(np.float32(-scores[k])))
+                total += probs[k]
+            inverse = np.float32(1.0) / total
+            for k in range(k_classes):
+                probs[k] *= inverse
+                preds[e, 2 + k] = probs[k]
+            probability = np.float64(probs[best])
+        else:
+            for k in range(k_classes):
+                preds[e, 2 + k] = scores[k]
+        preds[e, 0] = shown
+        preds[e, 1] = scores[best]
+        if learn and indexing == oaa.AUTO:  # VW's rule: label 0 or K decides, once
+            if y == 0:
+                indexing = 0.0
+            elif y == k_classes:
+                indexing = 1.0
+            state[S_INDEXING] = indexing
+        if labeled:
+            reported = (shown != y) * imp
+            log_loss = 0.0
+            if probabilities:
+                p_true = probs[_class_label(y, indexing, k_classes)]
+                log_loss = -np.log(p_true) * imp if p_true > 0 else 999.0
+        if held and labeled:
+            _count_held_out(stats, reported, imp)
+            stats[R_HOLDOUT_MC_LOG_LOSS] += log_loss
+            continue
+        if labeled:
+            stats[R_SUM_LOSS] += reported
+            stats[R_W_LABELED] += imp
+            stats[R_MC_LOG_LOSS] += log_loss
+            if learn:
+                first = 0 if indexing == 0 else 1
+                for k in range(k_classes):
+                    yk = 1.0 if y == k + first else -1.0
+                    if not fixed_range:
+                        state[S_MIN] = min(state[S_MIN], yk)
+                        state[S_MAX] = max(state[S_MAX], yk)
+                    a = c_lo[k]
+                    b = c_lo[k + 1]
+                    pk = scores[k]
+                    if poly_on and heuristic == 1:
+                        stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
+                    if loss_value(loss_code, loss_param, pk, yk) > 0:
+                        if regularized:  # the earlier classes' proximal steps, as VW's gravity
+                            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
+                        state[S_NORM] = classes[k, oaa.CLASS_NORM]
+                        state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+                        eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp)
+                        classes[k, oaa.CLASS_NORM] = state[S_NORM]
+                        classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+                        if regularized and eta_bar > 0.0:
+                            regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+                if poly_on:
+                    stage_poly.after_training(counters, first_line + lines[e], doubling)
+            state[S_T] += imp
+        else:
+            stats[R_W_UNLABELED] += imp
+        nrows = _count_example(stats, rows, nrows, params, y, shown, probability,
+                               c_lo[1] + not_linear)
     return nrows
