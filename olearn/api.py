@@ -100,6 +100,9 @@ class Learner:
         if self.config.dask:
             raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
                               "in this process")
+        if self.config.daemon:
+            raise OptionError("daemon is for the command line (olearn --daemon); a Learner "
+                              "answers its own calls")
         self._start(OnlineLearner(self.config))
 
     def _start(self, learner: OnlineLearner) -> None:

@@ -59,6 +59,22 @@ class ExampleBatch:
             lines=self.lines[first:end], offsets=self.offsets[first:end + 1] - lo,
             index=self.index[lo:hi], value=self.value[lo:hi], namespace=self.namespace[lo:hi])
 
+    def subset(self, keep: np.ndarray) -> "ExampleBatch":
+        """The examples where the boolean ``keep`` is true, and their warnings (numpy, no loop
+        per example). Only for batches parsed without names (no ``audit`` spans)."""
+        if len(self.audit):
+            raise ValueError("subset: the batch holds audit spans")
+        counts = np.diff(self.offsets)
+        offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[keep], out=offsets[1:])
+        features = np.repeat(keep, counts)
+        warned = np.isin(self.warnings[:, 0], self.lines[keep])
+        return dataclasses.replace(
+            self, numbers=self.numbers[keep], tags=self.tags[keep], lines=self.lines[keep],
+            offsets=offsets, index=self.index[features], value=self.value[features],
+            namespace=self.namespace[features], warnings=self.warnings[warned],
+            n_warnings=int(warned.sum()))
+
 
 @njit(cache=True, nogil=True)
 def valid_batch(offsets, index, value, namespace, max_index):

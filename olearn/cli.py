@@ -27,7 +27,8 @@ Examples:
   olearn -d train.vw -c --passes 10       cache, holdout and early termination
   olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
   olearn -d train.vw --saew --radius 1 --saew_d0 5   sparse exponential weights (SAEW)
-  olearn -d 'part-*.vw.gz' --dask local:2 --passes 5 -f model.olearn"""
+  olearn -d 'part-*.vw.gz' --dask local:2 --passes 5 -f model.olearn
+  olearn --daemon --port 26542 -t -i model.olearn   serve predictions over TCP"""
 
 
 class UsageError(OptionError):
@@ -120,6 +121,9 @@ def command(argv: list[str]) -> None:
     if config.dask:
         from olearn.distributed import run as run_on_dask
         run_on_dask(config)
+    elif config.daemon:
+        from olearn.daemon import run as serve
+        serve(config)
     else:
         run(config)
 

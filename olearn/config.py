@@ -36,6 +36,7 @@ GROUPS = (("Input options", run_options.DATA + formats.OPTIONS),
           ("Output", run_options.OUTPUTS),
           ("Passes", run_options.PASSES),
           ("Data-parallel training", run_options.DASK),
+          ("Daemon options", run_options.DAEMON),
           ("Console", run_options.CONSOLE))
 REGISTRY: dict[str, Option] = {option.name: option for _, group in GROUPS for option in group}
 # Options that change features or predictions: a model file keeps them and -i restores them.
@@ -43,6 +44,7 @@ MODEL_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.model)
 # Options that change what the parser produces: a cache depends on them.
 PARSING_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.parsing)
 EXPERT_LEARNERS = ("eg", "boa", "saew")  # the options that replace gradient descent
+DAEMON_ONLY = ("port", "host", "pid_file", "port_file")
 
 
 def default(option: Option) -> object:
@@ -62,6 +64,7 @@ class _Checked:
             raise OptionError(f"--min_prediction ({self.min_prediction:g}) must be below "
                               f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
+        self._check_daemon()
         oaa.check(self)
         namespaces.check(self)
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
@@ -85,6 +88,26 @@ class _Checked:
                 if on:
                     raise OptionError(f"--{name} works with gradient descent, not with "
                                       f"--{self.expert_learner}")
+
+    def _check_daemon(self) -> None:
+        """--daemon reads its clients' lines, one pass, and answers them on the sockets: no data
+        files, passes, cache, per-example outputs or text models; its own options need it."""
+        if not self.daemon:
+            for name in DAEMON_ONLY:
+                if name in self.explicit or getattr(self, name) != REGISTRY[name].default:
+                    raise OptionError(f"{REGISTRY[name].flag} needs --daemon")
+            return
+        refused = (("data", "-d/--data or paths (the clients send the examples)"),
+                   ("passes", "--passes > 1 (the clients' lines are read once)"),
+                   ("cache", "-c/--cache"), ("cache_file", "--cache_file"),
+                   ("dask", "--dask"), ("save_per_pass", "--save_per_pass"),
+                   ("predictions", "-p/--predictions (the clients get the predictions)"),
+                   ("raw_predictions", "-r/--raw_predictions"), ("audit", "-a/--audit"),
+                   ("readable_model", "--readable_model"), ("invert_hash", "--invert_hash"),
+                   ("learning_curve", "--learning_curve"))
+        for name, what in refused:
+            if getattr(self, name) != default(REGISTRY[name]):
+                raise OptionError(f"--daemon does not take {what}")
 
     @property
     def experts(self) -> bool:

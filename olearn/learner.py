@@ -173,7 +173,9 @@ class OnlineLearner:
 
     # -- parsing ---------------------------------------------------------------------------
 
-    def _parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
+    def parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
+        """One block of whole lines parsed into a batch as this learner's options say
+        (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
         cfg = self.config
         names = cfg.audit or cfg.invert_hash is not None
         selection = self._selection  # --ignore, --keep, --redefine
@@ -200,7 +202,7 @@ class OnlineLearner:
                 if block.first_line == 0 or block.source not in fmt_of:
                     fmt_of[block.source] = formats.detect(self.config.format, block.source,
                                                           block.data)
-                pending.append(pool.submit(self._parse_block, block, fmt_of[block.source]))
+                pending.append(pool.submit(self.parse_block, block, fmt_of[block.source]))
                 if len(pending) >= IN_FLIGHT:
                     yield pending.popleft().result()
             while pending:

@@ -1,10 +1,11 @@
-"""The options of a run as a whole: its data, outputs, passes, console and --dask.
+"""The options of a run as a whole: its data, outputs, passes, console, --dask and --daemon.
 
-The front ends own them (run.py, passes.py, api.py, distributed.py); they are declared here,
-apart from those modules, because every front end imports olearn/config.py, which gathers the
-options (a module that declared options and imported config would import itself).
+The front ends own them (run.py, passes.py, api.py, distributed.py, daemon.py); they are
+declared here, apart from those modules, because every front end imports olearn/config.py,
+which gathers the options (a module that declared options and imported config would import
+itself).
 """
-from olearn.options import MAX_COUNT, flag, number, repeated, text
+from olearn.options import MAX_COUNT, Option, flag, number, repeated, text
 
 
 def _as_given(value: object) -> object:
@@ -75,6 +76,21 @@ DASK = (
            help="With --dask: merge the partitions' states every N examples of each partition, "
                 "adding up their changes since the last merge, instead of averaging their "
                 "states once per pass [default: 0, once per pass]."),
+)
+
+DAEMON = (
+    flag("--daemon",
+         help="Serve predictions over TCP instead of reading data: each example line a client "
+              "sends is answered with its prediction (and tag) as -p writes it, or with "
+              "'error: ...'; learns from labeled lines unless -t."),
+    number("--port", kind=int, default=26542, low=0, high=65535,
+           help="With --daemon: the TCP port; 0 picks a free one (printed on stderr)."),
+    Option(("--host",), str, "127.0.0.1", show_default=True, metavar="ADDRESS",
+           help="With --daemon: the address to listen on (0.0.0.0: every interface)."),
+    text("--pid_file", metavar="FILE",
+         help="With --daemon: write the server's process id to FILE (removed when it stops)."),
+    text("--port_file", metavar="FILE",
+         help="With --daemon: write the port listened on to FILE (removed when it stops)."),
 )
 
 CONSOLE = (

@@ -1023,7 +1023,9 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-DASK_SECTION = "<!-- dask-bench begin -->"
+# The sections other scripts write at the end of the report, kept from the first of them on:
+# scripts/bench_dask.py measures a cluster, scripts/bench_daemon.py a server, not this run.
+KEPT_SECTIONS = ("<!-- dask-bench begin -->", "<!-- daemon-bench begin -->")
 
 
 def main() -> None:
@@ -1031,9 +1033,9 @@ def main() -> None:
     os.chdir(REPO)
     results = benchmark(args)
     out = Path(args.out)
-    # keep the section scripts/bench_dask.py writes (it measures a cluster, not this run)
     old = out.read_text() if out.exists() else ""
-    kept = old[old.find(DASK_SECTION):] if DASK_SECTION in old else ""
+    starts = [old.find(marker) for marker in KEPT_SECTIONS if marker in old]
+    kept = old[min(starts):] if starts else ""
     out.write_text(report(results, args) + ("\n" + kept if kept else ""))
     log(f"wrote {args.out}")
 

@@ -314,10 +314,12 @@ def accuracy_lines(rows: list[dict], sync: int) -> list[str]:
     return out + [""]
 
 
-def write_section(section: str, path: Path) -> None:
+def write_section(section: str, path: Path, markers: tuple[str, str] = (BEGIN, END)) -> None:
+    """Replace the section between ``markers`` in ``path``, or append it."""
+    begin, end = markers
     text = path.read_text() if path.exists() else ""
-    if BEGIN in text:
-        text = text[:text.index(BEGIN)] + section + text[text.index(END) + len(END) + 1:]
+    if begin in text:
+        text = text[:text.index(begin)] + section + text[text.index(end) + len(end) + 1:]
     else:
         text = text.rstrip("\n") + "\n\n" + section
     path.write_text(text)

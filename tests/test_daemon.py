@@ -1,0 +1,256 @@
+"""--daemon end to end: a server subprocess on a free loopback port, answering as -t -i -p."""
+from __future__ import annotations
+
+import random
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+import olearn
+from conftest import olearn_cmd, run_cmd
+from olearn.daemon import MAX_LINE, TOO_LONG
+from olearn.errors import OptionError
+
+START_TIMEOUT = 300  # seconds: a first bounds-checked run compiles the kernels
+TIMEOUT = 60         # seconds for any one client's answers
+
+
+def _lines(n: int, seed: int) -> list[bytes]:
+    """Example lines with labels or none, tags or none, two namespaces and string features."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(n):
+        label = rng.choice(["", f"{rng.uniform(-2, 2):.3f} "])
+        tag = rng.choice(["", f"'t{i}", f"x{i}"])
+        features = " ".join(f"f{rng.randrange(30)}:{rng.uniform(-1, 1):.2f}" for _ in range(4))
+        lines.append(f"{label}{tag}|a {features} |b w{rng.randrange(5)}".encode())
+    return lines
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> str:
+    folder = tmp_path_factory.mktemp("daemon")
+    data = folder / "train.vw"
+    data.write_bytes(b"\n".join(_lines(400, seed=1)) + b"\n")
+    path = str(folder / "model.olearn")
+    code, _, err = run_cmd(olearn_cmd("-d", data, "-q", "ab", "-f", path, "--quiet"))
+    assert code == 0, err
+    return path
+
+
+def _predictions(model: str, lines: list[bytes], folder, *more: str) -> bytes:
+    """What ``olearn -t -i model -p`` (or, with ``more``, another run) writes for ``lines``."""
+    data, out = folder / "lines.vw", folder / "lines.p"
+    data.write_bytes(b"".join(line + b"\n" for line in lines))
+    args = ("-i", model, "-t") if not more else more
+    code, _, err = run_cmd(olearn_cmd("-d", data, "-p", out, "--quiet", *args))
+    assert code == 0, err
+    return out.read_bytes()
+
+
+class Server:
+    """``olearn --daemon --port 0 ARGS`` as a subprocess, its port read from stderr."""
+
+    def __init__(self, *args: object):
+        self.proc = subprocess.Popen(olearn_cmd("--daemon", "--port", 0, *args),
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        timer = threading.Timer(START_TIMEOUT, self.proc.kill)
+        timer.start()
+        try:
+            for line in self.proc.stderr:
+                found = re.match(rb"daemon listening on 127\.0\.0\.1:(\d+)$", line.strip())
+                if found:
+                    self.port = int(found.group(1))
+                    return
+        finally:
+            timer.cancel()
+        raise AssertionError(f"the server did not start: exit code {self.proc.wait()}")
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
+        """Send ``signum``; the exit code and the rest of stderr."""
+        self.proc.send_signal(signum)
+        try:
+            err = self.proc.stderr.read()
+            return self.proc.wait(timeout=TIMEOUT), err.decode()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def ask(port: int, data: bytes, chunk: int = 0) -> list[bytes]:
+    """The answer lines to ``data``, sent at once or ``chunk`` bytes at a time, then end of
+    input; read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for start in range(0, len(data), chunk or len(data) or 1):
+            sock.sendall(data[start:start + (chunk or len(data))])
+            if chunk:
+                time.sleep(0.002)  # separate packets
+        sock.shutdown(socket.SHUT_WR)
+        received = bytearray()
+        while True:
+            part = sock.recv(1 << 16)
+            if not part:
+                return bytes(received).splitlines(keepends=True)
+            received += part
+
+
+@pytest.fixture(scope="module")
+def server(model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("server")
+    running = Server("-t", "-i", model, "--port_file", folder / "port")
+    running.port_file = folder / "port"
+    yield running
+    running.stop()
+
+
+def test_answers_equal_the_p_file_of_the_same_lines(server, model, tmp_path):
+    lines = _lines(300, seed=2)
+    assert b"".join(ask(server.port, b"\n".join(lines) + b"\n")) == _predictions(
+        model, lines, tmp_path)
+
+
+def test_an_answer_ends_with_the_tag_of_its_line(server):
+    answers = ask(server.port, b"1 mytag|a f1 |b w2\n'other |a f2\n|a f3\n")
+    assert [a.split(b" ")[1:] for a in answers] == [[b"mytag\n"], [b"other\n"], []]
+
+
+def test_lines_split_across_packets_are_answered_as_if_sent_whole(server):
+    data = b"\n".join(_lines(40, seed=3)) + b"\n"
+    assert ask(server.port, data, chunk=7) == ask(server.port, data)
+
+
+def test_an_empty_line_gets_no_answer(server):
+    assert len(ask(server.port, b"|a f1\n\n\r\n|a f2\n")) == 2
+
+
+def test_an_unterminated_last_line_is_answered_at_end_of_input(server, model, tmp_path):
+    assert ask(server.port, b"'t |a f1 f2") == [_predictions(model, [b"'t |a f1 f2"], tmp_path)]
+
+
+def test_a_malformed_line_is_answered_with_an_error_and_later_lines_still_are(server, model,
+                                                                            tmp_path):
+    answers = ask(server.port, b"abc |a f1\n|a f1\n1 2 3 4 |a f1\n|a f1 |\x01:inf\n|a f1\n")
+    good = _predictions(model, [b"|a f1"], tmp_path)
+    assert answers[0] == b"error: 'abc' is not a good float\n"
+    assert answers[2].startswith(b"error: 4 is too many tokens")
+    assert answers[3].startswith(b"error: invalid namespace scale")
+    assert answers[1] == answers[4] == good
+
+
+def test_a_line_longer_than_the_limit_is_answered_with_an_error_and_skipped(server, model,
+                                                                          tmp_path):
+    answers = ask(server.port, b"|a " + b"x" * MAX_LINE + b"\n|a f1\n")
+    assert answers == [TOO_LONG.encode(), _predictions(model, [b"|a f1"], tmp_path)]
+
+
+def test_binary_garbage_gets_one_answer_per_nonempty_line(server):
+    rng = random.Random(4)
+    garbage = bytes(rng.choice(b"\n|:' \x00\xff\xfeab1.-") for _ in range(20000))
+    lines = [line.removesuffix(b"\r") for line in garbage.split(b"\n")[:-1]]
+    expected = sum(1 for line in lines if line.removeprefix(b"\xef\xbb\xbf"))
+    assert len(ask(server.port, garbage.rsplit(b"\n", 1)[0] + b"\n")) == expected
+    assert len(ask(server.port, b"|a f1\n")) == 1
+
+
+def test_a_client_that_resets_mid_line_leaves_the_server_answering(server):
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    sock.sendall(b"|a f1\n|a f2 f3:0.")
+    sock.close()  # linger 0: a reset
+    assert len(ask(server.port, b"|a f1\n")) == 1
+
+
+def test_the_port_file_holds_the_port_listened_on(server):
+    assert server.port_file.read_text() == f"{server.port}\n"
+
+
+def test_64_concurrent_clients_each_get_their_answers_in_order(server, model, tmp_path):
+    pool = _lines(200, seed=5)
+    expected = _predictions(model, pool, tmp_path).splitlines(keepends=True)
+    results: dict[int, bool] = {}
+
+    def client(k: int) -> None:
+        rng = random.Random(100 + k)
+        picks = [rng.randrange(len(pool)) if rng.random() < 0.8 else -1 for _ in range(50)]
+        data = b"".join((pool[i] if i >= 0 else b"oops |a f1") + b"\n" for i in picks)
+        answers = ask(server.port, data, chunk=rng.choice([0, 97, 1000]))
+        results[k] = len(answers) == len(picks) and all(
+            answer == expected[i] if i >= 0 else answer.startswith(b"error: ")
+            for i, answer in zip(picks, answers))
+
+    threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(64)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + TIMEOUT
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert results == {k: True for k in range(64)}
+
+
+def test_learning_mode_answers_as_one_offline_run_of_the_same_lines(tmp_path):
+    lines = _lines(120, seed=6)
+    server = Server("--quiet", "-q", "ab")
+    try:
+        served = ask(server.port, b"\n".join(lines[:60]) + b"\n") + ask(
+            server.port, b"\n".join(lines[60:]) + b"\n")
+    finally:
+        server.stop()
+    assert b"".join(served) == _predictions("", lines, tmp_path, "-q", "ab")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_the_learned_model_and_removes_the_pid_file(tmp_path, signum):
+    lines = _lines(100, seed=7)
+    model, pid_file = tmp_path / "learned.olearn", tmp_path / "pid"
+    server = Server("--quiet", "-f", model, "--pid_file", pid_file)
+    ask(server.port, b"\n".join(lines) + b"\n")
+    assert pid_file.read_text() == f"{server.proc.pid}\n"
+    code, err = server.stop(signum)
+    assert (code, err) == (0, "")
+    assert not pid_file.exists()
+    offline = tmp_path / "offline.olearn"
+    _predictions("", lines, tmp_path, "-f", offline)
+    probe = _lines(20, seed=8)
+    assert _predictions(str(model), probe, tmp_path) == _predictions(str(offline), probe,
+                                                                     tmp_path)
+
+
+def test_an_oaa_label_that_is_not_a_class_is_an_error_line_and_not_learned(tmp_path):
+    lines = [b"1 |a x", b"2 'two |a y", b"3 |a x y", b"1 |a z"]
+    server = Server("--quiet", "--oaa", 3)
+    try:
+        answers = ask(server.port, b"\n".join(lines[:2] + [b"1.5 |a x"] + lines[2:]) + b"\n")
+    finally:
+        server.stop()
+    assert answers[2].startswith(b"error: --oaa: label 1.5 is not a class")
+    assert b"".join(answers[:2] + answers[3:]) == _predictions("", lines, tmp_path, "--oaa", 3)
+
+
+def test_a_port_in_use_is_one_error_line(server):
+    code, _, err = run_cmd(olearn_cmd("--daemon", "--port", server.port))
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(f"olearn: error: --daemon cannot listen on 127.0.0.1:{server.port}")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--daemon", "-d", "train.vw"], "--daemon does not take -d/--data"),
+    (["--daemon", "--passes", "2", "-c"], "--daemon does not take --passes > 1"),
+    (["--daemon", "--dask", "local:1"], "--daemon does not take --dask"),
+    (["--daemon", "-p", "out.txt"], "--daemon does not take -p/--predictions"),
+    (["--port", "5000"], "--port needs --daemon"),
+])
+def test_combinations_that_make_no_sense_are_one_error_line(args, message):
+    code, _, err = run_cmd(olearn_cmd(*args))
+    assert code == 2 and err.startswith(f"olearn: error: {message}") and err.count("\n") == 1
+
+
+def test_the_python_api_refuses_daemon():
+    with pytest.raises(OptionError, match="daemon is for the command line"):
+        olearn.Learner(daemon=True)
