@@ -430,14 +430,19 @@ def _features(e, offsets, index, value, namespace, terms, ranges, mask, permutat
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _held_out(params, first_line, line):
-    """Whether the example on ``line`` of the pass is held out (VW's holdout)."""
+def _label(e, numbers, params, first_line, lines, test_only):
+    """Example ``e``'s label and importance, whether it has a label, whether it is held out
+    (VW's holdout, by its line in the pass) and whether it is learned."""
+    y = np.float64(numbers[e, 0])
+    imp = np.float64(numbers[e, 1])
+    labeled = not np.isnan(y)
+    held = False
     period = np.int64(params[P_HOLDOUT_PERIOD])
-    if period <= 0:
-        return False
-    after = np.int64(params[P_HOLDOUT_AFTER])
-    counter = first_line + line + 1
-    return counter > after if after > 0 else counter % period == 0
+    if period > 0:
+        after = np.int64(params[P_HOLDOUT_AFTER])
+        counter = first_line + lines[e] + 1
+        held = counter > after if after > 0 else counter % period == 0
+    return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -500,11 +505,7 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
         f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
             e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
             some_not_linear, x_idx, x_val, no_src)
-        y = np.float64(numbers[e, 0])
-        imp = np.float64(numbers[e, 1])
-        labeled = not np.isnan(y)
-        held = _held_out(params, first_line, lines[e])
-        learn = labeled and imp > 0 and not test_only and not held
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
         if poly_on:
             if learn:
                 stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
@@ -615,11 +616,7 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
         f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
             e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
             some_not_linear, x_idx, x_val, no_src)
-        y = np.float64(numbers[e, 0])
-        imp = np.float64(numbers[e, 1])
-        labeled = not np.isnan(y)
-        held = _held_out(params, first_line, lines[e])
-        learn = labeled and imp > 0 and not test_only and not held
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
         if poly_on and learn:
             stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
                                        heuristic, normalized)
