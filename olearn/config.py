@@ -44,7 +44,7 @@ MODEL_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.model)
 # Options that change what the parser produces: a cache depends on them.
 PARSING_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.parsing)
 EXPERT_LEARNERS = ("eg", "boa", "saew")  # the options that replace gradient descent
-DAEMON_ONLY = ("port", "host", "pid_file", "port_file")
+DAEMON_ONLY = ("port", "host", "pid_file", "port_file", "num_children", "foreground")
 
 
 def default(option: Option) -> object:

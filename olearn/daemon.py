@@ -321,6 +321,9 @@ def run(config: Config) -> None:
     learner = OnlineLearner.start(config)
     config = learner.config
     console = Console(config.quiet, None)
+    if config.num_children is not None:
+        console.print("[warning] --num_children ignored: one process serves every client, "
+                      "from one model")
     server = Server(learner, console)
     written = []
     try:

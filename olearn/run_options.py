@@ -91,6 +91,12 @@ DAEMON = (
          help="With --daemon: write the server's process id to FILE (removed when it stops)."),
     text("--port_file", metavar="FILE",
          help="With --daemon: write the port listened on to FILE (removed when it stops)."),
+    # VW's, so that VW's daemon command lines run: olearn neither forks nor detaches
+    number("--num_children", kind=int, default=None, low=1, high=MAX_COUNT,
+           help="With --daemon: accepted as VW's and ignored (one process serves every "
+                "client from one model; VW forks N)."),
+    flag("--foreground",
+         help="With --daemon: accepted as VW's (olearn always stays in the foreground)."),
 )
 
 CONSOLE = (

@@ -245,10 +245,20 @@ def test_a_port_in_use_is_one_error_line(server):
     (["--daemon", "--dask", "local:1"], "--daemon does not take --dask"),
     (["--daemon", "-p", "out.txt"], "--daemon does not take -p/--predictions"),
     (["--port", "5000"], "--port needs --daemon"),
+    (["--foreground"], "--foreground needs --daemon"),
 ])
 def test_combinations_that_make_no_sense_are_one_error_line(args, message):
     code, _, err = run_cmd(olearn_cmd(*args))
     assert code == 2 and err.startswith(f"olearn: error: {message}") and err.count("\n") == 1
+
+
+def test_vws_num_children_and_foreground_are_accepted(model):
+    running = Server("-t", "-i", model, "--num_children", 4, "--foreground")
+    try:
+        assert len(ask(running.port, b"|a x\n|a y\n")) == 2
+    finally:
+        code, _ = running.stop()
+    assert code == 0
 
 
 def test_the_python_api_refuses_daemon():
