@@ -75,7 +75,7 @@ def format_general(out, o, x):
     if digits >= 1000000:  # rounding carried into another digit
         exp10 += 1
         digits = _six_digits(x, exp10)
-    while digits < 100000:  # the estimate of the exponent was one too high
+    if digits < 100000:  # the estimate of the exponent was one too high
         exp10 -= 1
         digits = _six_digits(x, exp10)
     text = np.empty(6, dtype=np.uint8)

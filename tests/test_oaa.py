@@ -174,3 +174,9 @@ def test_invert_hash_names_each_class_of_a_feature_as_vw(tmp_path):
     assert [line.split(":")[:2] for line in lines] == [
         ["Constant", "202096"], ["Constant[1]", "202097"], ["Constant[2]", "202098"],
         ["a^x", "221728"], ["a^x[1]", "221729"], ["a^x[2]", "221730"]]
+
+
+@pytest.mark.parametrize("x", [5e-324, 1e-310, 1.7976931348623157e308, 1e-300])
+def test_writing_any_float64_score_stays_in_its_buffer_and_ends(x):
+    out = np.empty(64, dtype=np.uint8)
+    assert 0 < format_general(out, 0, x) <= 16
