@@ -19,6 +19,7 @@ from typing import Iterable, Iterator, Union
 
 import numpy as np
 
+from olearn.audit import NameCollector
 from olearn.batch import ExampleBatch
 from olearn.cli import config_of
 from olearn.config import Config
@@ -27,6 +28,7 @@ from olearn import matrices
 from olearn.io import sources
 from olearn.learner import OnlineLearner
 from olearn.matrices import is_matrix
+from olearn.optim.weights import W_W
 from olearn.passes import DataPlan, run_passes
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
@@ -88,11 +90,16 @@ class Learner:
     Parse warnings are :class:`olearn.ParseWarning` warnings (``warnings`` module), or with
     ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`. Calls from several
     threads run one at a time (a lock), each seeing the state the previous one left.
+
+    With ``names=True`` the learner remembers the name of every feature it reads (as
+    ``--invert_hash`` does; text is then parsed with its names, which is slower), and
+    :meth:`weights` names each weight.
     """
 
-    def __init__(self, args: str = "", /, **options):
+    def __init__(self, args: str = "", /, names: bool = False, **options):
         """``args``: VW's options as one string (``"-q ab --l1 1e-6"``), as on the command line;
-        ``options``: the same as keywords, which win over the string."""
+        ``options``: the same as keywords, which win over the string; ``names``: remember
+        feature names for :meth:`weights`."""
         options.setdefault("quiet", True)
         self.config = config_of(shlex.split(args), **options)
         if self.config.data:
@@ -103,14 +110,16 @@ class Learner:
         if self.config.daemon:
             raise OptionError("daemon is for the command line (olearn --daemon); a Learner "
                               "answers its own calls")
-        self._start(OnlineLearner(self.config))
+        self._start(OnlineLearner(self.config), names)
 
-    def _start(self, learner: OnlineLearner) -> None:
+    def _start(self, learner: OnlineLearner, names: bool) -> None:
         self._learner = learner
         self.config = learner.config
         self._lock = threading.Lock()
         self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
-        self._dicts = matrices.DictExamples(self.config)
+        self._names = NameCollector(self.config) if names else None
+        learner.parse_names = learner.parse_names or names
+        self._dicts = matrices.DictExamples(self.config, names)
         self._one = np.empty((1, learner.prediction_columns()), dtype=np.float32)  # learn_one's
 
     def _locked(self) -> threading.Lock:
@@ -184,7 +193,8 @@ class Learner:
             path = os.path.join(folder, "model.olearn")
             self._learner.save(path)
             with open(path, "rb") as f:
-                return {"config": self.config, "model": f.read(), "namespaces": self._namespaces}
+                return {"config": self.config, "model": f.read(), "namespaces": self._namespaces,
+                        "names": self._names}
 
     def __setstate__(self, state: dict) -> None:
         import tempfile
@@ -193,25 +203,49 @@ class Learner:
             with open(path, "wb") as f:
                 f.write(state["model"])
             self._start(OnlineLearner.start(dataclasses.replace(
-                state["config"], explicit=frozenset(), initial_regressor=path)))
+                state["config"], explicit=frozenset(), initial_regressor=path)),
+                state["names"] is not None)
         self._namespaces = state["namespaces"]
+        self._names = state["names"]
 
     def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
-            self._learner.learn(self._dicts.batch(x, y, weight), self._one)
+            batch = self._dicts.batch(x, y, weight)
+            self._learner.learn(batch, self._one)
+            self._remember_names(batch)
         return self
 
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
-            self._learner.predict(self._dicts.batch(x), self._one)
+            batch = self._dicts.batch(x)
+            self._learner.predict(batch, self._one)
+            self._remember_names(batch)
             return float(self._one[0, 0])
+
+    def weights(self) -> dict:
+        """The model's nonzero weights (the experts' θ with --eg/--boa/--saew) by feature name,
+        as ``--invert_hash`` names them: ``a^x``, ``a^x*b^y``, ``Constant``, ``f^3`` (a
+        matrix's column 3), ``[k]`` for --oaa's class k. A weight whose feature this Learner
+        has not read since it was made with ``names=True`` (every one without it, or the
+        weights of a loaded model) is keyed by its index, an int."""
+        with self._locked():
+            learner = self._learner
+            learner.sync()
+            w = learner.weights[:, W_W]
+            known = learner.feature_names(self._names.names) if self._names else {}
+            return {known.get(j, j): float(w[j]) for j in np.flatnonzero(w).tolist()}
+
+    def _remember_names(self, batch: ExampleBatch) -> None:
+        if self._names is not None:
+            self._names.add(batch, self._learner.terms)
 
     def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
         if is_matrix(data):
-            return matrices.batches(data, y, sample_weight, self.config, self._namespaces)
+            return matrices.batches(data, y, sample_weight, self.config, self._namespaces,
+                                    self._names is not None)
         return self._learner.batches(_blocks(data, self))
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool,
@@ -229,6 +263,7 @@ class Learner:
                 learner.learn(batch, preds)
             else:
                 learner.predict(batch, preds)
+            self._remember_names(batch)
             outputs.append(preds)
             lines = batch.pass_line + batch.n_lines
         return (np.concatenate(outputs) if outputs
@@ -253,10 +288,11 @@ class Learner:
             self._learner.save(os.fspath(path))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, **options) -> "Learner":
-        """A learner from a model file (as ``olearn -i``); ``options`` override the model's."""
+    def load(cls, path: str | os.PathLike, names: bool = False, **options) -> "Learner":
+        """A learner from a model file (as ``olearn -i``); ``options`` override the model's;
+        ``names`` as for a new Learner (the file holds no names)."""
         given = Config(**{"quiet": True, **options})
         learner = cls.__new__(cls)
         learner._start(OnlineLearner.start(dataclasses.replace(
-            given, explicit=frozenset(options), initial_regressor=os.fspath(path))))
+            given, explicit=frozenset(options), initial_regressor=os.fspath(path))), names)
         return learner

@@ -58,7 +58,10 @@ class NameCollector:
         self.names: dict[int, str] = {}
 
     def add(self, batch: ExampleBatch, terms: np.ndarray) -> None:
-        """Names of ``batch``'s features not seen before, interactions (``terms``) included."""
+        """Names of ``batch``'s features not seen before, interactions (``terms``) included;
+        nothing for a batch without names (read from a cache)."""
+        if len(batch.audit) < len(batch.index):
+            return
         indices, components = unseen_features(
             batch.offsets, batch.index, batch.value, batch.namespace, terms,
             self._config.mask, self._config.permutations, self._seen)

@@ -60,6 +60,8 @@ class OnlineLearner:
         self._apply_fixed_options()
         self.stats = self.new_stats()
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
+        # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
+        self.parse_names = config.audit or config.invert_hash is not None
         params = np.zeros(gd.PARAMS_SIZE)
         params[gd.P_ETA] = config.eta
         params[gd.P_POWER_T] = config.power_t
@@ -177,10 +179,9 @@ class OnlineLearner:
         """One block of whole lines parsed into a batch as this learner's options say
         (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
         cfg = self.config
-        names = cfg.audit or cfg.invert_hash is not None
         selection = self._selection  # --ignore, --keep, --redefine
         batch = parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
-                      cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, names,
+                      cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, self.parse_names,
                       self._ns_hash[fmt], block.source, block.first_line, block.bytes_read,
                       block.pass_line, selection.index_of if selection else IDENTITY)
         if selection is not None:

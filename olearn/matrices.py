@@ -9,9 +9,14 @@ by the column, any other column a string feature (VW's ``name:value``, hashed as
 reader hashes it), each in namespace ``f`` or the one ``namespaces`` maps it to; a missing
 value (NaN, None) is no feature. Zeros are no features (as VW drops them); every row gets the
 constant unless --noconstant.
+
+With ``names``, each batch also carries its features' names as the text parser's name spans
+(``text``, ``audit``), so ``Learner(names=True).weights()`` names them as ``--invert_hash``:
+column j is ``f^j``, a DataFrame's column ``ns^column`` (``ns^column^value`` for a string).
 """
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 import numpy as np
@@ -24,6 +29,9 @@ from olearn.io.svmlight import SVM_NAMESPACE
 
 ROWS_PER_BATCH = 8192
 SOURCE = "<matrix>"
+F32_MAX = float(np.finfo(np.float32).max)
+NO_TEXT = np.empty(0, dtype=np.uint8)
+NO_NAMES = np.empty((0, AUDIT_COLS), dtype=np.int64)  # batches without names (spans)
 
 
 def is_matrix(data: object) -> bool:
@@ -37,8 +45,16 @@ def _is_frame(data: object) -> bool:
     return hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc")
 
 
-def _frame_rows(frame, namespaces: dict | None, config) -> tuple:
-    """CSR of a DataFrame: row pointers, indices, values, namespace bytes, rows. Columns are
+def _spans(words: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``words`` joined into one text, and each word's (start, end) in it."""
+    ends = np.cumsum([len(w) for w in words], dtype=np.int64)
+    starts = ends - np.array([len(w) for w in words], dtype=np.int64)
+    return np.frombuffer(b"".join(words), dtype=np.uint8), np.stack([starts, ends], axis=1)
+
+
+def _frame_rows(frame, namespaces: dict | None, config, names: bool) -> tuple:
+    """CSR of a DataFrame: row pointers, indices, values, namespace bytes, rows, and with
+    ``names`` the names' text and each feature's name spans (else None, None). Columns are
     grouped by namespace (the mapping's order, then ``f``), each in the frame's order."""
     hash_all = config.hash == "all"
     mapped = {column: name for name, columns in (namespaces or {}).items() for column in columns}
@@ -52,8 +68,12 @@ def _frame_rows(frame, namespaces: dict | None, config) -> tuple:
     val = np.zeros((n, len(order)), dtype=np.float64)
     present = np.zeros((n, len(order)), dtype=bool)
     ns = np.zeros(len(order), dtype=np.uint8)
+    # names: the namespaces', then the columns', then the string values' words
+    words = [str(mapped.get(c, groups[-1])).encode() for c in order]
+    words += [str(c).encode() for c in order]
+    value_word = np.full((n, len(order)), -1, dtype=np.int64) if names else None
     for k, column in enumerate(order):
-        name = str(mapped.get(column, groups[-1])).encode()
+        name = words[k]
         ns[k] = name[0]
         seed = namespace_hash(name, config.hash_seed, hash_all)
         feature = hash_bytes(str(column).encode(), seed, hash_all)
@@ -72,9 +92,18 @@ def _frame_rows(frame, namespaces: dict | None, config) -> tuple:
             present[:, k] = ~missing
             idx[:, k] = np.where(missing, 0, hashes[np.maximum(codes, 0)] & config.mask)
             val[:, k] = 1.0
+            if names:
+                value_word[:, k] = np.where(missing, -1, len(words) + codes)
+                words += [str(u).encode() for u in uniques]
     rows, cols = np.nonzero(present)
     indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
-    return indptr, idx[rows, cols], val[rows, cols], ns[cols], n
+    text = spans = None
+    if names:
+        text, word_spans = _spans(words)
+        word_spans = np.concatenate([word_spans, [[-1, -1]]])  # word -1: no string value
+        spans = np.concatenate([word_spans[len(order) + cols], word_spans[value_word[rows, cols]],
+                                word_spans[cols]], axis=1)
+    return indptr, idx[rows, cols], val[rows, cols], ns[cols], n, text, spans
 
 
 def _factorize(values):
@@ -117,17 +146,30 @@ def _vector(v, n: int, what: str) -> np.ndarray:
     return array
 
 
-def batches(X, y, sample_weight, config, namespaces: dict | None = None
-            ) -> Iterator[ExampleBatch]:
+def _column_names(cols: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Names of matrix features in columns ``cols``: their text (``0 1 ... d-1``) and spans
+    (namespace ``f``'s byte names it, as for svmlight input)."""
+    text, word_spans = _spans([str(j).encode() for j in range(d)])
+    spans = np.full((len(cols), AUDIT_COLS), -1, dtype=np.int64)
+    spans[:, :2] = word_spans[cols]
+    return text, spans
+
+
+def batches(X, y, sample_weight, config, namespaces: dict | None = None,
+            names: bool = False) -> Iterator[ExampleBatch]:
     """The rows of ``X`` as batches of examples: labels ``y`` (None: unlabeled), importances
-    ``sample_weight`` (None: 1; must be >= 0); a DataFrame's columns in ``namespaces``."""
+    ``sample_weight`` (None: 1; must be >= 0); a DataFrame's columns in ``namespaces``; with
+    ``names``, the features' names (``audit`` spans of ``text``)."""
+    text, spans = NO_TEXT, None
     if _is_frame(X):
-        indptr, index_of_feature, values, namespace_of_feature, n = _frame_rows(
-            X, namespaces, config)
+        indptr, index_of_feature, values, namespace_of_feature, n, text, spans = _frame_rows(
+            X, namespaces, config, names)
     else:
         indptr, cols, values, n, d = _rows(X)
         index_of_feature = column_indices(d, config)[cols]
         namespace_of_feature = np.full(len(cols), SVM_NAMESPACE[0], dtype=np.uint8)
+        if names:
+            text, spans = _column_names(cols, d)
     labels = _vector(y, n, "y")
     weights = _vector(sample_weight, n, "sample_weight")
     if weights is not None and (weights < 0).any():
@@ -146,13 +188,16 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None
         index[features] = index_of_feature[lo:hi]
         value[features] = values[lo:hi]
         namespace[features] = namespace_of_feature[lo:hi]
+        audit = NO_NAMES
+        if spans is not None:  # the constant's row: no spans
+            audit = np.full((offsets[-1], AUDIT_COLS), -1, dtype=np.int64)
+            audit[features] = spans[lo:hi]
         numbers = np.zeros((m, 3), dtype=np.float32)
         numbers[:, 0] = labels[start:end] if labels is not None else np.nan
         numbers[:, 1] = weights[start:end] if weights is not None else 1.0
-        yield ExampleBatch(np.empty(0, dtype=np.uint8), SOURCE, start, numbers,
+        yield ExampleBatch(text, SOURCE, start, numbers,
                            np.full((m, 2), -1, dtype=np.int64), np.arange(m, dtype=np.int64),
-                           offsets.astype(np.int64), index, value, namespace,
-                           np.empty((0, AUDIT_COLS), dtype=np.int64),
+                           offsets.astype(np.int64), index, value, namespace, audit,
                            np.empty((0, 4), dtype=np.int64), 0, 0, start, m)
 
 
@@ -160,56 +205,128 @@ class DictExamples:
     """Single examples given as dicts (``learn_one``/``predict_one``, River's convention): a
     key is a feature name (namespace ``f``) or a (namespace, name) pair; a number is its value,
     a string makes a string feature (``name:value``); None, NaN and 0 are no feature. Each
-    key's (and string value's) index is hashed once and remembered."""
+    key's (and string value's) index is hashed once and remembered. With ``names``, each batch
+    carries its features' names (``audit`` spans of ``text``), as matrices' do.
 
-    def __init__(self, config):
+    A dict of numbers under names seen before takes a fast path (one comprehension, no
+    grouping: they are all in namespace ``f``); anything else the general one. Both give the
+    same batch."""
+
+    def __init__(self, config, names: bool = False):
         self.config = config
+        self.names = names
         self._hash_all = config.hash == "all"
         self._index: dict = {}
+        self._plain: dict = {}  # a plain key's index as a numeric feature of namespace f
         self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
+        extra = 0 if self._constant is None else 1
+        self._spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8) for k in range(64)]
+        for spaces in self._spaces:
+            spaces[len(spaces) - extra:] = CONSTANT_NAMESPACE
+        self._tail = () if self._constant is None else (self._constant,)
+        self._tail_values = (1.0,) * extra
+        self._offsets = [np.array([0, k], dtype=np.int64) for k in range(64 + extra)]
+        self._tags = np.full((1, 2), -1, dtype=np.int64)
+        self._lines = np.zeros(1, dtype=np.int64)
+        self._warnings = np.empty((0, 4), dtype=np.int64)
+
+    @staticmethod
+    def _words(key) -> tuple[bytes, bytes]:
+        """A key's namespace and feature name (the default namespace's is a space)."""
+        namespace, name = key if isinstance(key, tuple) else (SVM_NAMESPACE.decode(), key)
+        return str(namespace).encode() or b" ", str(name).encode()
 
     def _feature(self, key, value) -> tuple[int, int]:
         """(index, namespace byte) of a key, with a string value for string features."""
         found = self._index.get((key, value))
         if found is None:
-            namespace, name = key if isinstance(key, tuple) else (SVM_NAMESPACE.decode(), key)
-            space = str(namespace).encode() or b" "
+            space, name = self._words(key)
             seed = namespace_hash(space, self.config.hash_seed, self._hash_all)
-            h = hash_bytes(str(name).encode(), seed, self._hash_all)
+            h = hash_bytes(name, seed, self._hash_all)
             if value is not None:
                 h = hash_bytes(str(value).encode(), h, self._hash_all)
             found = self._index[key, value] = (h & self.config.mask, space[0])
+            if value is None and not isinstance(key, tuple):
+                self._plain[key] = found[0]
         return found
 
-    def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
-        """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
-        grouped: dict[int, list[tuple[int, float]]] = {}
+    def _named(self, features: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+        """The names' text and spans of ``features`` (index, value, space, key, string value);
+        the constant's (key None) are none."""
+        words: list[bytes] = []
+        audit = np.full((len(features), AUDIT_COLS), -1, dtype=np.int64)
+        end = 0
+        for k, (*_, key, string) in enumerate(features):
+            if key is None:
+                continue
+            space, name = self._words(key)
+            value = None if string is None else str(string).encode()
+            for column, word in ((0, name), (2, value), (4, None if space == b" " else space)):
+                if word is not None:
+                    audit[k, column:column + 2] = end, end + len(word)
+                    words.append(word)
+                    end += len(word)
+        return np.frombuffer(b"".join(words), dtype=np.uint8), audit
+
+    def _numbers_only(self, x: dict) -> tuple[tuple, tuple] | None:
+        """The indices and values of ``x`` if it takes the fast path: plain keys seen before
+        with numbers (``__float__``: a string has none) within float32's range; else None."""
+        plain = self._plain
+        try:
+            pairs = [(plain[k], v.__float__()) for k, v in x.items()
+                     if v is not None and v == v and v != 0]
+        except (KeyError, AttributeError, TypeError):
+            return None
+        if not pairs:
+            return self._tail, self._tail_values
+        index, value = zip(*pairs)
+        if len(index) >= len(self._spaces) or max(value) > F32_MAX or min(value) < -F32_MAX:
+            return None
+        return index + self._tail, value + self._tail_values
+
+    def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+        """``x``'s features (index, value, space, key, string value), grouped by namespace, the
+        constant last; with names, their text and spans."""
+        grouped: dict[int, list[tuple]] = {}
         for key, value in x.items():
             if isinstance(value, str):
                 index, space = self._feature(key, value)
-                grouped.setdefault(space, []).append((index, 1.0))
+                grouped.setdefault(space, []).append((index, 1.0, space, key, value))
             elif value is not None and value == value and value != 0:
                 number = float(value)
-                if not np.isfinite(np.float32(number)):
+                with np.errstate(over="ignore"):  # beyond float32: the error below says so
+                    finite = np.isfinite(np.float32(number))
+                if not finite:
                     raise OlearnError(f"feature {key!r}: {value!r} is not a finite number",
                                       SOURCE)
                 index, space = self._feature(key, None)
-                grouped.setdefault(space, []).append((index, number))
-        features = [(i, v, s) for s, pairs in grouped.items() for i, v in pairs]
+                grouped.setdefault(space, []).append((index, number, space, key, None))
+        features = [f for pairs in grouped.values() for f in pairs]
         if self._constant is not None:
-            features.append((self._constant, 1.0, CONSTANT_NAMESPACE))
-        label = np.nan if y is None else float(y)
-        if (y is not None and not np.isfinite(label)) or not (np.isfinite(weight)
-                                                              and weight >= 0):
+            features.append((self._constant, 1.0, CONSTANT_NAMESPACE, None, None))
+        text, audit = self._named(features) if self.names else (NO_TEXT, NO_NAMES)
+        return features, text, audit
+
+    def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
+        """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
+        label = math.nan if y is None else float(y)
+        if (y is not None and not math.isfinite(label)) or not (math.isfinite(weight)
+                                                                and weight >= 0):
             raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
                               SOURCE)
-        k = len(features)
-        return ExampleBatch(np.empty(0, dtype=np.uint8), SOURCE, 0,
-                            np.array([[label, weight, 0.0]], dtype=np.float32),
-                            np.full((1, 2), -1, dtype=np.int64), np.zeros(1, dtype=np.int64),
-                            np.array([0, k], dtype=np.int64),
-                            np.array([f[0] for f in features], dtype=np.uint32),
-                            np.array([f[1] for f in features], dtype=np.float32),
-                            np.array([f[2] for f in features], dtype=np.uint8),
-                            np.empty((0, AUDIT_COLS), dtype=np.int64),
-                            np.empty((0, 4), dtype=np.int64), 0, 0, 0, 1)
+        fast = None if self.names else self._numbers_only(x)
+        if fast is not None:
+            index, value = fast
+            spaces = self._spaces[len(index) - len(self._tail)]
+            text, audit = NO_TEXT, NO_NAMES
+        else:
+            features, text, audit = self._general(x)
+            index, value = [f[0] for f in features], [f[1] for f in features]
+            spaces = np.array([f[2] for f in features], dtype=np.uint8)
+        k = len(index)
+        return ExampleBatch(text, SOURCE, 0, np.array([[label, weight, 0.0]], dtype=np.float32),
+                            self._tags, self._lines,
+                            self._offsets[k] if k < len(self._offsets)
+                            else np.array([0, k], dtype=np.int64),
+                            np.array(index, dtype=np.uint32), np.array(value, dtype=np.float32),
+                            spaces, audit, self._warnings, 0, 0, 0, 1)

@@ -25,7 +25,8 @@ class DataPlan:
 
     Without a usable cache, the first pass parses the text and writes the cache, which appears
     when that pass is complete; later passes and later runs read it. The cache holds no feature
-    names, so ``--audit`` parses the text in every pass and ``--invert_hash`` in the first.
+    names, so ``--audit`` parses the text in every pass, and ``--invert_hash`` (or
+    ``Learner(names=True)``: the learner's ``parse_names``) in the first.
     """
 
     def __init__(self, config: Config, paths: list[str],
@@ -58,13 +59,13 @@ class DataPlan:
                     "ignoring text input in favor of cache input"]
         return [f"creating cache_file = {self.path}", reading]
 
-    def reads_text(self, pass_no: int) -> bool:
+    def _reads_text(self, pass_no: int, names: bool) -> bool:
         if not self.usable or self.config.audit:
             return True
-        return pass_no == 0 and self.config.invert_hash is not None
+        return pass_no == 0 and names
 
     def batches(self, learner, pass_no: int) -> Iterator[ExampleBatch]:
-        if not self.reads_text(pass_no):
+        if not self._reads_text(pass_no, learner.parse_names):
             reader = sources.ReadAhead(cache.read(self.path, self.config.mask))
             try:
                 yield from reader

@@ -22,7 +22,11 @@ def _kept_options(config: Config) -> str:
         value = getattr(config, name)
         if value == getattr(_DEFAULTS, name) or name == "bit_precision":
             continue
-        flags.append(f"--{name}" if value is True else f"--{name} {value}")
+        if value is True:
+            flags.append(f"--{name}")
+        else:  # a repeatable option once per value, as VW writes it (--quadratic ab --quadratic cd)
+            flags += [f"--{name} {v}" for v in (value if isinstance(value, (list, tuple))
+                                                else [value])]
     return " ".join(flags)
 
 

@@ -79,7 +79,6 @@ def run(config: Config) -> OnlineLearner:
 
     def learn_pass(pass_no: int) -> int:
         nonlocal bytes_done
-        from_text = plan.reads_text(pass_no)
         bytes_read = lines = 0
         for batch in plan.batches(learner, pass_no):
             for message in learner.warnings(batch, config.strict_parse):
@@ -89,7 +88,7 @@ def run(config: Config) -> OnlineLearner:
                 rows = learner.learn_audited(batch, preds, sys.stdout.write)
             else:
                 rows = learner.learn(batch, preds)
-            if names is not None and from_text:
+            if names is not None:
                 names.add(batch, learner.terms)
             for out, raw in outputs:
                 out.write(learner.prediction_lines(preds, batch, raw))

@@ -255,3 +255,10 @@ def test_progress_bar_only_on_a_terminal_with_rows_above_it(tmp_path):
     assert code == 0 and quiet == ""
     _, _, err = olearn("-d", path)                   # stderr not a terminal: no bar
     assert "%|" not in err and "\r" not in err
+
+
+def test_text_model_header_repeats_a_repeatable_option_as_vw(small, tmp_path):
+    out = tmp_path / "r"
+    code, _, err = olearn("-d", small, "-q", "fx", "-q", "ff", "--readable_model", out, "--quiet")
+    assert code == 0, err
+    assert "options: --quadratic fx --quadratic ff\n" in out.read_text()

@@ -6,9 +6,11 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import SHARED_DATA, run_olearn
 from olearn import Learner, OlearnError, OptionError
+from olearn.matrices import DictExamples
 
 RNG = np.random.default_rng(11)
 # whole numbers: VW's number reader (io/numbers.py) is not correctly rounded ("1.359375" reads
@@ -137,3 +139,37 @@ def test_learn_one_refuses_non_finite_numbers():
         Learner().learn_one({"a": float("inf")}, 1.0)
     with pytest.raises(OlearnError, match="finite numbers"):
         Learner().learn_one({"a": 1.0}, float("nan"))
+
+
+def _dict_batch_arrays(batch) -> list:
+    return [batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace]
+
+
+VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=32), st.integers(-5, 5),
+                   st.none(), st.sampled_from(["x", "1.5", ""]), st.booleans())
+KEYS = st.one_of(st.sampled_from(["a", "b", 3, "Constant"]),
+                 st.tuples(st.sampled_from(["u", "", "f"]), st.sampled_from(["a", "z"])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(KEYS, VALUES, max_size=6), min_size=1, max_size=4),
+       st.booleans())
+def test_a_dict_remembered_makes_the_batch_a_new_one_makes(examples, noconstant):
+    config = Learner(noconstant=noconstant).config
+    remembered = DictExamples(config)
+    for x in examples:  # the second time round, seen keys may take the fast path
+        first = remembered.batch(x, 1.0)
+        again = remembered.batch(x, 1.0)
+        fresh = DictExamples(config).batch(x, 1.0)
+        for a, b, c in zip(*map(_dict_batch_arrays, (first, again, fresh))):
+            np.testing.assert_array_equal(a, c)
+            np.testing.assert_array_equal(b, c)
+
+
+def test_a_key_seen_with_a_number_is_a_string_feature_with_a_string():
+    remembered = DictExamples(Learner().config)
+    numeric = remembered.batch({"a": 1.5}).index[0]
+    assert remembered.batch({"a": "1.5"}).index[0] != numeric
+    assert remembered.batch({"a": "1.5"}).value[0] == 1.0
+    with pytest.raises(OlearnError, match="not a finite number"):
+        remembered.batch({"a": 1e39})
