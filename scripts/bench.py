@@ -604,7 +604,7 @@ def python_section(r: Results) -> list[str]:
 
 def benchmark(args: argparse.Namespace) -> Results:
     """Run every measurement, in the order: 200k file, memory, 10-line file, L1, quadratic,
-    stage_poly, cache, shared data."""
+    stage_poly, cache, shared data, then the in-process ones (experts, Python API)."""
     started, stamp = time.perf_counter(), source_stamp()
     env = environment()
     tools = find_tools(args.no_vw)
@@ -628,9 +628,11 @@ def benchmark(args: argparse.Namespace) -> Results:
     quadratic = run_quadratic(args, tools)
     stage_poly = run_stage_poly(args, tools)
     cache = run_cache(args, olearn)
+    shared, shared_note = run_shared(args, tools)
+    # In-process sections last: a child's ru_maxrss counts this process's resident memory at
+    # the fork, so once this process holds their data every later child would report it.
     experts = run_experts(args)
     python = run_python(args)
-    shared, shared_note = run_shared(args, tools)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
                    l1, quadratic, stage_poly, cache, experts, python,
