@@ -181,7 +181,8 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None,
         lo, hi = indptr[start], indptr[end]
         offsets = np.concatenate([[0], np.cumsum(np.diff(indptr[start:end + 1]) + constant)])
         features = np.ones(offsets[-1], dtype=bool)
-        features[offsets[1:] - 1] = constant == 0  # each row's last slot: its constant
+        if constant:
+            features[offsets[1:] - 1] = False  # each row's last slot: its constant
         index = np.full(offsets[-1], CONSTANT_HASH & config.mask, dtype=np.uint32)
         value = np.ones(offsets[-1], dtype=np.float32)
         namespace = np.full(offsets[-1], CONSTANT_NAMESPACE, dtype=np.uint8)

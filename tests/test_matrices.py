@@ -173,3 +173,12 @@ def test_a_key_seen_with_a_number_is_a_string_feature_with_a_string():
     assert remembered.batch({"a": "1.5"}).value[0] == 1.0
     with pytest.raises(OlearnError, match="not a finite number"):
         remembered.batch({"a": 1e39})
+
+
+def test_rows_without_features_learn_nothing_without_the_constant():
+    X0 = np.zeros((3, 2))
+    X0[2, 1] = 1.0
+    learner = Learner(noconstant=True).fit(X0[:2], [1.0, 0.0])
+    assert learner.average_loss == 0.5
+    learner.fit(X0, [1.0, 0.0, 1.0])
+    assert learner.predict(X0[2:])[0] > 0
