@@ -19,8 +19,8 @@ in-process on parsed batches of dense examples (the SAEW paper's d = 500, every 
 from the first example), as corner updates per second (2d per example; target ≥ 50 million).
 
 The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matrix in-process,
-against scikit-learn's ``SGDClassifier``/``SGDRegressor`` for one epoch and River's
-``learn_one`` loop over the same rows as dicts (each tool skipped when not installed), on
+against scikit-learn's ``SGDClassifier``/``SGDRegressor`` for one epoch, and olearn's and
+River's ``learn_one`` loops over the same rows as dicts (each tool skipped when not installed), on
 a9a (classification) and cpusmall (regression) from ``../shared/data``.
 
 The report ends with the APPLE and SAEW experiments' tables and figures, copied from
@@ -516,8 +516,14 @@ def _python_tools(kind: str) -> dict:
     """One pass of each available tool over (X, y, rows as dicts), as callables."""
     import warnings
     import olearn
-    tools = {"olearn fit(X, y)": lambda X, y, rows: olearn.Learner(
-        loss_function="logistic" if kind == "classification" else "squared").fit(X, y)}
+    loss = "logistic" if kind == "classification" else "squared"
+
+    def learn_one(X, y, rows):
+        model = olearn.Learner(loss_function=loss)
+        for x, target in zip(rows, y):
+            model.learn_one(x, target)
+    tools = {"olearn fit(X, y)": lambda X, y, rows: olearn.Learner(loss_function=loss).fit(X, y),
+             "olearn learn_one": learn_one}
     try:
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.linear_model import SGDClassifier, SGDRegressor
@@ -592,14 +598,24 @@ def python_section(r: Results) -> list[str]:
         ours = statistics.median(t.seconds[task, "olearn fit(X, y)"])
         rows.append([task, name, f"{median:.3f}", f"{t.examples[task] / median:,.0f}",
                      f"{ours / median:.2f}"])
+    per_call = []
+    for task in t.examples:
+        ours, theirs = t.seconds.get((task, "olearn learn_one")), t.seconds.get(
+            (task, "River learn_one"))
+        if ours and theirs:
+            us = [statistics.median(runs) / t.examples[task] * 1e6 for runs in (ours, theirs)]
+            per_call.append(f"{task}: olearn {us[0]:.1f} µs, River {us[1]:.1f} µs per call "
+                            f"(ratio {us[0] / us[1]:.2f})")
     return [title,
             "One pass over the training rows, in-process, the data already loaded (a CSR "
-            "matrix from `load_svmlight_file`; for River the same rows as dicts, built before "
-            "timing); olearn with its default learner (logistic loss for a9a, labels ±1), "
-            "scikit-learn's SGD with `max_iter=1`, River's `LogisticRegression`/"
-            "`LinearRegression`. Ratio: olearn's median time / the tool's (below 1: olearn "
-            "is faster).\n",
-            table(["task", "tool", "median s", "examples / s", "olearn / tool"], rows) + "\n"]
+            "matrix from `load_svmlight_file`; for the `learn_one` loops the same rows as "
+            "dicts, built before timing); olearn with its default learner (logistic loss for "
+            "a9a, labels ±1), scikit-learn's SGD with `max_iter=1`, River's "
+            "`LogisticRegression`/`LinearRegression`. Ratio: olearn `fit`'s median time / the "
+            "tool's (below 1: `fit` is faster).\n",
+            table(["task", "tool", "median s", "examples / s", "olearn fit / tool"], rows) + "\n",
+            *(["`learn_one` against `learn_one`: " + "; ".join(per_call) + ".\n"]
+              if per_call else [])]
 
 
 def benchmark(args: argparse.Namespace) -> Results:
