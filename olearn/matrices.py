@@ -20,6 +20,7 @@ import math
 from typing import Iterator
 
 import numpy as np
+from numba import njit
 
 from olearn.batch import ExampleBatch
 from olearn.errors import OlearnError
@@ -30,6 +31,7 @@ from olearn.io.svmlight import SVM_NAMESPACE
 ROWS_PER_BATCH = 8192
 SOURCE = "<matrix>"
 F32_MAX = float(np.finfo(np.float32).max)
+F_NAMESPACE = SVM_NAMESPACE[0]
 NO_TEXT = np.empty(0, dtype=np.uint8)
 NO_NAMES = np.empty((0, AUDIT_COLS), dtype=np.int64)  # batches without names (spans)
 
@@ -124,19 +126,92 @@ def column_indices(n_columns: int, config) -> np.ndarray:
 
 
 def _rows(X) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-    """CSR of ``X`` without its zeros: row pointers, columns, values, rows, columns."""
+    """CSR of ``X`` (zeros kept: the batches skip them): row pointers, columns, values, rows,
+    columns. A scipy CSR matrix in canonical form (sorted, no duplicates) is not copied."""
     if isinstance(X, np.ndarray):
         rows, cols = np.nonzero(X)  # row-major: each row's columns in order
-        values = X[rows, cols].astype(np.float64)
+        values = X[rows, cols]
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=X.shape[0]))])
     else:
-        csr = X.tocsr(copy=True)
-        csr.sum_duplicates()
-        csr.eliminate_zeros()
-        indptr, cols, values = csr.indptr, csr.indices, csr.data.astype(np.float64)
-    if not np.isfinite(values.astype(np.float32)).all():
-        raise OlearnError("X holds NaN or infinite values (or beyond float32)", SOURCE)
-    return indptr.astype(np.int64), cols.astype(np.int64), values, X.shape[0], X.shape[1]
+        _check_sparse(X)  # before scipy's own code reads the arrays: it trusts them
+        csr = X if X.format == "csr" and X.has_canonical_format else X.tocsr(copy=True)
+        if not csr.has_canonical_format:
+            csr.sum_duplicates()
+        indptr, cols, values = csr.indptr, csr.indices, csr.data
+    indptr, cols = indptr.astype(np.int64, copy=False), cols.astype(np.int64, copy=False)
+    values = values.astype(np.float64, copy=False)
+    problem = _check_csr(indptr, cols, values, X.shape[0], X.shape[1])
+    if problem:
+        raise OlearnError("X holds NaN or infinite values (or beyond float32)" if problem == 2
+                          else "X: a sparse matrix whose index arrays are inconsistent", SOURCE)
+    return indptr, cols, values, X.shape[0], X.shape[1]
+
+
+def _check_sparse(X) -> None:
+    """A CSR, CSC or COO matrix's index arrays consistent with its shape, or an OlearnError."""
+    n, d = X.shape
+    if X.format in ("csr", "csc"):
+        rows, cols = (n, d) if X.format == "csr" else (d, n)
+        ok = _check_csr(np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
+                        np.zeros(len(X.indices)), rows, cols) == 0
+    elif X.format == "coo":
+        row, col = np.asarray(X.row), np.asarray(X.col)
+        ok = (len(row) == len(col) == len(X.data)
+              and bool(((0 <= row) & (row < n) & (0 <= col) & (col < d)).all()))
+    else:
+        return
+    if not ok:
+        raise OlearnError("X: a sparse matrix whose index arrays are inconsistent", SOURCE)
+
+
+@njit(cache=True, nogil=True)
+def _check_csr(indptr, cols, values, n_rows, n_cols):
+    """0 if the CSR arrays are consistent with an ``n_rows`` × ``n_cols`` matrix and every value
+    is finite in float32; 1 if an index array is not (it would send the batches outside their
+    arrays), 2 if a value is not."""
+    if indptr.shape[0] != n_rows + 1 or indptr[0] != 0:
+        return 1
+    for r in range(indptr.shape[0] - 1):
+        if indptr[r + 1] < indptr[r]:
+            return 1
+    end = indptr[indptr.shape[0] - 1]
+    if end > cols.shape[0] or end > values.shape[0]:
+        return 1
+    for k in range(end):
+        if not 0 <= cols[k] < n_cols:
+            return 1
+        if not np.isfinite(np.float32(values[k])):
+            return 2
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _csr_batch(indptr, cols, values, column_index, start, end, constant, offsets, index, value,
+               namespace, column):
+    """Rows ``start:end`` of a checked CSR as a batch's CSR: each nonzero as its column's
+    feature index, in namespace ``f``, then the constant (index ``constant``; < 0: none);
+    ``column`` (when not empty) gets each feature's column, -1 for the constant. Returns the
+    feature count; the arrays hold room for every entry plus a constant per row."""
+    n = 0
+    offsets[0] = 0
+    for r in range(start, end):
+        for k in range(indptr[r], indptr[r + 1]):
+            if values[k] != 0:
+                index[n] = column_index[cols[k]]
+                value[n] = values[k]
+                namespace[n] = F_NAMESPACE
+                if column.shape[0] > 0:
+                    column[n] = cols[k]
+                n += 1
+        if constant >= 0:
+            index[n] = constant
+            value[n] = 1.0
+            namespace[n] = CONSTANT_NAMESPACE
+            if column.shape[0] > 0:
+                column[n] = -1
+            n += 1
+        offsets[r - start + 1] = n
+    return n
 
 
 def _vector(v, n: int, what: str) -> np.ndarray:
@@ -146,12 +221,12 @@ def _vector(v, n: int, what: str) -> np.ndarray:
     return array
 
 
-def _column_names(cols: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Names of matrix features in columns ``cols``: their text (``0 1 ... d-1``) and spans
-    (namespace ``f``'s byte names it, as for svmlight input)."""
+def _column_names(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Names of a matrix's columns: their text (``0 1 ... d-1``) and each column's audit spans
+    (namespace ``f``'s byte names it, as for svmlight input), then a row of none (-1)."""
     text, word_spans = _spans([str(j).encode() for j in range(d)])
-    spans = np.full((len(cols), AUDIT_COLS), -1, dtype=np.int64)
-    spans[:, :2] = word_spans[cols]
+    spans = np.full((d + 1, AUDIT_COLS), -1, dtype=np.int64)
+    spans[:d, :2] = word_spans
     return text, spans
 
 
@@ -160,46 +235,67 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None,
     """The rows of ``X`` as batches of examples: labels ``y`` (None: unlabeled), importances
     ``sample_weight`` (None: 1; must be >= 0); a DataFrame's columns in ``namespaces``; with
     ``names``, the features' names (``audit`` spans of ``text``)."""
-    text, spans = NO_TEXT, None
-    if _is_frame(X):
+    frame = _is_frame(X)
+    if frame:
         indptr, index_of_feature, values, namespace_of_feature, n, text, spans = _frame_rows(
             X, namespaces, config, names)
     else:
         indptr, cols, values, n, d = _rows(X)
-        index_of_feature = column_indices(d, config)[cols]
-        namespace_of_feature = np.full(len(cols), SVM_NAMESPACE[0], dtype=np.uint8)
-        if names:
-            text, spans = _column_names(cols, d)
+        column_index = column_indices(d, config)
+        text, spans = _column_names(d) if names else (NO_TEXT, None)
     labels = _vector(y, n, "y")
     weights = _vector(sample_weight, n, "sample_weight")
     if weights is not None and (weights < 0).any():
         raise OlearnError("sample_weight: importances must be >= 0", SOURCE)
-    constant = 0 if config.noconstant else 1
+    constant = -1 if config.noconstant else CONSTANT_HASH & config.mask
     for start in range(0, n, ROWS_PER_BATCH):
         end = min(start + ROWS_PER_BATCH, n)
         m = end - start
         lo, hi = indptr[start], indptr[end]
-        offsets = np.concatenate([[0], np.cumsum(np.diff(indptr[start:end + 1]) + constant)])
-        features = np.ones(offsets[-1], dtype=bool)
-        if constant:
-            features[offsets[1:] - 1] = False  # each row's last slot: its constant
-        index = np.full(offsets[-1], CONSTANT_HASH & config.mask, dtype=np.uint32)
-        value = np.ones(offsets[-1], dtype=np.float32)
-        namespace = np.full(offsets[-1], CONSTANT_NAMESPACE, dtype=np.uint8)
-        index[features] = index_of_feature[lo:hi]
-        value[features] = values[lo:hi]
-        namespace[features] = namespace_of_feature[lo:hi]
-        audit = NO_NAMES
-        if spans is not None:  # the constant's row: no spans
-            audit = np.full((offsets[-1], AUDIT_COLS), -1, dtype=np.int64)
-            audit[features] = spans[lo:hi]
+        if frame:
+            offsets, index, value, namespace, audit = _frame_batch(
+                indptr[start:end + 1] - lo, index_of_feature[lo:hi], values[lo:hi],
+                namespace_of_feature[lo:hi], spans[lo:hi] if spans is not None else None,
+                constant)
+        else:
+            room = hi - lo + (m if constant >= 0 else 0)
+            offsets = np.empty(m + 1, dtype=np.int64)
+            index = np.empty(room, dtype=np.uint32)
+            value = np.empty(room, dtype=np.float32)
+            namespace = np.empty(room, dtype=np.uint8)
+            column = np.empty(room if spans is not None else 0, dtype=np.int64)
+            k = _csr_batch(indptr, cols, values, column_index, start, end, constant, offsets,
+                           index, value, namespace, column)
+            index, value, namespace = index[:k], value[:k], namespace[:k]
+            audit = spans[column[:k]] if spans is not None else NO_NAMES
         numbers = np.zeros((m, 3), dtype=np.float32)
         numbers[:, 0] = labels[start:end] if labels is not None else np.nan
         numbers[:, 1] = weights[start:end] if weights is not None else 1.0
         yield ExampleBatch(text, SOURCE, start, numbers,
                            np.full((m, 2), -1, dtype=np.int64), np.arange(m, dtype=np.int64),
-                           offsets.astype(np.int64), index, value, namespace, audit,
+                           offsets, index, value, namespace, audit,
                            np.empty((0, 4), dtype=np.int64), 0, 0, start, m)
+
+
+def _frame_batch(indptr, index_of_feature, values, namespace_of_feature, spans, constant):
+    """A batch's CSR (offsets, index, value, namespace, audit) from a DataFrame's rows (their
+    row pointers from 0 and features), a constant after each row's features (< 0: none)."""
+    extra = 1 if constant >= 0 else 0
+    offsets = indptr + extra * np.arange(len(indptr), dtype=np.int64)
+    features = np.ones(offsets[-1], dtype=bool)
+    if extra:
+        features[offsets[1:] - 1] = False  # each row's last slot: its constant
+    index = np.full(offsets[-1], max(constant, 0), dtype=np.uint32)
+    value = np.ones(offsets[-1], dtype=np.float32)
+    namespace = np.full(offsets[-1], CONSTANT_NAMESPACE, dtype=np.uint8)
+    index[features] = index_of_feature
+    value[features] = values
+    namespace[features] = namespace_of_feature
+    audit = NO_NAMES
+    if spans is not None:  # the constant's row: no spans
+        audit = np.full((offsets[-1], AUDIT_COLS), -1, dtype=np.int64)
+        audit[features] = spans
+    return offsets, index, value, namespace, audit
 
 
 class DictExamples:

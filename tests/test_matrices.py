@@ -182,3 +182,40 @@ def test_rows_without_features_learn_nothing_without_the_constant():
     assert learner.average_loss == 0.5
     learner.fit(X0, [1.0, 0.0, 1.0])
     assert learner.predict(X0[2:])[0] > 0
+
+
+@pytest.mark.parametrize("break_it", ["column beyond the shape", "row pointers decreasing",
+                                      "row pointers beyond the arrays", "value beyond float32"])
+def test_an_inconsistent_sparse_matrix_is_one_clear_error_before_learning(break_it):
+    sparse = pytest.importorskip("scipy.sparse")
+    bad = sparse.csr_matrix(X)
+    if break_it == "column beyond the shape":
+        bad.indices[5] = 10 ** 6
+    elif break_it == "row pointers decreasing":
+        bad.indptr[3] = bad.indptr[4] + 1
+    elif break_it == "row pointers beyond the arrays":
+        bad.indptr[-1] += 7
+    else:
+        bad.data[9] = 1e39
+    learner = Learner()
+    with pytest.raises(OlearnError, match="inconsistent|beyond float32"):
+        learner.fit(bad, Y)
+    assert np.isnan(learner.average_loss)
+
+
+def test_a_sparse_matrix_with_duplicates_and_unsorted_columns_learns_as_its_sum():
+    sparse = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(3)
+    data, indices, indptr = [], [], [0]
+    for row in X:
+        cols = np.flatnonzero(row)
+        halves = np.concatenate([row[cols] / 2, row[cols] - row[cols] / 2])
+        order = rng.permutation(2 * len(cols))
+        data += halves[order].tolist()
+        indices += np.concatenate([cols, cols])[order].tolist()
+        indptr.append(len(data))
+    csr = sparse.csr_matrix((data, indices, indptr), shape=X.shape)
+    assert not csr.has_canonical_format
+    expected = Learner().fit(X, Y).average_loss
+    assert Learner().fit(csr, Y).average_loss == expected
+    assert Learner().fit(csr.tocoo(), Y).average_loss == expected
