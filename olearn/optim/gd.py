@@ -236,7 +236,8 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
                 W[j, W_N] = ax
                 n_j = ax
             ns[k] = n_j
-    _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n)
+    if stateful:
+        _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n)
     norm_x = 0.0
     ppu = 0.0
     for k in range(n):
