@@ -201,13 +201,13 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
                 empty = True
         if empty:
             continue
-        for i in range(length):
+        for i in range(last):
             ns = terms[t, 1 + i]
             same = i > 0 and not permutations and ns == terms[t, i]
             pos[i] = pos[i - 1] if same else ranges[ns, 0]
         # the innermost run starts at the previous component's position for an adjacent
         # repeat (index-ordered combinations), else at its namespace's first feature
-        repeat_last = length > 1 and not permutations and terms[t, length] == terms[t, last]
+        repeat_last = not permutations and terms[t, length] == terms[t, last]
         end = ranges[terms[t, length], 1]
         while True:
             g = FNV * np.int64(index[pos[0]])
