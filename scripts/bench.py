@@ -10,7 +10,9 @@ Four more measurements, each with its own target (skip them with --skip-l1, --sk
 --skip-stage-poly, --skip-cache): olearn on the 200k file with ``--l1 1e-6`` vs without
 regularization (VW with ``--l1 1e-6`` for reference); olearn vs VW on the 200k file with a
 quadratic interaction of its first namespace with itself (``-q ff`` on the generated file), and
-with ``--stage_poly``; and olearn on a copy of
+on generated files of other namespace shapes (``SHAPES``: 2×40, 10×10 and 1×200 features per
+example, with ``-q``, ``--cubic`` and ``--interactions``); with ``--stage_poly``; and olearn on a
+copy of
 ``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c`` cache, with the 10-line
 file's start-up time for context (also skipped by --skip-shared).
 
@@ -55,7 +57,15 @@ RSS_TARGET_MB = 250.0
 SMALL_TARGET_S = 1.0
 L1_TARGET = 1.15  # olearn --l1 / olearn without regularization, on the 200k file
 L1_STRENGTH = "1e-6"
-QUAD_TARGET = 1.5  # olearn / VW with a quadratic interaction, on the 200k file
+QUAD_TARGET = 1.0  # olearn / VW with interactions: -q ff on the 200k file, and each shape
+# Interactions on generated files of other shapes: (namespaces, features in each, examples,
+# options); the examples are chosen so that each run expands ~100-200 million features.
+SHAPES = ((2, 40, 100_000, ("-q", "ab")),
+          (10, 10, 20_000, ("-q", "::")),
+          (10, 10, 20_000, ("--cubic", "abc")),
+          (10, 10, 20_000, ("--interactions", "abcd")),
+          (1, 200, 8_000, ("-q", "aa")))
+SHAPE_VOCABULARY = 2000  # feature names per namespace (> 200: distinct features in 1×200)
 POLY_TARGET = 1.0  # olearn / VW with --stage_poly, on the 200k file
 CACHE_TARGET = 2.0  # olearn text input / cache input, on the shared CACHE_DATASET
 CACHE_DATASET = "kddcup99"
@@ -195,6 +205,7 @@ class Results:
     shared_note: str
     l1: Comparison
     quadratic: Comparison
+    shapes: list[Comparison]
     stage_poly: Comparison
     cache: Comparison
     experts: Throughput
@@ -347,9 +358,9 @@ def environment() -> list[str]:
 
 # --- inputs ------------------------------------------------------------------------------------
 
-def make_data(path: str) -> str:
-    """Generate the benchmark file with scripts/make_data.py (it skips an existing file)."""
-    cmd = [python_path(), "scripts/make_data.py", "--out", path]
+def make_data(path: str, *options: str) -> str:
+    """Generate a benchmark file with scripts/make_data.py (it skips an existing file)."""
+    cmd = [python_path(), "scripts/make_data.py", *options, "--out", path]
     subprocess.run(cmd, check=True)
     return shlex.join(cmd)
 
@@ -434,6 +445,24 @@ def run_quadratic(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
             + ", ".join(f"`{n}`" for n in found) + f"; `-q {pair}` interacts `{found[0]}` with "
             "itself.")
     return run_versus_vw(args, tools, ["-q", pair], note)
+
+
+def run_shapes(args: argparse.Namespace, tools: list[Tool]) -> list[Comparison]:
+    """olearn vs VW with interactions on a generated file of each of SHAPES (written next to
+    the 200k file), each Comparison's note the command that generated its file."""
+    if args.skip_quadratic:
+        return []
+    out = []
+    for count, features, examples, options in SHAPES:
+        path = os.path.join(os.path.dirname(args.data) or ".",
+                            f"shape{count}x{features}_{examples}.vw")
+        made = make_data(path, "--namespaces", str(count), "--features", str(features),
+                         "--examples", str(examples), "--vocabulary", str(SHAPE_VOCABULARY))
+        runs = max(3, args.runs // 2)
+        commands = {t.name: t.command("-d", path, *options) for t in tools}
+        log(f"{count}x{features} {shlex.join(options)}: {runs} alternated runs per tool")
+        out.append(Comparison(as_timed(commands), time_commands(commands, runs), made))
+    return out
 
 
 def run_stage_poly(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
@@ -642,6 +671,7 @@ def benchmark(args: argparse.Namespace) -> Results:
         small = time_tools(tools, ["-d", small_path], args.runs)
     l1 = run_l1(args, tools)
     quadratic = run_quadratic(args, tools)
+    shapes = run_shapes(args, tools)
     stage_poly = run_stage_poly(args, tools)
     cache = run_cache(args, olearn)
     shared, shared_note = run_shared(args, tools)
@@ -651,7 +681,7 @@ def benchmark(args: argparse.Namespace) -> Results:
     python = run_python(args)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
-                   l1, quadratic, stage_poly, cache, experts, python,
+                   l1, quadratic, shapes, stage_poly, cache, experts, python,
                    time.perf_counter() - started,
                    source_stamp() != stamp, load_average())
 
@@ -718,6 +748,7 @@ def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
                  f"{secs:.3f} s, {verdict(secs <= SMALL_TARGET_S)}.")
     return lines + [l1_target(r.l1),
                     versus_target(r.quadratic, "a quadratic interaction", QUAD_TARGET),
+                    shapes_target(r.shapes),
                     versus_target(r.stage_poly, "`--stage_poly`", POLY_TARGET),
                     cache_target(r.cache), experts_target(r.experts), ""]
 
@@ -771,6 +802,24 @@ def versus_target(c: Comparison, what: str, target: float) -> str:
     return (f"{head} (`{timed_options(c)}`): ratio {ratio:.2f}, "
             f"{verdict(ratio <= target)}. (CPU-time ratio, for reference: "
             f"{fmt(c.timing.cpu_ratio(), '.2f')}.)")
+
+
+def shapes_target(shapes: list[Comparison]) -> str:
+    head = (f"- Wall time with interactions ≤ {QUAD_TARGET:g}× VW's on the files of other "
+            "namespace shapes")
+    ratios = [(c.timing.ratio(), shape_name(c)) for c in shapes if c.timing is not None]
+    if not ratios or any(r is None for r, _ in ratios):
+        return f"{head}: not measured{' (no VW)' if ratios else ''}."
+    worst, name = max(ratios)
+    return (f"{head} (every case below): largest ratio {worst:.2f} ({name}), "
+            f"{verdict(worst <= QUAD_TARGET)}.")
+
+
+def shape_name(c: Comparison) -> str:
+    """A shape case as `-q ab` on 2×40 (features per example: namespaces × each)."""
+    words = shlex.split(c.note)
+    shape = f"{words[words.index('--namespaces') + 1]}×{words[words.index('--features') + 1]}"
+    return f"`{timed_options(c)}` on {shape}"
 
 
 def cache_target(c: Comparison) -> str:
@@ -891,6 +940,29 @@ def versus_section(c: Comparison, title: str) -> list[str]:
             f"losses: {fmt(c.timing.loss_difference(), '.1e')}.\n"]
 
 
+def shapes_section(r: Results) -> list[str]:
+    """The interaction shapes' table, after the -q ff comparison."""
+    if not r.shapes:
+        return []
+    rows, commands = [], []
+    for c in r.shapes:
+        t = c.timing
+        assert t is not None
+        rows.append([shape_name(c), f"{t.median_s('olearn'):.3f}",
+                     fmt(t.median_s("VW") if "VW" in t.runs else None, ".3f"),
+                     f"**{fmt(t.ratio(), '.2f')}**", fmt(t.cpu_ratio(), ".2f"),
+                     fmt(t.loss_difference(), ".1e")])
+        commands += [f"    {c.note}"] + [f"    {cmd}" for cmd in c.commands.values()]
+    runs = len(r.shapes[0].timing.runs["olearn"])  # type: ignore[union-attr]
+    return ["### Other namespace shapes\n",
+            "Generated files with K namespaces of F features per example (K×F), each with the "
+            f"interactions named; {runs} timed runs per tool, alternated. Commands (each "
+            "file's generator, then the timed runs):\n",
+            "\n".join(commands) + "\n",
+            table(["interactions on K×F", "olearn median s", "VW median s",
+                   "wall-time ratio", "CPU-time ratio", "loss difference"], rows) + "\n"]
+
+
 def cache_section(r: Results) -> list[str]:
     c, title = r.cache, f"## Cache (`-c`) speed-up on {CACHE_DATASET}\n"
     if c.timing is None:
@@ -994,6 +1066,7 @@ def report(r: Results, args: argparse.Namespace) -> str:
     sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
                 + l1_section(r) + versus_section(r.quadratic, "## Quadratic interactions\n")
+                + shapes_section(r)
                 + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
                 + cache_section(r) + experts_section(r) + python_section(r)
                 + shared_section(r, args.shared, args.shared_runs)

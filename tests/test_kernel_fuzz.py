@@ -209,7 +209,7 @@ def test_expansion_for_audit_checks_its_range_and_terms(namespaces, lo, hi, term
     namespace = np.array(namespaces, dtype=np.uint8)
     index = np.arange(len(namespaces), dtype=np.uint32)
     value = np.ones(len(namespaces), dtype=np.float32)
-    table = encode([t for t in terms if len(t) >= 1])
+    table = encode([t for t in terms if len(t) >= 2])
     if not 0 <= lo <= hi <= len(namespaces):
         with pytest.raises(ValueError, match="lo:hi"):
             expand_example(index, value, namespace, lo, hi, table, 255, False)

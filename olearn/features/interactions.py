@@ -131,11 +131,12 @@ def encode(terms: list[str]) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def valid_terms(terms):
-    """Whether a term table is one :func:`encode` could have made: each row's length between 1
-    and the table's width - 1, its namespaces bytes. The expansion kernels index with these."""
+    """Whether a term table is one :func:`encode` could have made of :func:`terms_of`'s terms:
+    each row's length between 2 and the table's width - 1, its namespaces bytes. The expansion
+    kernels index with these."""
     for t in range(terms.shape[0]):
         length = terms[t, 0]
-        if length < 1 or length >= terms.shape[1]:
+        if length < 2 or length >= terms.shape[1]:
             return False
         for i in range(length):
             if terms[t, 1 + i] < 0 or terms[t, 1 + i] > 255:
@@ -174,19 +175,25 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
     ``ranges`` comes from :func:`expanded_size`, and ``out_*`` hold at least as many rows as it
     returned (trusted, as there). With ``out_src`` non-empty, row n holds the batch positions of
     feature n's components (for --audit).
+
+    The term's last namespace is the innermost loop: the hash and value of the other components
+    are computed once per combination of them, and that loop (most of the work: all of it for
+    ``-q``'s second namespace) is a plain run over one namespace's features, with no branch.
     """
     n = 0
     track = out_src.shape[0] > 0
     for k in range(lo, hi):
         out_idx[n] = index[k]
         out_val[n] = value[k]
-        if track:
-            out_src[n, :] = -1
-            out_src[n, 0] = k
         n += 1
+    if track:
+        out_src[:n, :] = -1
+        for k in range(n):
+            out_src[k, 0] = lo + k
     pos = np.empty(terms.shape[1], dtype=np.int64)
     for t in range(terms.shape[0]):
         length = terms[t, 0]
+        last = length - 1
         empty = False
         for i in range(length):
             ns = terms[t, 1 + i]
@@ -194,24 +201,31 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
                 empty = True
         if empty:
             continue
-        for i in range(length):
+        for i in range(last):
             ns = terms[t, 1 + i]
             same = i > 0 and not permutations and ns == terms[t, i]
             pos[i] = pos[i - 1] if same else ranges[ns, 0]
+        # the innermost run starts at the previous component's position for an adjacent
+        # repeat (index-ordered combinations), else at its namespace's first feature
+        repeat_last = not permutations and terms[t, length] == terms[t, last]
+        end = ranges[terms[t, length], 1]
         while True:
             g = FNV * np.int64(index[pos[0]])
             x = np.float32(value[pos[0]])
-            for i in range(1, length - 1):
+            for i in range(1, last):
                 g = FNV * (g ^ np.int64(index[pos[i]]))
                 x *= value[pos[i]]
-            out_idx[n] = (g ^ np.int64(index[pos[length - 1]])) & mask
-            out_val[n] = x * value[pos[length - 1]]
+            start = pos[last - 1] if repeat_last else ranges[terms[t, length], 0]
+            for k in range(start, end):
+                out_idx[n + k - start] = (g ^ np.int64(index[k])) & mask
+                out_val[n + k - start] = x * value[k]
             if track:
-                out_src[n, :] = -1
-                for i in range(length):
-                    out_src[n, i] = pos[i]
-            n += 1
-            i = length - 1
+                for k in range(start, end):
+                    out_src[n + k - start, :] = -1
+                    out_src[n + k - start, :last] = pos[:last]
+                    out_src[n + k - start, last] = k
+            n += end - start
+            i = last - 1
             while i >= 0:
                 pos[i] += 1
                 if pos[i] < ranges[terms[t, 1 + i], 1]:
@@ -219,7 +233,7 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
                 i -= 1
             if i < 0:
                 break
-            for j in range(i + 1, length):
+            for j in range(i + 1, last):
                 ns = terms[t, 1 + j]
                 same = not permutations and ns == terms[t, j]
                 pos[j] = pos[j - 1] if same else ranges[ns, 0]

@@ -161,6 +161,7 @@ class GradientDescent:
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row,
 # the prediction's probability (--oaa --probabilities; else NaN)
 ROW_COLS = 9
+UPDATE_BLOCK = 256  # features per block of _update's passes: 6 KB of scratch
 X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
 
@@ -174,59 +175,80 @@ def _predict(W, index, value, lo, hi, initial):
 
 
 @njit(cache=True, nogil=True)
-def _update(W, state, params, index, value, lo, hi, p, y, imp):
+def _update(W, state, params, index, value, lo, hi, p, y, imp, work):
     """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
-    size of the regularization's proximal step.
+    size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
+    least one column: the features are taken that many at a time). VW's default rule
+    (adaptive, normalized, power_t 0.5) runs a copy compiled for it (literal flags: no
+    per-feature branch on them).
     """
     adaptive = params[P_ADAPTIVE] != 0
     normalized = params[P_NORMALIZED] != 0
+    sqrt_rate = params[P_POWER_T] == 0.5
+    if adaptive and normalized and sqrt_rate:
+        return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
+                            work)
+    return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
+                        p, y, imp, work)
+
+
+@njit(cache=True, nogil=True)
+def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
+                 imp, work):
+    """:func:`_update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
+    0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
+    L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
+    sees its earlier occurrences), each feature's rate (:func:`_rates`: no memory but
+    ``work``'s, so that LLVM can vectorize its divisions and square roots), then the rates'
+    sums, in order; then one pass of weight steps."""
     invariant = params[P_INVARIANT] != 0
     loss = int(params[P_LOSS])
     param = params[P_LOSS_PARAM]
     power_t = params[P_POWER_T]
-    sqrt_rate = power_t == 0.5
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     d1 = derivative(loss, param, p, y)
     g2 = imp * d1 * d1 if adaptive else 0.0
     stateful = adaptive or normalized
+    x2s, gs, ns = work[0], work[1], work[2]
     norm_x = 0.0
     ppu = 0.0
-    for k in range(lo, hi):
-        j = index[k]
-        x = np.float64(value[k])
-        x2 = x * x
-        if x2 < X2_MIN:
-            x = X_MIN if x > 0 else -X_MIN
-            x2 = X2_MIN
-        rate = 1.0
-        if adaptive:
-            W[j, W_G] += g2 * x2
-            if W[j, W_G] > 0:
-                rate = 1.0 / np.sqrt(W[j, W_G]) if sqrt_rate else W[j, W_G] ** -power_t
-            else:  # gradients so small that their squares vanish in float32: no step
-                rate = 0.0
-        if normalized:
-            ax = abs(x)
-            n_j = np.float64(W[j, W_N])
-            if ax > n_j:
-                if n_j > 0:
-                    if sqrt_rate:
-                        r = n_j / ax
-                        W[j, W_W] *= r if adaptive else r * r
-                    else:
-                        W[j, W_W] *= ((ax / n_j) ** 2) ** neg_norm_power
-                W[j, W_N] = ax
-                n_j = ax
-            norm_x += x2 / (n_j * n_j)
-            if sqrt_rate:
-                rate *= 1.0 / n_j if adaptive else 1.0 / (n_j * n_j)
-            else:
-                rate *= (n_j * n_j) ** neg_norm_power
+    for first in range(lo, hi, work.shape[1]):
+        n = min(work.shape[1], hi - first)
+        for k in range(n):
+            j = index[first + k]
+            x = np.float64(value[first + k])
+            x2 = x * x
+            if x2 < X2_MIN:
+                x = X_MIN if x > 0 else -X_MIN
+                x2 = X2_MIN
+            x2s[k] = x2
+            if adaptive:
+                W[j, W_G] += g2 * x2
+                gs[k] = W[j, W_G]
+            if normalized:
+                ax = abs(x)
+                n_j = np.float64(W[j, W_N])
+                if ax > n_j:
+                    if n_j > 0:
+                        if sqrt_rate:
+                            r = n_j / ax
+                            W[j, W_W] *= r if adaptive else r * r
+                        else:
+                            W[j, W_W] *= ((ax / n_j) ** 2) ** neg_norm_power
+                    W[j, W_N] = ax
+                    n_j = ax
+                ns[k] = n_j
         if stateful:
-            W[j, W_RATE] = rate
-        ppu += x2 * rate
+            _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n)
+        for k in range(n):
+            rate = gs[k] if stateful else 1.0
+            if normalized:
+                norm_x += ns[k]
+            if stateful:
+                W[index[first + k], W_RATE] = rate
+            ppu += x2s[k] * rate
     multiplier = 1.0
     if normalized:
         state[S_NORM] += imp * norm_x
@@ -257,6 +279,30 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp):
         else:
             W[j, W_W] += u * value[k]
     return eta_bar
+
+
+# numpy's error model: no division-by-zero check (a branch per division, which stops LLVM
+# from vectorizing the loop); no divisor here can be 0 (gs[k] > 0 is tested, ns[k] >= X_MIN)
+@njit(cache=True, nogil=True, error_model="numpy")
+def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n):
+    """Each feature's rate into ``gs`` (from its sum of squared gradients ``gs[k]`` and norm
+    ``ns[k]``) and, normalized, its term x²/N² of the normalizer into ``ns``."""
+    for k in range(n):
+        rate = 1.0
+        if adaptive:
+            g = np.float32(gs[k])
+            if g > 0:
+                rate = 1.0 / np.sqrt(g) if sqrt_rate else g ** -power_t
+            else:  # gradients so small that their squares vanish in float32: no step
+                rate = 0.0
+        if normalized:
+            n_j = ns[k]
+            ns[k] = x2s[k] / (n_j * n_j)
+            if sqrt_rate:
+                rate *= 1.0 / n_j if adaptive else 1.0 / (n_j * n_j)
+            else:
+                rate *= (n_j * n_j) ** neg_norm_power
+        gs[k] = rate
 
 
 @njit(cache=True, nogil=True)
@@ -394,10 +440,11 @@ def _settings(params):
 def _scratch(terms):
     """The example loops' scratch, allocated once per batch: --stage_poly's walk stack and
     synthetic example, the interactions' namespace ranges, expanded example and (unused)
-    sources."""
+    sources, and :func:`_update`'s."""
     return (stage_poly.new_stack(), np.empty(16, dtype=np.uint32), np.empty(16, dtype=np.float32),
             np.zeros((256, 2), dtype=np.int64), np.empty(0, dtype=np.uint32),
-            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64))
+            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64),
+            np.empty((3, UPDATE_BLOCK)))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -497,7 +544,7 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
      poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
     nrows = 0
     some_not_linear = _some_not_linear(linear)
     for e in range(numbers.shape[0]):
@@ -558,7 +605,7 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
             if learn and family == EXPONENTIAL_WEIGHTS:
                 saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
             elif learn and family == GRADIENT_DESCENT and loss > 0:
-                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp)
+                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, work)
                 if regularized and eta_bar > 0.0:
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
@@ -604,7 +651,7 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
      poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
     c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
     c_val = np.empty(16, dtype=np.float32)
     c_lo = np.zeros(k_classes + 1, dtype=np.int64)
@@ -712,7 +759,8 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                             regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                        eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp)
+                        eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp,
+                                          work)
                         classes[k, oaa.CLASS_NORM] = state[S_NORM]
                         classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
                         if regularized and eta_bar > 0.0:
