@@ -74,7 +74,7 @@ def murmur3_32(buf: np.ndarray, start: int, end: int, seed: int) -> int:
     return h
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) -> int:
     """VW's hasher for a name in ``buf[start:end]``.
 
