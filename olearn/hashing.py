@@ -74,7 +74,7 @@ def murmur3_32(buf: np.ndarray, start: int, end: int, seed: int) -> int:
     return h
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) -> int:
     """VW's hasher for a name in ``buf[start:end]``.
 
@@ -95,6 +95,49 @@ def hash_name(buf: np.ndarray, start: int, end: int, seed: int, hash_all: bool) 
             return murmur3_32(buf, start, end, seed)
         value = value * 10 + (np.int64(c) - 48)  # wraps like VW's size_t; only the low bits are used
     return (value + seed) & 0xFFFFFFFF
+
+
+NAME_STOP = 32  # a name table's entry for a byte that ends the name
+_NOT_DIGIT = 16
+
+
+def name_table(stops: bytes) -> np.ndarray:
+    """A tokenizer's table for :func:`scan_name`: each digit's value, ``NAME_STOP`` for the
+    bytes in ``stops``, 16 for any other name byte."""
+    table = np.full(256, _NOT_DIGIT, dtype=np.uint8)
+    table[48:58] = np.arange(10)
+    table[list(stops)] = NAME_STOP
+    return table
+
+
+@njit(cache=True, nogil=True, inline="always")
+def scan_name(buf: np.ndarray, p: int, end: int, table: np.ndarray):
+    """Read a name from ``buf[p]`` up to its first stop byte (``table``, see :func:`name_table`)
+    or ``end``: returns (its end, its decimal value, whether it is all digits).
+
+    One pass reads the name and its value, so that :func:`hash_scanned` needs no second pass
+    for an all-digit name, the usual case of numeric data sets.
+    """
+    value = np.int64(0)
+    seen = 0
+    while p < end:
+        t = table[at(buf, p)]
+        if t >= NAME_STOP:
+            break
+        seen |= t
+        value = value * 10 + t  # wraps like VW's size_t; only the low bits are used
+        p += 1
+    return p, value, seen < _NOT_DIGIT
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hash_scanned(buf: np.ndarray, start: int, end: int, value: int, digits: bool, seed: int,
+                 hash_all: bool) -> int:
+    """:func:`hash_name` of ``buf[start:end]`` read by :func:`scan_name` (``value``,
+    ``digits``): an all-digit name (never trimmed) costs no second pass."""
+    if digits and not hash_all:
+        return (value + seed) & 0xFFFFFFFF
+    return hash_name(buf, start, end, seed, hash_all)
 
 
 def hash_bytes(name: bytes, seed: int = 0, hash_all: bool = False) -> int:

@@ -51,8 +51,7 @@ from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 LOSS = re.compile(r"^average loss = (\S+)", re.MULTILINE)
-WALL_TARGET = 2.0  # olearn / VW on the 200k file
-WALL_GOAL = 1.0
+WALL_TARGET = 0.7  # olearn / VW on the 200k file (issue 17)
 RSS_TARGET_MB = 250.0
 SMALL_TARGET_S = 1.0
 L1_TARGET = 1.15  # olearn --l1 / olearn without regularization, on the 200k file
@@ -730,8 +729,7 @@ def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
         lines.append("- Wall time vs VW: not measured (no VW).")
     else:
         lines.append(f"- Wall time ≤ {WALL_TARGET:g}× VW's on the 200k file: ratio {ratio:.2f}, "
-                     f"{verdict(ratio <= WALL_TARGET)}. Project goal ≤ {WALL_GOAL:g}×: "
-                     f"{verdict(ratio <= WALL_GOAL)}. (CPU-time ratio, for reference: "
+                     f"{verdict(ratio <= WALL_TARGET)}. (CPU-time ratio, for reference: "
                      f"{fmt(r.big.cpu_ratio(), '.2f')}.)")
     peaks = [run.rss_mb for run in r.big.runs["olearn"]]
     peaks += [run.rss_mb for c in r.memory for run in c.single + c.repeated]

@@ -20,11 +20,13 @@ numbers = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
-@given(numbers, st.sampled_from([b"", b" ", b"\t", b"\n", b":", b"|", b"x"]))
-def test_fast_path_equals_general_reader(text, tail):
-    fast, fast_used = _read(parse_float, text + tail)
-    general, general_used = _read(parse_float_general, text + tail)
+@settings(max_examples=1000, deadline=None)
+@given(numbers, st.sampled_from([b"", b" ", b"\t", b"\n", b"\r", b":", b"|", b"x", b"."]),
+       st.binary(max_size=9))
+def test_fast_path_equals_general_reader(text, tail, more):
+    """``more`` (any bytes) lets the 8-byte fast path see numbers far from the end."""
+    fast, fast_used = _read(parse_float, text + tail + more)
+    general, general_used = _read(parse_float_general, text + tail + more)
     assert fast_used == general_used
     assert fast.tobytes() == general.tobytes() or (np.isnan(fast) and np.isnan(general))
 

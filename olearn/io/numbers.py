@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from olearn.arrays import at
 
@@ -198,35 +199,85 @@ def _float32_digits(buf, p, end):
     return acc
 
 
+_U8 = np.uint64(8)
+_BYTE = np.uint64(0xFF)
+_ZEROS = np.uint64(0x3030303030303030)  # '0' in every byte
+_ABOVE_NINE = np.uint64(0x7676767676767676)  # + this sets a byte's top bit iff it is above 9
+_TOPS = np.uint64(0x8080808080808080)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(buf, p):
+    """``buf[p:p + 8]`` as a little-endian uint64 (LLVM folds the bytes into one load)."""
+    return (np.uint64(at(buf, p)) | (np.uint64(at(buf, p + 1)) << np.uint64(8))
+            | (np.uint64(at(buf, p + 2)) << np.uint64(16))
+            | (np.uint64(at(buf, p + 3)) << np.uint64(24))
+            | (np.uint64(at(buf, p + 4)) << np.uint64(32))
+            | (np.uint64(at(buf, p + 5)) << np.uint64(40))
+            | (np.uint64(at(buf, p + 6)) << np.uint64(48))
+            | (np.uint64(at(buf, p + 7)) << np.uint64(56)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _below(k):
+    """A mask of the ``k`` low bytes of a uint64 (0 <= k <= 7)."""
+    return (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _eight_bytes(buf, p):
+    """The common case of :func:`parse_float` read from the 8 bytes at ``p`` at once (no
+    per-byte branches): ``digits[.digits]`` with 1 to 7 digits, then a blank or a newline,
+    all inside the 8 bytes. Returns (digits as an integer, decimals, bytes before the
+    terminator), or a length of -1 when the bytes are anything else."""
+    w = _word(buf, p)
+    d = w ^ _ZEROS  # a digit's value in its byte; any other byte becomes above 9
+    other = ((d + _ABOVE_NINE) | d) & _TOPS  # exact up to the first byte above 0x89
+    k = np.int64(trailing_zeros(other) >> np.uint64(3))  # bytes before the first non-digit
+    if k >= 8:
+        return 0, 0, -1
+    end = k
+    digits = d & _below(k)
+    decimals = 0
+    if (w >> (_U8 * np.uint64(k))) & _BYTE == 46:  # '.'
+        other &= ~(np.uint64(0x80) << (_U8 * np.uint64(k)))
+        end = np.int64(trailing_zeros(other) >> np.uint64(3))
+        if end >= 8:
+            return 0, 0, -1
+        decimals = end - k - 1
+        digits |= ((d >> (_U8 * np.uint64(k + 1))) & _below(decimals)) << (_U8 * np.uint64(k))
+    n = k + decimals
+    c = (w >> (_U8 * np.uint64(end))) & _BYTE
+    if n == 0 or n > 7 or not (c == 32 or c == 9 or c == 10 or c == 13):
+        return 0, 0, -1
+    # the n digits, first digit in the low byte, as leading-zero-padded 8 digits; then pairs,
+    # quads and the whole, each step one multiply and shift (no carries: 10·9 + 9 < 256, ...)
+    v = digits << (_U8 * np.uint64(8 - n))
+    v = ((v * np.uint64(10)) + (v >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    v = ((v * np.uint64(100)) + (v >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    v = ((v * np.uint64(10000)) + (v >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return np.int64(v), decimals, end
+
+
 @njit(cache=True, nogil=True, inline="always")
 def parse_float(buf: np.ndarray, start: int, end: int):
     """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
 
-    The common case, ``[-]digits[.digits]`` with at most 7 digits ending at a blank or the end,
-    is read inline (exactly: such a value fits float32's 24-bit significand); anything else
-    goes to :func:`parse_float_general`.
+    The common case, ``[-]digits[.digits]`` with at most 7 digits ending at a blank or a
+    newline, is read inline from 8 bytes at once when they lie inside ``buf[start:end]``
+    (exactly: such a value fits float32's 24-bit significand); anything else, including a
+    number at the very end, is a call of :func:`parse_float_general`, which gives the same
+    result (an inline byte loop here halved the speed of a micro-benchmark's feature loop).
     """
     p = start
     negative = p < end and at(buf, p) == 45
     if negative:
         p += 1
-    digits = 0
-    decimals = 0
-    acc = 0
-    while p < end and _digit(at(buf, p)):
-        acc = acc * 10 + (at(buf, p) - 48)
-        digits += 1
-        p += 1
-    if p < end and at(buf, p) == 46:
-        p += 1
-        while p < end and _digit(at(buf, p)):
-            acc = acc * 10 + (at(buf, p) - 48)
-            decimals += 1
-            p += 1
-    if 0 < digits + decimals <= 7 and (p == end or is_space(at(buf, p)) or at(buf, p) == 10
-                                       or at(buf, p) == 13):
-        value = np.float32(acc) * POW10_DOWN[decimals]
-        return (-value if negative else value), p - start
+    if p + 8 <= end:
+        acc, decimals, used = _eight_bytes(buf, p)
+        if used >= 0:
+            value = np.float32(acc) * POW10_DOWN[decimals]
+            return (-value if negative else value), p + used - start
     return parse_float_general(buf, start, end)
 
 

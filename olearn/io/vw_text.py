@@ -6,7 +6,7 @@ from numba import njit
 
 from olearn.arrays import at
 
-from olearn.hashing import hash_name
+from olearn.hashing import hash_name, hash_scanned, name_table, scan_name
 from olearn.io.layout import (W_BAD_SCALE, W_BAD_VALUE, W_MALFORMED, W_NOT_FLOAT, W_TOO_MANY,
                               add_warning, check_label, is_blank, push_feature)
 from olearn.io.numbers import parse_float
@@ -14,6 +14,7 @@ from olearn.io.numbers import parse_float
 BAR = 124
 COLON = 58
 QUOTE = 39
+NAME = name_table(b" \t:|")  # a namespace's or feature's name ends at a blank, ':' or '|'
 
 
 @njit(cache=True, nogil=True)
@@ -135,11 +136,10 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
             if at(buf, p) == COLON:
                 return nf, add_warning(warns, nw, line, W_MALFORMED, s, p), regroup
             ns_s = p
-            while p < e and not is_blank(at(buf, p)) and at(buf, p) != COLON and at(buf, p) != BAR:
-                p += 1
+            p, digit_value, digits = scan_name(buf, p, e, NAME)
             ns_e = p
             ns = index_of[at(buf, ns_s)]
-            ns_hash = hash_name(buf, ns_s, ns_e, seed, hash_all)
+            ns_hash = hash_scanned(buf, ns_s, ns_e, digit_value, digits, seed, hash_all)
             if p < e and at(buf, p) == COLON:
                 value, used = parse_float(buf, p + 1, e)
                 if used == 0:
@@ -161,8 +161,7 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
             if p >= e or at(buf, p) == BAR:
                 break
             fs = p
-            while p < e and not is_blank(at(buf, p)) and at(buf, p) != COLON and at(buf, p) != BAR:
-                p += 1
+            p, digit_value, digits = scan_name(buf, p, e, NAME)
             fe = p
             value = scale
             ss = se = -1
@@ -190,7 +189,7 @@ def _parse_vw_features(buf, s, e, line, mask, seed, hash_all, default_ns_hash, e
                 h = (ns_hash + anon) & 0xFFFFFFFF
                 anon += 1
             else:
-                h = hash_name(buf, fs, fe, ns_hash, hash_all)
+                h = hash_scanned(buf, fs, fe, digit_value, digits, ns_hash, hash_all)
             if ss >= 0:
                 h = hash_name(buf, ss, se, h, hash_all)
             if value != 0:
