@@ -166,7 +166,7 @@ X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _predict(W, index, value, lo, hi, initial):
     raw = np.float32(initial)
     for k in range(lo, hi):
@@ -414,10 +414,14 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
                                  numbers, offsets, index, value, namespace, lines, first_line,
                                  preds, rows)
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
-        return _learn_examples(EXPONENTIAL_WEIGHTS, W, lazy, poly, ew, state, stats, params,
+        return _learn_examples(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats,
+                               params, terms, linear, numbers, offsets, index, value, namespace,
+                               lines, first_line, preds, rows)
+    if terms.shape[0] == 0 and params[P_STAGE_POLY] == 0 and not _some_not_linear(linear):
+        return _learn_examples(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
                                terms, linear, numbers, offsets, index, value, namespace, lines,
                                first_line, preds, rows)
-    return _learn_examples(GRADIENT_DESCENT, W, lazy, poly, ew, state, stats, params, terms,
+    return _learn_examples(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
                            linear, numbers, offsets, index, value, namespace, lines, first_line,
                            preds, rows)
 
@@ -476,7 +480,11 @@ def _features(e, offsets, index, value, namespace, terms, ranges, mask, permutat
     return x_idx, x_val, 0, hi, not_linear, x_idx, x_val
 
 
-@njit(cache=True, nogil=True, inline="always")
+# The per-example helpers (_predict, _label, _count_held_out, _count_example) are plain njit
+# functions, which LLVM inlines: numba's own inlining (inline="always") binds their array
+# arguments to new variables, a reference count taken and dropped (atomically) per array per
+# example, which cost more than the example's other work on short examples.
+@njit(cache=True, nogil=True)
 def _label(e, numbers, params, first_line, lines, test_only):
     """Example ``e``'s label and importance, whether it has a label, whether it is held out
     (VW's holdout, by its line in the pass) and whether it is learned."""
@@ -492,7 +500,7 @@ def _label(e, numbers, params, first_line, lines, test_only):
     return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _count_held_out(stats, reported, imp):
     for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
         stats[r] += reported
@@ -500,7 +508,7 @@ def _count_held_out(stats, reported, imp):
         stats[r] += imp
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _count_example(stats, rows, nrows, params, y, shown, probability, n_features):
     """Count a (not held-out) example and write a table row when one is due; returns the row
     count."""
@@ -535,10 +543,13 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, linear, numbers,
-                    offsets, index, value, namespace, lines, first_line, preds, rows):
+def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
+                    numbers, offsets, index, value, namespace, lines, first_line, preds, rows):
     """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family`` (a
-    literal: the stack expander → family → loss is fixed for the whole loop)."""
+    literal: the stack expander → family → loss is fixed for the whole loop). ``expanded``
+    (literal) False: no interactions, --ignore_linear or --stage_poly, so each example's
+    features are the batch's own, never rebound (numba counts a reference at each array
+    rebinding, an atomic operation per example)."""
     binary = params[P_BINARY] != 0
     (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
      poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
@@ -547,13 +558,19 @@ def _learn_examples(family, W, lazy, poly, ew, state, stats, params, terms, line
     stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
     nrows = 0
     some_not_linear = _some_not_linear(linear)
+    f_idx = index
+    f_val = value
     for e in range(numbers.shape[0]):
         # not_linear: features left out of the linear terms, counted as VW counts them
-        f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
-            e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
-            some_not_linear, x_idx, x_val, no_src)
+        lo = offsets[e]
+        hi = offsets[e + 1]
+        not_linear = 0
+        if expanded:
+            f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
+                e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
+                some_not_linear, x_idx, x_val, no_src)
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
-        if poly_on:
+        if expanded and poly_on:
             if learn:
                 stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
                                            heuristic, normalized)
