@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from olearn.arrays import at
 
@@ -204,6 +203,7 @@ _BYTE = np.uint64(0xFF)
 _ZEROS = np.uint64(0x3030303030303030)  # '0' in every byte
 _ABOVE_NINE = np.uint64(0x7676767676767676)  # + this sets a byte's top bit iff it is above 9
 _TOPS = np.uint64(0x8080808080808080)
+_ONES = np.uint64(0x0101010101010101)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -224,6 +224,16 @@ def _below(k):
     return (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
 
 
+@njit(cache=True, nogil=True)
+def _first_flagged(flags):
+    """The index of the first byte of ``flags`` (only bytes' top bits set) that is flagged; 8
+    when none is. Branch-free: the bytes below the lowest flag each count 1, summed by a
+    multiply into the top byte."""
+    low = flags & (~flags + np.uint64(1))
+    below = (low >> np.uint64(7)) - np.uint64(1)
+    return np.int64(((below & _ONES) * _ONES) >> np.uint64(56))
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _eight_bytes(buf, p):
     """The common case of :func:`parse_float` read from the 8 bytes at ``p`` at once (no
@@ -233,7 +243,7 @@ def _eight_bytes(buf, p):
     w = _word(buf, p)
     d = w ^ _ZEROS  # a digit's value in its byte; any other byte becomes above 9
     other = ((d + _ABOVE_NINE) | d) & _TOPS  # exact up to the first byte above 0x89
-    k = np.int64(trailing_zeros(other) >> np.uint64(3))  # bytes before the first non-digit
+    k = _first_flagged(other)  # bytes before the first non-digit
     if k >= 8:
         return 0, 0, -1
     end = k
@@ -241,7 +251,7 @@ def _eight_bytes(buf, p):
     decimals = 0
     if (w >> (_U8 * np.uint64(k))) & _BYTE == 46:  # '.'
         other &= ~(np.uint64(0x80) << (_U8 * np.uint64(k)))
-        end = np.int64(trailing_zeros(other) >> np.uint64(3))
+        end = _first_flagged(other)
         if end >= 8:
             return 0, 0, -1
         decimals = end - k - 1
