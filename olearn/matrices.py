@@ -138,13 +138,11 @@ def _rows(X) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
         if not csr.has_canonical_format:
             csr.sum_duplicates()
         indptr, cols, values = csr.indptr, csr.indices, csr.data
-    indptr, cols = indptr.astype(np.int64, copy=False), cols.astype(np.int64, copy=False)
     values = values.astype(np.float64, copy=False)
-    problem = _check_csr(indptr, cols, values, X.shape[0], X.shape[1])
-    if problem:
-        raise OlearnError("X holds NaN or infinite values (or beyond float32)" if problem == 2
-                          else "X: a sparse matrix whose index arrays are inconsistent", SOURCE)
-    return indptr, cols, values, X.shape[0], X.shape[1]
+    if not _finite_in_float32(values):
+        raise OlearnError("X holds NaN or infinite values (or beyond float32)", SOURCE)
+    return (indptr.astype(np.int64, copy=False), cols.astype(np.int64, copy=False), values,
+            X.shape[0], X.shape[1])
 
 
 def _check_sparse(X) -> None:
@@ -152,8 +150,9 @@ def _check_sparse(X) -> None:
     n, d = X.shape
     if X.format in ("csr", "csc"):
         rows, cols = (n, d) if X.format == "csr" else (d, n)
-        ok = _check_csr(np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
-                        np.zeros(len(X.indices)), rows, cols) == 0
+        ok = len(X.data) >= len(X.indices) and _consistent_csr(
+            np.asarray(X.indptr, dtype=np.int64), np.asarray(X.indices, dtype=np.int64),
+            rows, cols)
     elif X.format == "coo":
         row, col = np.asarray(X.row), np.asarray(X.col)
         ok = (len(row) == len(col) == len(X.data)
@@ -165,43 +164,60 @@ def _check_sparse(X) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _check_csr(indptr, cols, values, n_rows, n_cols):
-    """0 if the CSR arrays are consistent with an ``n_rows`` × ``n_cols`` matrix and every value
-    is finite in float32; 1 if an index array is not (it would send the batches outside their
-    arrays), 2 if a value is not."""
+def _consistent_csr(indptr, cols, n_rows, n_cols):
+    """Whether CSR row pointers and columns describe an ``n_rows`` × ``n_cols`` matrix."""
     if indptr.shape[0] != n_rows + 1 or indptr[0] != 0:
-        return 1
-    for r in range(indptr.shape[0] - 1):
+        return False
+    for r in range(n_rows):
         if indptr[r + 1] < indptr[r]:
-            return 1
-    end = indptr[indptr.shape[0] - 1]
-    if end > cols.shape[0] or end > values.shape[0]:
-        return 1
-    for k in range(end):
+            return False
+    if indptr[n_rows] > cols.shape[0]:
+        return False
+    for k in range(indptr[n_rows]):
         if not 0 <= cols[k] < n_cols:
-            return 1
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _finite_in_float32(values):
+    for k in range(values.shape[0]):
         if not np.isfinite(np.float32(values[k])):
-            return 2
-    return 0
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
 def _csr_batch(indptr, cols, values, column_index, start, end, constant, offsets, index, value,
                namespace, column):
-    """Rows ``start:end`` of a checked CSR as a batch's CSR: each nonzero as its column's
-    feature index, in namespace ``f``, then the constant (index ``constant``; < 0: none);
-    ``column`` (when not empty) gets each feature's column, -1 for the constant. Returns the
-    feature count; the arrays hold room for every entry plus a constant per row."""
+    """Rows ``start:end`` of a CSR as a batch's CSR: each nonzero as its column's feature
+    index, in namespace ``f``, then the constant (index ``constant``; < 0: none); ``column``
+    (when not empty) gets each feature's column, -1 for the constant. Returns the feature
+    count, or -1 when the arrays do not fit (row pointers, columns, or the output's room for
+    every entry plus a constant per row): nothing is written past an array."""
+    if not (0 <= start <= end < indptr.shape[0] and offsets.shape[0] > end - start):
+        return -1
+    room = min(index.shape[0], value.shape[0], namespace.shape[0])
+    if column.shape[0] > 0:
+        room = min(room, column.shape[0])
+    extra = 1 if constant >= 0 else 0
     n = 0
     offsets[0] = 0
     for r in range(start, end):
-        for k in range(indptr[r], indptr[r + 1]):
+        lo, hi = indptr[r], indptr[r + 1]
+        if not (0 <= lo <= hi <= min(cols.shape[0], values.shape[0])
+                and n + hi - lo + extra <= room):
+            return -1
+        for k in range(lo, hi):
+            c = cols[k]
+            if not 0 <= c < column_index.shape[0]:
+                return -1
             if values[k] != 0:
-                index[n] = column_index[cols[k]]
+                index[n] = column_index[c]
                 value[n] = values[k]
                 namespace[n] = F_NAMESPACE
                 if column.shape[0] > 0:
-                    column[n] = cols[k]
+                    column[n] = c
                 n += 1
         if constant >= 0:
             index[n] = constant
@@ -266,6 +282,8 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None,
             column = np.empty(room if spans is not None else 0, dtype=np.int64)
             k = _csr_batch(indptr, cols, values, column_index, start, end, constant, offsets,
                            index, value, namespace, column)
+            if k < 0:
+                raise ValueError("_csr_batch: arrays that do not fit")
             index, value, namespace = index[:k], value[:k], namespace[:k]
             audit = spans[column[:k]] if spans is not None else NO_NAMES
         numbers = np.zeros((m, 3), dtype=np.float32)

@@ -219,3 +219,23 @@ def test_a_sparse_matrix_with_duplicates_and_unsorted_columns_learns_as_its_sum(
     expected = Learner().fit(X, Y).average_loss
     assert Learner().fit(csr, Y).average_loss == expected
     assert Learner().fit(csr.tocoo(), Y).average_loss == expected
+
+
+def test_the_batch_kernel_refuses_arrays_that_do_not_fit():
+    from olearn.matrices import _csr_batch
+    indptr = np.array([0, 2, 3], dtype=np.int64)
+    cols = np.array([0, 1, 1], dtype=np.int64)
+    values = np.ones(3)
+    column_index = np.array([5, 6], dtype=np.uint32)
+
+    def run(room=5, offsets=3, columns=column_index, pointers=indptr, column_room=0):
+        return _csr_batch(pointers, cols, values, columns, 0, 2, 7,
+                          np.empty(offsets, dtype=np.int64), np.empty(room, dtype=np.uint32),
+                          np.empty(room, dtype=np.float32), np.empty(room, dtype=np.uint8),
+                          np.empty(column_room, dtype=np.int64))
+    assert run() == 5
+    assert run(room=4) == -1
+    assert run(offsets=2) == -1
+    assert run(columns=column_index[:1]) == -1
+    assert run(pointers=np.array([0, 2, 9], dtype=np.int64)) == -1
+    assert run(column_room=4) == -1
