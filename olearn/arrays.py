@@ -10,3 +10,34 @@ def at(a: np.ndarray, i: int):
     """``a[i]`` for a known non-negative ``i``: an unsigned index skips numba's negative-index
     wraparound, which otherwise costs about half the speed of a byte-scanning loop."""
     return a[np.uint64(i)]
+
+
+# Eight bytes at a time (SWAR): a uint64 word of a byte buffer, and its bytes' top bits as flags.
+U8 = np.uint64(8)
+BYTE = np.uint64(0xFF)
+TOPS = np.uint64(0x8080808080808080)  # every byte's top bit
+LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)  # every byte's other bits
+ONES = np.uint64(0x0101010101010101)
+NEWLINES = np.uint64(0x0A0A0A0A0A0A0A0A)  # '\n' in every byte
+
+
+@njit(cache=True, nogil=True, inline="always")
+def word(buf, p):
+    """``buf[p:p + 8]`` as a little-endian uint64 (LLVM folds the bytes into one load)."""
+    return (np.uint64(at(buf, p)) | (np.uint64(at(buf, p + 1)) << np.uint64(8))
+            | (np.uint64(at(buf, p + 2)) << np.uint64(16))
+            | (np.uint64(at(buf, p + 3)) << np.uint64(24))
+            | (np.uint64(at(buf, p + 4)) << np.uint64(32))
+            | (np.uint64(at(buf, p + 5)) << np.uint64(40))
+            | (np.uint64(at(buf, p + 6)) << np.uint64(48))
+            | (np.uint64(at(buf, p + 7)) << np.uint64(56)))
+
+
+@njit(cache=True, nogil=True)
+def first_flagged(flags):
+    """The index of the first byte of ``flags`` (only bytes' top bits set) that is flagged; 8
+    when none is. Branch-free: the bytes below the lowest flag each count 1, summed by a
+    multiply into the top byte."""
+    low = flags & (~flags + np.uint64(1))
+    below = (low >> np.uint64(7)) - np.uint64(1)
+    return np.int64(((below & ONES) * ONES) >> np.uint64(56))

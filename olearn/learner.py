@@ -180,7 +180,7 @@ class OnlineLearner:
         (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
         cfg = self.config
         selection = self._selection  # --ignore, --keep, --redefine
-        batch = parse(np.frombuffer(block.data, dtype=np.uint8), block.n_lines, fmt, cfg.mask,
+        batch = parse(np.frombuffer(block.data, dtype=np.uint8), fmt, cfg.mask,
                       cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, self.parse_names,
                       self._ns_hash[fmt], block.source, block.first_line, block.bytes_read,
                       block.pass_line, selection.index_of if selection else IDENTITY)

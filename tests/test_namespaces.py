@@ -17,7 +17,7 @@ from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 
 def _parse(text: bytes, fmt: int = FORMAT_VW, index_of: np.ndarray = IDENTITY):
     ns_hash = namespace_hash(b"f" if fmt == FORMAT_SVMLIGHT else b" ")
-    return parse(np.frombuffer(text, dtype=np.uint8), text.count(b"\n"), fmt, (1 << 18) - 1, 0,
+    return parse(np.frombuffer(text, dtype=np.uint8), fmt, (1 << 18) - 1, 0,
                  False, True, True, ns_hash, index_of=index_of)
 
 

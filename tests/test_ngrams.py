@@ -150,7 +150,7 @@ def test_namespace_options_and_grams_keep_any_parsed_batch_valid(text, constant)
     from olearn.io.parse import FORMAT_VW, parse
     config = Config(ignore=["b"], redefine=["a:= "], ngram=["3"], skips=["1"],
                     noconstant=not constant)
-    batch = parse(np.frombuffer(text, dtype=np.uint8), text.count(b"\n") + 1, FORMAT_VW, MASK,
+    batch = parse(np.frombuffer(text, dtype=np.uint8), FORMAT_VW, MASK,
                   0, False, constant, True, namespace_hash(b" "),
                   index_of=Selection.of(config).index_of)
     batch = Selection.of(config).apply(batch, constant, redefined=True)

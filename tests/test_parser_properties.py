@@ -60,7 +60,7 @@ def vw_lines(draw):
 
 def _parse(text: bytes, fmt: int, bits: int = 18):
     ns_hash = namespace_hash(b"f" if fmt == FORMAT_SVMLIGHT else b" ")
-    return parse(np.frombuffer(text, dtype=np.uint8), text.count(b"\n"), fmt, (1 << bits) - 1, 0,
+    return parse(np.frombuffer(text, dtype=np.uint8), fmt, (1 << bits) - 1, 0,
                  False, True, False, ns_hash)
 
 

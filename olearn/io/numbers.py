@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from olearn.arrays import at
+from olearn.arrays import BYTE, TOPS, U8, at, first_flagged, word
 
 
 def _powers() -> tuple[np.ndarray, np.ndarray]:
@@ -198,40 +198,14 @@ def _float32_digits(buf, p, end):
     return acc
 
 
-_U8 = np.uint64(8)
-_BYTE = np.uint64(0xFF)
 _ZEROS = np.uint64(0x3030303030303030)  # '0' in every byte
 _ABOVE_NINE = np.uint64(0x7676767676767676)  # + this sets a byte's top bit iff it is above 9
-_TOPS = np.uint64(0x8080808080808080)
-_ONES = np.uint64(0x0101010101010101)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _word(buf, p):
-    """``buf[p:p + 8]`` as a little-endian uint64 (LLVM folds the bytes into one load)."""
-    return (np.uint64(at(buf, p)) | (np.uint64(at(buf, p + 1)) << np.uint64(8))
-            | (np.uint64(at(buf, p + 2)) << np.uint64(16))
-            | (np.uint64(at(buf, p + 3)) << np.uint64(24))
-            | (np.uint64(at(buf, p + 4)) << np.uint64(32))
-            | (np.uint64(at(buf, p + 5)) << np.uint64(40))
-            | (np.uint64(at(buf, p + 6)) << np.uint64(48))
-            | (np.uint64(at(buf, p + 7)) << np.uint64(56)))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _below(k):
     """A mask of the ``k`` low bytes of a uint64 (0 <= k <= 7)."""
-    return (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
-
-
-@njit(cache=True, nogil=True)
-def _first_flagged(flags):
-    """The index of the first byte of ``flags`` (only bytes' top bits set) that is flagged; 8
-    when none is. Branch-free: the bytes below the lowest flag each count 1, summed by a
-    multiply into the top byte."""
-    low = flags & (~flags + np.uint64(1))
-    below = (low >> np.uint64(7)) - np.uint64(1)
-    return np.int64(((below & _ONES) * _ONES) >> np.uint64(56))
+    return (np.uint64(1) << (U8 * np.uint64(k))) - np.uint64(1)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -240,29 +214,29 @@ def _eight_bytes(buf, p):
     per-byte branches): ``digits[.digits]`` with 1 to 7 digits, then a blank or a newline,
     all inside the 8 bytes. Returns (digits as an integer, decimals, bytes before the
     terminator), or a length of -1 when the bytes are anything else."""
-    w = _word(buf, p)
+    w = word(buf, p)
     d = w ^ _ZEROS  # a digit's value in its byte; any other byte becomes above 9
-    other = ((d + _ABOVE_NINE) | d) & _TOPS  # exact up to the first byte above 0x89
-    k = _first_flagged(other)  # bytes before the first non-digit
+    other = ((d + _ABOVE_NINE) | d) & TOPS  # exact up to the first byte above 0x89
+    k = first_flagged(other)  # bytes before the first non-digit
     if k >= 8:
         return 0, 0, -1
     end = k
     digits = d & _below(k)
     decimals = 0
-    if (w >> (_U8 * np.uint64(k))) & _BYTE == 46:  # '.'
-        other &= ~(np.uint64(0x80) << (_U8 * np.uint64(k)))
-        end = _first_flagged(other)
+    if (w >> (U8 * np.uint64(k))) & BYTE == 46:  # '.'
+        other &= ~(np.uint64(0x80) << (U8 * np.uint64(k)))
+        end = first_flagged(other)
         if end >= 8:
             return 0, 0, -1
         decimals = end - k - 1
-        digits |= ((d >> (_U8 * np.uint64(k + 1))) & _below(decimals)) << (_U8 * np.uint64(k))
+        digits |= ((d >> (U8 * np.uint64(k + 1))) & _below(decimals)) << (U8 * np.uint64(k))
     n = k + decimals
-    c = (w >> (_U8 * np.uint64(end))) & _BYTE
+    c = (w >> (U8 * np.uint64(end))) & BYTE
     if n == 0 or n > 7 or not (c == 32 or c == 9 or c == 10 or c == 13):
         return 0, 0, -1
     # the n digits, first digit in the low byte, as leading-zero-padded 8 digits; then pairs,
     # quads and the whole, each step one multiply and shift (no carries: 10·9 + 9 < 256, ...)
-    v = digits << (_U8 * np.uint64(8 - n))
+    v = digits << (U8 * np.uint64(8 - n))
     v = ((v * np.uint64(10)) + (v >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
     v = ((v * np.uint64(100)) + (v >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
     v = ((v * np.uint64(10000)) + (v >> np.uint64(32))) & np.uint64(0xFFFFFFFF)

@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from olearn.arrays import at
+from olearn.arrays import LOW7, NEWLINES, TOPS, at, first_flagged, word
 
 from olearn.batch import ExampleBatch
 from olearn.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
 from olearn.io.layout import AUDIT_COLS
 from olearn.io.svmlight import parse_svm_line
-from olearn.io.vw_text import parse_vw_line
+from olearn.io.vw_text import group_namespaces, parse_vw_line
 
 FORMAT_VW = 0
 FORMAT_SVMLIGHT = 1
@@ -19,34 +19,61 @@ IDENTITY = np.arange(256, dtype=np.uint8)  # every namespace byte its own index
 
 
 @njit(cache=True, nogil=True)
-def _grow(a, cap):
-    out = np.empty((cap,) + a.shape[1:], dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
+def line_ends(buf):
+    """The offsets of the newlines in ``buf``, then ``len(buf)`` when the last line has none.
+
+    Eight bytes are tested at once (a byte's top bit is set in ``hits`` iff it is a newline,
+    exactly): a byte-at-a-time search cost about a sixth of the parser's time on 460-byte
+    lines. The output is sized for the worst case; only the pages written are touched.
+    """
+    n = buf.shape[0]
+    ends = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    p = 0
+    while p + 8 <= n:
+        x = word(buf, p) ^ NEWLINES
+        hits = ~(((x & LOW7) + LOW7) | x) & TOPS
+        while hits:
+            ends[k] = p + first_flagged(hits)
+            k += 1
+            hits &= hits - np.uint64(1)
+        p += 8
+    while p < n:
+        if at(buf, p) == 10:
+            ends[k] = p
+            k += 1
+        p += 1
+    if n > 0 and at(buf, n - 1) != 10:
+        ends[k] = n
+        k += 1
+    return ends[:k]
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit, ns_hash,
-                index_of):
+def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of):
     """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
 
     ``index_of`` (256 bytes) maps the first byte of a VW namespace's name to its index
     (--redefine; the identity otherwise).
 
-    ``lines_hint`` only sizes the first buffers: the kernel counts lines itself and grows its
-    outputs from what it finds, so no hint (nor any byte) can make it write past them.
+    Every output is sized once, from the bytes alone, for the most any bytes can hold: a line
+    of k bytes holds at most (k + 1) // 2 features (each needs a byte and a separator) plus
+    the constant, so the block's lines hold at most n // 2 + 2 * lines features. Nothing is
+    grown or rebound inside the line loop (a rebound array costs numba a reference count per
+    line); pages never written are never touched.
     ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
     Returns the arrays of an :class:`ExampleBatch` and the number of lines found.
     """
     if index_of.shape[0] != 256:
         raise ValueError("parse_block: index_of must map all 256 namespace bytes")
     n = buf.shape[0]
-    ex_cap = min(max(lines_hint, 0), n) + 1
-    ex_num = np.empty((ex_cap, 3), dtype=np.float32)
-    ex_tag = np.empty((ex_cap, 2), dtype=np.int64)
-    ex_line = np.empty(ex_cap, dtype=np.int64)
-    ex_off = np.empty(ex_cap + 1, dtype=np.int64)
-    cap = n // 4 + 2 * ex_cap + 16
+    ends = line_ends(buf)
+    n_lines = ends.shape[0]
+    ex_num = np.empty((n_lines, 3), dtype=np.float32)
+    ex_tag = np.empty((n_lines, 2), dtype=np.int64)
+    ex_line = np.empty(n_lines, dtype=np.int64)
+    ex_off = np.empty(n_lines + 1, dtype=np.int64)
+    cap = n // 2 + 2 * n_lines + 16
     f_idx = np.empty(cap, dtype=np.uint32)
     f_val = np.empty(cap, dtype=np.float32)
     f_ns = np.empty(cap, dtype=np.uint8)
@@ -57,42 +84,28 @@ def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit,
     nf = 0
     nw = 0
     ex = 0
-    line = 0
     p = 0
-    while p < n:
-        q = p
-        while q < n and at(buf, q) != 10:
-            q += 1
+    for line in range(n_lines):
         s = p
-        e = q
+        e = ends[line]
+        p = e + 1
         if e > s and at(buf, e - 1) == 13:
             e -= 1
         if e - s >= 3 and at(buf, s) == 0xEF and at(buf, s + 1) == 0xBB and at(buf, s + 2) == 0xBF:
             s += 3
         if e > s:
-            # a line of k bytes holds at most (k + 1) // 2 features (each needs a byte and a
-            # separator), plus the constant
-            need = nf + (e - s + 1) // 2 + 2
-            if need > f_idx.shape[0]:
-                cap = max(2 * f_idx.shape[0], need)
-                f_idx = _grow(f_idx, cap)
-                f_val = _grow(f_val, cap)
-                f_ns = _grow(f_ns, cap)
-                if audit:
-                    f_audit = _grow(f_audit, cap)
-            if ex + 1 >= ex_num.shape[0]:
-                ex_cap = 2 * ex_num.shape[0]
-                ex_num = _grow(ex_num, ex_cap)
-                ex_tag = _grow(ex_tag, ex_cap)
-                ex_line = _grow(ex_line, ex_cap)
-                ex_off = _grow(ex_off, ex_cap + 1)
+            if nf + (e - s + 1) // 2 + 2 > cap:
+                raise ValueError("parse_block: a line holds more features than its bytes allow")
             ex_tag[ex, 0] = ex_tag[ex, 1] = -1
             ex_off[ex] = nf
             ex_line[ex] = line
             if fmt == FORMAT_VW:
-                nf, nw = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, ns_hash, ex_num,
-                                       ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank,
-                                       index_of)
+                first = nf
+                nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all,
+                                                ns_hash, ex_num, ex_tag, f_idx, f_val, f_ns,
+                                                f_audit, nf, warns, nw, ns_rank, index_of)
+                if regroup:
+                    group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
             else:
                 nf, nw = parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num,
                                         ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
@@ -104,26 +117,23 @@ def parse_block(buf, lines_hint, fmt, mask, seed, hash_all, add_constant, audit,
                     f_audit[nf, :] = -1
                 nf += 1
             ex += 1
-        line += 1
-        p = q + 1
     ex_off[ex] = nf
     # The feature and warning arrays are copied out of their worst-case-sized buffers (several
     # times the block's needs): views would keep whole buffers alive in every batch queued
     # between the parser and the learner.
     return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf].copy(),
             f_val[:nf].copy(), f_ns[:nf].copy(), f_audit[: nf if audit else 0].copy(),
-            warns[: min(nw, warns.shape[0])].copy(), nw, line)
+            warns[: min(nw, warns.shape[0])].copy(), nw, n_lines)
 
 
-def parse(text: np.ndarray, lines_hint: int, fmt: int, mask: int, seed: int, hash_all: bool,
+def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
           bytes_read: int = 0, pass_line: int = 0,
           index_of: np.ndarray = IDENTITY) -> ExampleBatch:
-    """Parse one block of whole lines into an :class:`ExampleBatch` (``lines_hint``: the lines
-    the block is expected to hold; the batch counts the lines the parser found; ``index_of``:
-    the namespaces' indices, see :func:`parse_block`)."""
+    """Parse one block of whole lines into an :class:`ExampleBatch` (the batch counts the lines
+    the parser found; ``index_of``: the namespaces' indices, see :func:`parse_block`)."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
-     n_warnings, n_lines) = parse_block(text, lines_hint, fmt, mask, seed, hash_all,
+     n_warnings, n_lines) = parse_block(text, fmt, mask, seed, hash_all,
                                         add_constant, audit, ns_hash, index_of)
     return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
                         namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line,

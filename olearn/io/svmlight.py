@@ -29,7 +29,7 @@ def _token_end(buf, p, e):
     return p
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)  # as vw_text.parse_vw_line: no reference counting
 def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
                    f_idx, f_val, f_ns, f_audit, nf, warns, nw):
     """Parse one non-empty svmlight line ``buf[s:e]`` into example ``ex``; returns (nf, nw).
