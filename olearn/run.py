@@ -124,7 +124,8 @@ def run(config: Config) -> OnlineLearner:
             out.discard()
         raise
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss, multiclass, config.probabilities))
+                          done.passes, done.holdout_loss, multiclass, config.probabilities,
+                          learner.auc))
     return learner
 
 

@@ -494,10 +494,18 @@ def _label(e, numbers, params, first_line, lines, test_only):
     held = False
     period = np.int64(params[P_HOLDOUT_PERIOD])
     if period > 0:
-        after = np.int64(params[P_HOLDOUT_AFTER])
-        counter = first_line + lines[e] + 1
-        held = counter > after if after > 0 else counter % period == 0
+        held = held_out(period, np.int64(params[P_HOLDOUT_AFTER]), first_line + lines[e] + 1)
     return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
+
+
+@njit(cache=True, nogil=True)
+def held_out(period, after, counter):
+    """VW's holdout (``period`` > 0): whether the example on line ``counter`` (1-based) of the
+    pass is held out. ``counter`` is a number (the kernels) or an array (--metric auc sorts
+    a batch's examples with it: plain numpy, no loop)."""
+    if after > 0:
+        return counter > after
+    return counter % period == 0
 
 
 @njit(cache=True, nogil=True)
