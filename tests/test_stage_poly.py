@@ -195,3 +195,54 @@ def test_ssm_heuristic_chooses_other_parents(tmp_path):
         parents[heuristic] = {n for n in re.findall(r"^([^:\n]+):\d+:", names.read_text(), re.M)
                               if n.count("*") >= 2}
     assert parents["weight"] and parents["ssm"] and parents["weight"] != parents["ssm"]
+
+
+def _parent_depths(path):
+    """The depths of a saved model's parent monomials, and its options."""
+    from olearn import model
+    saved = model.load(str(path))
+    parents = saved.arrays["poly_flags"] & stage_poly.PARENT != 0
+    return sorted(saved.arrays["poly_depth"][parents].tolist()), saved.options
+
+
+@pytest.mark.parametrize("passes", [1, 3])
+def test_stages_makes_k_equal_epochs_of_k_minus_1_stages(tmp_path, passes):
+    data = _regression_file(tmp_path / "d.vw")
+    model = tmp_path / "m.olearn"
+    # alpha 0: one parent per stage, so the parents count the stages
+    code, _, err = run_olearn("-d", data, "--stage_poly", "--stages", 5, "--sched_exponent", 0,
+                              "--passes", passes, "-c", "--holdout_off", "-f", model)
+    assert code == 0, err
+    depths, options = _parent_depths(model)
+    assert len(depths) == 4
+    assert options["batch_sz_no_doubling"]
+    # the last epoch ends at VW's last example counter: 1000 lines a pass, one more per pass end
+    assert options["batch_sz"] == math.ceil((passes * 1001 - 1) / 5)
+
+
+def test_stages_equals_the_batch_size_it_stands_for(tmp_path):
+    data = _regression_file(tmp_path / "d.vw")
+    outputs = []
+    for schedule in (["--stages", "6"], ["--batch_sz", "167", "--batch_sz_no_doubling"]):
+        code, _, err = run_olearn("-d", data, "--stage_poly", *schedule, "-p",
+                                  tmp_path / "p", "--quiet")
+        assert code == 0, err
+        outputs.append((tmp_path / "p").read_text())
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stages", "6"], "--stages needs --stage_poly"),
+    (["--stage_poly", "--stages", "6", "--batch_sz", "10"], "not with --batch_sz"),
+    (["--stage_poly", "--stages", "6", "--batch_sz_no_doubling"],
+     "not with --batch_sz_no_doubling"),
+])
+def test_stage_options_refused_in_bad_company(tmp_path, args, message):
+    data = _regression_file(tmp_path / "d.vw", n=10)
+    code, _, err = run_olearn("-d", data, *args)
+    assert code != 0 and message in err
+
+
+def test_stages_refuses_stdin():
+    code, _, err = run_olearn("--stage_poly", "--stages", "6", input="1 |a x\n")
+    assert code != 0 and "not stdin" in err

@@ -13,10 +13,13 @@ current example). Counters live in a small float64 array (``C_*`` below).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
 from olearn.checks import counts, increasing_below, require
+from olearn.errors import OptionError
 from olearn.features.interactions import FNV
 from olearn.fields import Field, Layout
 from olearn.options import MAX_COUNT, choice, flag, number
@@ -41,18 +44,51 @@ COUNTERS_SIZE = len(COUNTERS)
 COUNTERS.check_constants(globals(), "C_")
 
 HEURISTICS = {"weight": 0, "ssm": 1}
+BATCH_SZ = 1000  # VW's default --batch_sz
 
 OPTIONS = (
     flag("--stage_poly", model=True,
          help="APPLE: grow polynomial features (monomials) in stages, from the best weights."),
     number("--sched_exponent", "--alpha", kind=float, default=1.0, low=0.0, model=True,
            help="Each stage adds floor(s^alpha) parents (s: average input features/example)."),
-    number("--batch_sz", kind=int, default=1000, low=0, high=MAX_COUNT, model=True,
+    number("--batch_sz", kind=int, default=BATCH_SZ, low=0, high=MAX_COUNT, model=True,
            help="Examples between stages (doubling after each); 0: a stage at each pass end."),
     flag("--batch_sz_no_doubling", model=True, help="Keep --batch_sz fixed."),
+    number("--stages", kind=int, default=0, low=0, high=MAX_COUNT, show_default=False,
+           help="The paper's schedule: K epochs of equal length over all passes, a stage at the "
+                "end of each but the last (the paper: 6). Counts the data's lines before "
+                "training and sets --batch_sz to match, without doubling."),
     choice("--poly_heuristic", choices=tuple(HEURISTICS), default="weight", model=True,
            help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score."),
 )
+
+
+def check(config) -> None:
+    """--stages needs --stage_poly, and sets --batch_sz from the lines of data files it reads
+    before training (a continued model keeps its own schedule)."""
+    if not config.stages:
+        return
+    if not config.stage_poly:
+        raise OptionError("--stages needs --stage_poly")
+    refused = (("batch_sz", config.batch_sz != BATCH_SZ), ("batch_sz_no_doubling",
+               config.batch_sz_no_doubling), ("initial_regressor", config.initial_regressor),
+               ("daemon", config.daemon), ("dask", config.dask))
+    for name, given in refused:
+        if given:
+            raise OptionError(f"--stages sets the schedule from the data's lines: not with "
+                              f"--{name}")
+    if not config.data or "-" in config.data:
+        raise OptionError("--stages counts the data's lines before training: it needs data "
+                          "files (-d), not stdin")
+
+
+def with_stages(config, lines: int):
+    """``config`` with --stages K made VW's options: a stage every ⌈span / K⌉ on VW's example
+    counter, without doubling, where the counter spans P·(lines + 1) − 1 values over P passes
+    (VW counts each pass's end as one more line); so K − 1 stages, none after the last epoch."""
+    span = config.passes * (lines + 1) - 1
+    return dataclasses.replace(config, stages=0, batch_sz=max(1, -(-span // config.stages)),
+                               batch_sz_no_doubling=True)
 
 
 @njit(cache=True, nogil=True)
