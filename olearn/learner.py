@@ -84,6 +84,7 @@ class OnlineLearner:
         params[gd.P_SCHED_EXPONENT] = config.sched_exponent
         params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
         params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
+        params[gd.P_POLY_FALLBACK] = config.stage_poly_fallback
         params[gd.P_CONSTANT] = self.reduction.widen(np.array([CONSTANT_HASH & config.mask],
                                                               dtype=np.uint32))[0]
         params[gd.P_FAMILY] = self.family.CODE

@@ -68,10 +68,65 @@ def test_parent_selection_keeps_the_best_scores(heuristic):
     else:
         scores = np.divide(ssm[:, 0], ssm[:, 1], out=np.zeros(1 << BITS), where=ssm[:, 1] > 0)
     want = best_monomials(scores, 17, already | {CONSTANT}) | already
-    added = stage_poly.add_parents(W, flags, ssm, CONSTANT, 17,
-                                   stage_poly.HEURISTICS[heuristic], True)
+    min_depth = np.zeros(1 << BITS, dtype=np.uint8)
+    added = stage_poly.add_parents(W, flags, ssm, min_depth, CONSTANT, 17,
+                                   stage_poly.HEURISTICS[heuristic], True, False)
     assert added == 17
     assert set(np.flatnonzero(flags & stage_poly.PARENT).tolist()) == want
+
+
+def _fallback_table(seed):
+    """A weight table, monomial depths (some never seen) and a few parents already."""
+    rng = np.random.default_rng(seed)
+    W = np.zeros((1 << BITS, 4), dtype=np.float32)
+    W[:, 0] = rng.normal(size=1 << BITS) * (rng.random(1 << BITS) < 0.5)
+    W[:, 2] = rng.random(1 << BITS)
+    min_depth = rng.choice(np.array([1, 2, 3, stage_poly.NEVER], dtype=np.uint8), 1 << BITS)
+    flags = np.zeros(1 << BITS, dtype=np.uint8)
+    flags[rng.choice(1 << BITS, 10, replace=False)] = stage_poly.PARENT
+    return W, min_depth, flags
+
+
+def _fallback_reference(W, min_depth, flags, count):
+    """count - 1 parents by |w|·N, then the shallowest seen non-parent (best score, then the
+    lowest index)."""
+    scores = np.abs(W[:, 0] * W[:, 2]).astype(np.float64)
+    already = set(np.flatnonzero(flags & stage_poly.PARENT).tolist())
+    chosen = best_monomials(scores, count - 1, already | {CONSTANT})
+    left = [j for j in range(len(scores)) if j not in already | chosen | {CONSTANT}
+            and min_depth[j] != stage_poly.NEVER]
+    shallowest = min(left, key=lambda j: (min_depth[j], -scores[j], j))
+    return already | chosen | {shallowest}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fallback_adds_the_shallowest_non_parent(seed):
+    W, min_depth, flags = _fallback_table(seed)
+    want = _fallback_reference(W, min_depth, flags, 17)
+    added = stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 17, 0, True,
+                                   True)
+    assert added == 17
+    assert set(np.flatnonzero(flags & stage_poly.PARENT).tolist()) == want
+
+
+def test_fallback_takes_a_monomial_of_zero_weight():
+    W, min_depth, flags = _fallback_table(0)
+    W[:, 0] = 0.0  # no candidate by weight: only the fallback adds a parent
+    shallow = int(np.flatnonzero(min_depth == 1)[0])
+    min_depth[shallow] = 0
+    flags[shallow] = 0
+    assert stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 5, 0, True,
+                                  True) == 1
+    assert flags[shallow] & stage_poly.PARENT
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_stage_of_no_parents_adds_none(fallback):
+    W, min_depth, flags = _fallback_table(1)
+    before = flags.copy()
+    assert stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 0, 0, True,
+                                  fallback) == 0
+    assert np.array_equal(flags, before)
 
 
 def _regression_file(path, n=1000, seed=1):
@@ -233,6 +288,7 @@ def test_stages_equals_the_batch_size_it_stands_for(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--stages", "6"], "--stages needs --stage_poly"),
+    (["--stage_poly_fallback"], "--stage_poly_fallback needs --stage_poly"),
     (["--stage_poly", "--stages", "6", "--batch_sz", "10"], "not with --batch_sz"),
     (["--stage_poly", "--stages", "6", "--batch_sz_no_doubling"],
      "not with --batch_sz_no_doubling"),
@@ -246,3 +302,15 @@ def test_stage_options_refused_in_bad_company(tmp_path, args, message):
 def test_stages_refuses_stdin():
     code, _, err = run_olearn("--stage_poly", "--stages", "6", input="1 |a x\n")
     assert code != 0 and "not stdin" in err
+
+
+def test_fallback_expands_breadth_first_at_alpha_0(tmp_path):
+    # one parent per stage, all chosen by the fallback: the 3 input features, then a product
+    data = _regression_file(tmp_path / "d.vw")
+    model = tmp_path / "m.olearn"
+    code, _, err = run_olearn("-d", data, "--stage_poly", "--stage_poly_fallback", "--stages", 5,
+                              "--sched_exponent", 0, "-f", model)
+    assert code == 0, err
+    depths, options = _parent_depths(model)
+    assert depths == [0, 0, 0, 1]
+    assert options["stage_poly_fallback"]
