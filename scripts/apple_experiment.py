@@ -881,7 +881,9 @@ def main(argv: list[str] | None = None) -> int:
     plots = plot_cdfs(results, args.out)
     wall = time.perf_counter() - start
     grid, extend = rate_plan(args)
-    vw = "not installed" if "vw" not in startup else importlib.metadata.version("vowpalwabbit")
+    vw = ("not installed" if importlib.util.find_spec("vowpalwabbit") is None
+          else importlib.metadata.version("vowpalwabbit") + ("" if "vw" in startup
+                                                             else " (vw-apple not run)"))
     context = [
         f"- command: `{shlex.join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])}`",
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; total wall time "
