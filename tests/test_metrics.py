@@ -120,3 +120,22 @@ def test_auc_of_more_than_two_labels_is_not_available(tmp_path):
 def test_auc_is_refused_with_oaa(binary):
     code, _, err = run_olearn("-d", binary, "--metric", "auc", "--oaa", "2")
     assert code != 0 and "--metric auc" in err and "--oaa" in err
+
+
+def test_holdout_auc_is_the_best_passes():
+    from types import SimpleNamespace
+
+    from olearn.metrics import AucMeter
+    from olearn.optim import gd
+    params = np.zeros(gd.PARAMS_SIZE)
+    params[gd.P_HOLDOUT_PERIOD] = 2  # lines 2, 4, ... (1-based) are held out
+    meter = AucMeter(params)
+    labels = np.array([1.0, 1.0, -1.0, -1.0, 1.0, -1.0])
+    batch = SimpleNamespace(numbers=np.column_stack([labels, np.ones(6)]), pass_line=0,
+                            lines=np.arange(6))
+    # held out: rows 1, 3, 5 (labels 1, -1, -1); the others score 0, a tie
+    for scores, best in (([0, 0.9, 0, 0.1, 0, 0.2], True), ([0, 0.1, 0, 0.9, 0, 0.2], False)):
+        meter.add(batch, np.column_stack([np.zeros(6), scores]).astype(np.float32))
+        meter.end_pass(best)
+    assert meter.value(holdout=True) == 1.0  # the first pass's ranking, not the last's
+    assert meter.value(holdout=False) == 0.5  # both passes' rows 0, 2, 4
