@@ -66,6 +66,8 @@ class _Checked:
         self._check_experts()
         self._check_daemon()
         oaa.check(self)
+        stage_poly.check(self)
+        self._check_metric()
         namespaces.check(self)
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
@@ -88,6 +90,15 @@ class _Checked:
                 if on:
                     raise OptionError(f"--{name} works with gradient descent, not with "
                                       f"--{self.expert_learner}")
+
+    def _check_metric(self) -> None:
+        """--metric auc ranks one score per example, kept in this process."""
+        if self.metric != "auc":
+            return
+        for name, on in (("oaa", self.oaa is not None), ("dask", self.dask is not None)):
+            if on:
+                raise OptionError(f"--metric auc is for binary tasks in one process, not with "
+                                  f"--{name}")
 
     def _check_daemon(self) -> None:
         """--daemon reads its clients' lines, one pass, and answers them on the sockets: no data

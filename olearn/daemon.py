@@ -346,4 +346,5 @@ def run(config: Config) -> None:
             except OSError:  # removed already: nothing to clean up
                 pass
     console.print(summary(learner.stats, config.loss, config.loss_param, done.passes,
-                          done.holdout_loss, config.oaa is not None, config.probabilities))
+                          done.holdout_loss, config.oaa is not None, config.probabilities,
+                          learner.auc))

@@ -15,6 +15,7 @@ from olearn.config import Config
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.history import History
+from olearn.metrics import AucMeter
 from olearn.hashing import CONSTANT_HASH, namespace_hash
 from olearn.io import formats, sources
 from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
@@ -83,6 +84,7 @@ class OnlineLearner:
         params[gd.P_SCHED_EXPONENT] = config.sched_exponent
         params[gd.P_DOUBLING] = not config.batch_sz_no_doubling
         params[gd.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
+        params[gd.P_POLY_FALLBACK] = config.stage_poly_fallback
         params[gd.P_CONSTANT] = self.reduction.widen(np.array([CONSTANT_HASH & config.mask],
                                                               dtype=np.uint32))[0]
         params[gd.P_FAMILY] = self.family.CODE
@@ -94,6 +96,8 @@ class OnlineLearner:
         params[gd.P_FIXED_RANGE] = (config.min_prediction is not None
                                     or config.max_prediction is not None)
         self.params = params
+        # --metric auc: every example's score, kept for the summary
+        self.auc = AucMeter(params) if config.metric == "auc" else None
         self._selection = namespaces.Selection.of(config)
         self._grams = ngrams.Grams.of(config)
         self.linear = namespaces.linear_terms(config)
@@ -238,8 +242,14 @@ class OnlineLearner:
         rows = np.empty((n_rows, gd.ROW_COLS))
         self._exported = False
         rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
-        self.history.add(rows)
+        self._learned(batch, preds, rows)
         return rows
+
+    def _learned(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray) -> None:
+        """What follows a learned batch: its table rows and --metric's scores."""
+        self.history.add(rows)
+        if self.auc is not None:
+            self.auc.add(batch, preds)
 
     def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics."""
@@ -314,7 +324,7 @@ class OnlineLearner:
             emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"
                          for line, text in zip(lines, features)))
         rows = np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
-        self.history.add(rows)
+        self._learned(batch, preds, rows)
         return rows
 
 

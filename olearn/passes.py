@@ -147,6 +147,8 @@ def run_passes(learner, learn_pass: Callable[[int], int],
         # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
         learner.end_pass(lines, last=passes == config.passes)
         improved = holdout.end_pass(learner.stats)
+        if learner.auc is not None:
+            learner.auc.end_pass(improved)
         learner.history.end_pass(holdout.last)
         learner.params[gd.P_ETA] *= config.decay_learning_rate
         if improved and path:

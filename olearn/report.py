@@ -10,6 +10,7 @@ import numpy as np
 from olearn import losses
 from olearn.batch import ExampleBatch
 from olearn.io import layout
+from olearn.metrics import AucMeter
 from olearn.optim import gd
 
 TABLE_HEADER = ("average  since         example        example        current        current  current\n"
@@ -86,12 +87,14 @@ def warning_lines(batch: ExampleBatch, prefix: str = "[warning] ") -> list[str]:
 
 def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED],
             param: float = 0.0, passes: int = 1, holdout_loss: float | None = None,
-            multiclass: bool = False, log_loss: bool = False) -> str:
+            multiclass: bool = False, log_loss: bool = False, auc: AucMeter | None = None
+            ) -> str:
     """The 'finished run' block. ``holdout_loss`` is the best pass's holdout loss (inf: no
     example was held out), or None when nothing is held out. --oaa (``multiclass``) has no
     best constant; with ``log_loss`` (--probabilities) the multiclass log loss follows the
     average loss: over the held-out examples when there are any (VW divides their sum by the
-    learned examples' weight instead)."""
+    learned examples' weight instead). ``auc`` (--metric auc) adds the AUC line, of the same
+    examples as the average loss."""
     wl = stats[gd.R_W_LABELED]
     wsum = wl + stats[gd.R_W_UNLABELED]
     examples = int(stats[gd.R_EXAMPLES])
@@ -118,6 +121,11 @@ def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED]
             held = stats[gd.R_HOLDOUT_W]
             lines.append("average multiclass log loss = " + _fixed(
                 stats[gd.R_HOLDOUT_MC_LOG_LOSS] / held if held > 0 else math.nan, 6) + " h")
+    if auc is not None:
+        value = auc.value(holdout=holdout_loss is not None)
+        text = ("n.a. (more than two labels)" if stats[gd.R_MANY_LABELS]
+                else _fixed(value, 6) + (" h" if holdout_loss is not None else ""))
+        lines.append(f"auc = {text}")
     best = None if multiclass else best_constant(stats, loss, param)
     if best is not None:
         constant, constant_loss = best

@@ -7,6 +7,7 @@ import sys
 from olearn import aot, readable
 from olearn.audit import NameCollector
 from olearn.config import Config
+from olearn.features import stage_poly
 from olearn.history import plot_learning_curve, require_matplotlib
 from olearn.io import sources
 from olearn.learner import OnlineLearner
@@ -65,6 +66,8 @@ def run(config: Config) -> OnlineLearner:
     sources.check_readable(paths)
     if config.learning_curve:
         require_matplotlib()  # before training, not after
+    if config.stages:  # the schedule needs a pass's length: a first read of the data
+        config = stage_poly.with_stages(config, sum(b.n_lines for b in sources.all_blocks(paths)))
     learner = OnlineLearner.start(config)
     config = learner.config
     multiclass = config.oaa is not None
@@ -124,7 +127,8 @@ def run(config: Config) -> OnlineLearner:
             out.discard()
         raise
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss, multiclass, config.probabilities))
+                          done.passes, done.holdout_loss, multiclass, config.probabilities,
+                          learner.auc))
     return learner
 
 

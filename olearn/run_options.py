@@ -5,7 +5,7 @@ declared here, apart from those modules, because every front end imports olearn/
 which gathers the options (a module that declared options and imported config would import
 itself).
 """
-from olearn.options import MAX_COUNT, Option, flag, number, repeated, text
+from olearn.options import MAX_COUNT, Option, choice, flag, number, repeated, text
 
 
 def _as_given(value: object) -> object:
@@ -39,6 +39,10 @@ OUTPUTS = (
          help="Start from a saved model: continue training, or predict with -t."),
     flag("-t", "--testonly",
          help="Ignore labels for learning: predict (and report the loss) only."),
+    choice("--metric", choices=("none", "auc"), default="none",
+           help="Also report in the summary: auc, a binary task's area under the ROC curve of "
+                "the raw scores (positives: label > 0), progressive (with -t: the test set's) "
+                "or, with a holdout, the best pass's held-out examples'."),
 )
 
 PASSES = (

@@ -9,10 +9,12 @@ with ``--datasets``), each with ``train.vw.gz``, ``test.vw.gz`` and ``meta.json`
   ``lin`` (plain), ``quad`` (``-q ff``), ``cubic`` (``--cubic fff -b 24``),
   ``apple-A`` for A in {0.125, 0.25, 0.5, 0.75, 1} (``--stage_poly --sched_exponent A``),
   ``apple-ssm`` (``--stage_poly --poly_heuristic ssm --sched_exponent 1``: the paper calls alpha = 1
-  the reliable default, so SSM is run at that one alpha only), and, when the ``vowpalwabbit``
+  the reliable default, so SSM is run at that one alpha only), ``apple-fb`` (alpha = 1 with the
+  paper's consistency fallback, ``--stage_poly_fallback``) and, when the ``vowpalwabbit``
   package is importable, ``vw-apple``: VW 9's own ``--stage_poly`` at alpha = 1, run as
-  ``python -m vowpalwabbit``. Every staged method gets ``--batch_sz ceil(n_train/6)
-  --batch_sz_no_doubling``: 6 epochs in the single pass, i.e. 5 rounds of feature addition, where
+  ``python -m vowpalwabbit``. Every staged method runs the paper's schedule, 6 equal epochs in the
+  single pass, i.e. 5 rounds of feature addition: olearn's ``--stages 6``; VW, which has no
+  ``--stages``, the same schedule as ``--batch_sz ceil(n_train/6) --batch_sz_no_doubling``, where
   n_train is the line count of ``train.vw.gz`` (counted once per dataset).
 * ``apple-best`` is derived, not run: per dataset, the apple-A row whose tuned progressive loss is
   the lowest (the smaller alpha on ties). The paper's apple-best takes the best alpha per dataset
@@ -27,10 +29,17 @@ with ``--datasets``), each with ``train.vw.gz``, ``test.vw.gz`` and ``meta.json`
   tasks. Ties go to the smaller rate; a non-finite loss or a failed run loses. vw-apple is tuned
   the same way, on its own (its chosen rate can differ from apple-1's).
 * With the chosen rate, the model is trained again with ``-f`` (this run is timed) and evaluated
-  with ``-t -i model -d test.vw.gz -p preds``. Test error, from the predictions file and the labels
-  of ``test.vw.gz``: binary, the 0-1 error of sign(prediction), a prediction of exactly 0 counting
-  as +1; regression, the mean squared error. Predictions are clipped to the training label range
-  as VW does (so binary predictions lie in [-1, 1]).
+  with ``-t -i model -d test.vw.gz -p preds -r raw``. Test error, from the predictions file and the
+  labels of ``test.vw.gz``: binary, the 0-1 error of sign(prediction), a prediction of exactly 0
+  counting as +1; regression, the mean squared error. Predictions are clipped to the training
+  label range as VW does (so binary predictions lie in [-1, 1]). Binary tasks also get the test
+  AUC (the paper's metric for classification) of the raw scores (before clipping, which would
+  tie them), computed by ``olearn.metrics.auc``, the function of olearn's ``--metric auc``.
+* ``const``, not a learner: the best constant fitted on the training labels (their mean for
+  regression, the sign of their mean for binary), scored on the test set. Where every baseline's
+  test error is near or above it, the baselines have not learned at their rate, and rel_err,
+  which divides by the baselines' spread, says nothing: summary.md lists such datasets as
+  caveats.
 * Time: the wall time of that final training run, start-up included. olearn's start-up (Python,
   numpy, numba kernels from the cache) is about 0.3 s against 0.3-1 s for a whole lin run here, so
   rel_time is compressed towards 1 (summary.md gives the measured start-up of both tools, and VW's
@@ -63,8 +72,11 @@ matplotlib) and summary.md (also printed on stdout). A failed run is reported wi
 method, command and last stderr line (models and predictions live in a temporary folder removed at
 exit), and the rest goes on; the exit status is then 1 (2 for bad arguments or missing inputs).
 
-Usage: python scripts/apple_experiment.py [--datasets a9a,cpusmall] [--grid 0.1,0.5,2] [--quick]
-       [--jobs 2] [--out experiments/apple]
+``--methods apple-1,apple-fb`` runs only the named methods besides the baselines (which rel_err
+needs); apple-best is then derived from the apple-A rows that ran.
+
+Usage: python scripts/apple_experiment.py [--datasets a9a,cpusmall] [--methods apple-1,apple-fb]
+       [--grid 0.1,0.5,2] [--quick] [--jobs 2] [--out experiments/apple]
 """
 from __future__ import annotations
 
@@ -90,13 +102,17 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 from olearn_snapshot import snapshot_olearn
+
+from olearn.metrics import auc
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
 OUT = REPO / "experiments" / "apple"
 ALPHAS = ("0.125", "0.25", "0.5", "0.75", "1")
 STAGES = 6
+CAVEAT_GAIN = 0.01  # a baseline must beat the best constant by 1% to count as learning
 GRID = (0.1, 0.5, 2.0)
 QUICK_RATE = 0.5  # VW's default rate, the one rate of --quick
 EXTEND_FACTOR = 4.0
@@ -113,7 +129,7 @@ LOSS = re.compile(r"^average loss = (\S+)", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Method:
-    """A learner configuration; staged methods also get the 6-epoch --batch_sz options."""
+    """A learner configuration; staged methods also get the 6-epoch schedule."""
 
     name: str
     tool: str  # "olearn" or "vw"
@@ -201,6 +217,7 @@ class Result:
     rate: float | None = None
     loss: float | None = None
     error: float | None = None
+    auc: float | None = None  # binary tasks: the test AUC of the raw scores
     seconds: float | None = None
     cpu_seconds: float | None = None
     rel_err: float | None = None
@@ -220,9 +237,19 @@ def methods(quick: bool, with_vw: bool) -> list[Method]:
     out += [Method(f"apple-{a}", "olearn", (*stage, a), True) for a in ALPHAS
             if not quick or f"apple-{a}" == APPLE_1]
     out.append(Method("apple-ssm", "olearn", (*stage, "1", "--poly_heuristic", "ssm"), True))
+    out.append(Method("apple-fb", "olearn", (*stage, "1", "--stage_poly_fallback"), True))
     if with_vw:
         out.append(Method("vw-apple", "vw", (*stage, "1"), True))
     return out
+
+
+def chosen(todo: list[Method], names: list[str] | None) -> list[Method]:
+    """The baselines and the named methods (all without names)."""
+    unknown = sorted(set(names or []) - {m.name for m in todo})
+    if unknown:
+        raise UsageError(f"unknown method(s) {', '.join(unknown)}; available: "
+                         f"{', '.join(m.name for m in todo)}")
+    return [m for m in todo if names is None or m.name in BASELINES or m.name in names]
 
 
 def count_lines(path: Path) -> int:
@@ -302,7 +329,9 @@ def last_loss(stderr: str) -> float | None:
 def train_args(ds: Dataset, method: Method, rate: float) -> list[str]:
     """Training arguments of method on ds at a learning rate."""
     args = ["-d", str(ds.train), "-l", f"{rate:.12g}", *method.args]
-    if method.staged:
+    if method.staged and method.tool == "olearn":
+        args += ["--stages", str(STAGES)]
+    elif method.staged:
         args += ["--batch_sz", str(ds.batch_sz), "--batch_sz_no_doubling"]
     return args
 
@@ -344,20 +373,38 @@ def tune(tools: Tools, ds: Dataset, method: Method, grid: tuple[float, ...],
 
 
 def test_run(tools: Tools, ds: Dataset, method: Method, model: Path, preds: Path) -> Run:
-    """Predict the test set of ds with a saved model."""
+    """Predict the test set of ds with a saved model: the predictions to ``preds``, the raw
+    scores to :func:`raw_path` of it."""
     return execute(tools, method.tool, ["-t", "-i", str(model), "-d", str(ds.test),
-                                        "-p", str(preds), "--quiet"])
+                                        "-p", str(preds), "-r", str(raw_path(preds)), "--quiet"])
 
 
-def test_error(task: str, preds: Path, labels: list[float]) -> float:
+def raw_path(preds: Path) -> Path:
+    return preds.with_suffix(".raw")
+
+
+def read_scores(path: Path, n_labels: int) -> np.ndarray:
+    """The first number of every line of a predictions file, one per test label."""
+    with path.open() as f:
+        values = np.array([float(line.split()[0]) for line in f if line.strip()])
+    if len(values) != n_labels:
+        raise ValueError(f"{len(values)} predictions for {n_labels} test labels")
+    return values
+
+
+def test_error(task: str, predictions: np.ndarray, labels: np.ndarray) -> float:
     """0-1 error of sign(prediction), 0 counting as +1 (binary), or the mean squared error."""
-    with preds.open() as f:
-        values = [float(line.split()[0]) for line in f if line.strip()]
-    if len(values) != len(labels):
-        raise ValueError(f"{len(values)} predictions for {len(labels)} test labels")
     if task == "binary":
-        return sum((p >= 0) != (y > 0) for p, y in zip(values, labels)) / len(labels)
-    return sum((p - y) ** 2 for p, y in zip(values, labels)) / len(labels)
+        return float(np.mean((predictions >= 0) != (labels > 0)))
+    return float(np.mean((predictions - labels) ** 2))
+
+
+def constant_error(task: str, train: list[float], test: np.ndarray) -> float:
+    """The test error of the best constant of the training labels: their mean (regression) or
+    the sign of their mean (binary, 0 counting as +1)."""
+    mean = statistics.fmean(train)
+    return test_error(task, np.full(len(test), 1.0 if mean >= 0 else -1.0)
+                      if task == "binary" else np.full(len(test), mean), test)
 
 
 def relative(results: list[Result]) -> list[Result]:
@@ -408,11 +455,11 @@ def write_csv(path: Path, results: list[Result]) -> None:
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["dataset", "task", "method", "learning_rate", "progressive_loss",
-                    "test_error", "train_seconds", "train_cpu_seconds", "rel_err", "rel_time",
-                    "note"])
+                    "test_error", "test_auc", "train_seconds", "train_cpu_seconds", "rel_err",
+                    "rel_time", "note"])
         for r in results:
             w.writerow([r.dataset, r.task, r.method, fmt(r.rate, 10), fmt(r.loss, 8),
-                        fmt(r.error, 8), fmt(r.seconds, 4), fmt(r.cpu_seconds, 4),
+                        fmt(r.error, 8), fmt(r.auc, 8), fmt(r.seconds, 4), fmt(r.cpu_seconds, 4),
                         fmt(r.rel_err, 6), fmt(r.rel_time, 4), r.note])
 
 
@@ -420,7 +467,8 @@ def method_order(results: list[Result]) -> list[str]:
     """Method names in first-seen order, apple-best right after the last apple-A."""
     names = list(dict.fromkeys(r.method for r in results if r.method != APPLE_BEST))
     if any(r.method == APPLE_BEST for r in results):
-        names.insert(names.index("apple-ssm"), APPLE_BEST)
+        last = max(i for i, m in enumerate(names) if m.startswith("apple-") and m[6:] in ALPHAS)
+        names.insert(last + 1, APPLE_BEST)
     return names
 
 
@@ -473,7 +521,8 @@ def acceptance(results: list[Result], n_datasets: int) -> list[str]:
     worst = max(apple, key=lambda r: r.rel_time)
     slow = sum(r.rel_time > ACCEPT_TIME for r in apple)
     second = (f"- apple is never slower than {ACCEPT_TIME:g}x lin: "
-              f"**{'PASS' if slow == 0 else 'FAIL'}** (all alphas and SSM, {len(apple)} runs; "
+              f"**{'PASS' if slow == 0 else 'FAIL'}** (all alphas, SSM and fallback, "
+              f"{len(apple)} runs; "
               f"{slow} over {ACCEPT_TIME:g}x; the slowest is {worst.method} on {worst.dataset}, "
               f"{worst.rel_time:.2f}x)")
     return [first, second]
@@ -484,7 +533,8 @@ def line_style(method: str) -> dict[str, object]:
     import matplotlib.pyplot as plt
 
     fixed = {"lin": ("black", "--"), "quad": ("dimgray", "--"), "cubic": ("darkgray", "--"),
-             APPLE_BEST: ("red", "-"), "apple-ssm": ("purple", "-."), "vw-apple": ("orange", ":")}
+             APPLE_BEST: ("red", "-"), "apple-ssm": ("purple", "-."), "apple-fb": ("teal", "-."),
+             "vw-apple": ("orange", ":")}
     if method in fixed:
         color, dash = fixed[method]
     else:
@@ -607,43 +657,62 @@ def model_path(tools: Tools, ds: Dataset, m: Method) -> Path:
     return tools.workdir / f"{ds.name}.{m.name}.model"
 
 
-def labels_or_reason(ds: Dataset) -> list[float] | str:
+def labels_or_reason(ds: Dataset) -> np.ndarray | str:
     """The test labels of ds, or why they cannot be read."""
     try:
-        return read_labels(ds.test)
+        return np.array(read_labels(ds.test))
     except (OSError, EOFError, ValueError, IndexError) as exc:
         return f"unreadable test labels in {ds.test}: {exc}"
 
 
-def scored(ds: Dataset, run: Run, preds: Path, labels: list[float] | str) -> float | str:
-    """The test error of a finished test run, or why there is none ('' for a failed run)."""
+def constant_errors(datasets: list[Dataset]) -> dict[str, float]:
+    """Each dataset's best constant's test error (left out when its labels are unreadable)."""
+    out = {}
+    for ds in datasets:
+        test = labels_or_reason(ds)
+        try:
+            if not isinstance(test, str):
+                out[ds.name] = constant_error(ds.task, read_labels(ds.train), test)
+        except (OSError, EOFError, ValueError, IndexError, statistics.StatisticsError) as exc:
+            progress(f"no best constant for {ds.name}: {exc}")
+    return out
+
+
+def scored(ds: Dataset, run: Run, preds: Path, labels: np.ndarray | str
+           ) -> tuple[float, float | None] | str:
+    """The test error and (binary) AUC of a finished test run, or why there are none ('' for
+    a failed run)."""
     if not run.ok or isinstance(labels, str):
         return "" if not run.ok else labels
     try:
-        return test_error(ds.task, preds, labels)
+        error = test_error(ds.task, read_scores(preds, len(labels)), labels)
+        if ds.task != "binary":
+            return error, None
+        return error, auc(labels, read_scores(raw_path(preds), len(labels)))
     except (OSError, ValueError, IndexError) as exc:
         return f"unreadable predictions {preds}: {exc}"
 
 
 def test_all(pool: ProcessPoolExecutor, tools: Tools, pairs: Pairs,
              results: dict[tuple[str, str], Result], failures: list[Failure]) -> None:
-    """Predict each trained model's test set in the pool and fill in its test error."""
+    """Predict each trained model's test set in the pool and fill in its test error and
+    (binary) AUC."""
     trained = [(ds, m) for ds, m in pairs if results[ds.name, m.name].seconds is not None]
     preds = {(ds.name, m.name): model_path(tools, ds, m).with_suffix(".preds")
              for ds, m in trained}
     futures = [pool.submit(test_run, tools, ds, m, model_path(tools, ds, m),
                            preds[ds.name, m.name]) for ds, m in trained]
-    labels: dict[str, list[float] | str] = {}
+    labels: dict[str, np.ndarray | str] = {}
     for (ds, m), fut in zip(trained, futures):
         if ds.name not in labels:
             labels[ds.name] = labels_or_reason(ds)
         run, key = fut.result(), (ds.name, m.name)
-        error = scored(ds, run, preds[key], labels[ds.name])
-        if isinstance(error, str):
-            failures.append(failure(ds, m, run, error))
+        score = scored(ds, run, preds[key], labels[ds.name])
+        if isinstance(score, str):
+            failures.append(failure(ds, m, run, score))
             results[key] = replace(results[key], note="failed: test")
         else:
-            results[key] = replace(results[key], error=error)
+            results[key] = replace(results[key], error=score[0], auc=score[1])
 
 
 def experiment(args: argparse.Namespace, datasets: list[Dataset], workdir: Path,
@@ -652,7 +721,7 @@ def experiment(args: argparse.Namespace, datasets: list[Dataset], workdir: Path,
     the failures, the tools' start-up times and the number of tuning runs."""
     with_vw = importlib.util.find_spec("vowpalwabbit") is not None
     tools = make_tools(workdir, snapshot, with_vw, args.timeout)
-    todo = methods(args.quick, with_vw)
+    todo = chosen(methods(args.quick, with_vw), args.methods)
     grid, extend = rate_plan(args)
     progress(f"warming up ({len(todo)} methods on {WARMUP_LINES} lines of {datasets[0].name})")
     startup = warm_up(tools, datasets[0], todo)
@@ -678,14 +747,54 @@ def rate_plan(args: argparse.Namespace) -> tuple[tuple[float, ...], bool]:
     return ((QUICK_RATE,), False) if args.quick else (GRID, True)
 
 
+def not_learning(results: list[Result], constants: dict[str, float]) -> list[str]:
+    """The datasets where no baseline's test error beats the best constant's by CAVEAT_GAIN."""
+    out = []
+    for name, const in constants.items():
+        base = [r.error for r in results if r.dataset == name and r.method in BASELINES
+                and r.error is not None]
+        if base and min(base) > (1 - CAVEAT_GAIN) * const:
+            out.append(name)
+    return out
+
+
+def caveats(results: list[Result], constants: dict[str, float]) -> list[str]:
+    """The best constant beside the baselines, the datasets where they do not learn, and the
+    per-method table without those datasets."""
+    lines = [f"rel_err divides by the spread of the baselines' test errors: where no baseline "
+             f"beats the best constant (of the training labels) by {CAVEAT_GAIN:.0%}, the "
+             f"baselines have not learned at their learning rate, and a method that learns a "
+             f"little more gets a large negative rel_err that says nothing about APPLE.", "",
+             "| dataset | task | best constant | best baseline | baselines' spread | learning |",
+             "|---|---|---:|---:|---:|---|"]
+    flagged = not_learning(results, constants)
+    for name, const in constants.items():
+        base = [r.error for r in results if r.dataset == name and r.method in BASELINES
+                and r.error is not None]
+        task = next((r.task for r in results if r.dataset == name), "")
+        spread = (max(base) - min(base)) / min(base) if base and min(base) > 0 else None
+        lines.append(f"| {name} | {task} | {fmt(const)} | {fmt(min(base) if base else None)} | "
+                     f"{fmt(None if spread is None else 100 * spread, 3)}% | "
+                     f"{'**no**' if name in flagged else 'yes'} |")
+    if not flagged:
+        return lines + ["", "Every dataset's baselines learn."]
+    kept = [r for r in results if r.dataset not in flagged]
+    return lines + ["", f"Without {', '.join(flagged)}:", "", *method_table(kept)]
+
+
 def summary(results: list[Result], failures: list[Failure], context: list[str],
-            n_datasets: int) -> str:
-    """summary.md: run context, per-method table, acceptance checks, per-dataset tables."""
+            n_datasets: int, constants: dict[str, float]) -> str:
+    """summary.md: run context, per-method table, acceptance checks, caveats, per-dataset
+    tables."""
+    binary = [r for r in results if r.task == "binary"]
     lines = ["# APPLE experiment (olearn --stage_poly vs lin / quad / cubic)", "", *context, "",
              "## Per method (over datasets)", "", *method_table(results), "",
              "## Acceptance checks", "", *acceptance(results, n_datasets), "",
+             "## Caveat: baselines that do not learn", "", *caveats(results, constants), "",
              "## Test error (binary: 0-1 error; regression: mean squared error)", "",
-             *dataset_table(results, "error", 4), "", "## rel_err", "",
+             *dataset_table(results, "error", 4), "",
+             "## Test AUC (binary tasks; raw scores)", "", *dataset_table(binary, "auc", 4), "",
+             "## rel_err", "",
              *dataset_table(results, "rel_err", 3), "", "## rel_time", "",
              *dataset_table(results, "rel_time", 3), "", "## Chosen learning rate", "",
              *dataset_table(results, "rate", 4), "", "## Failures", ""]
@@ -716,6 +825,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", type=name_list,
                    help="comma-separated dataset names (default: all)")
+    p.add_argument("--methods", type=name_list,
+                   help="comma-separated methods to run besides lin, quad and cubic "
+                        "(default: all)")
     p.add_argument("--data", type=Path, default=DATA, help=f"datasets folder (default {DATA})")
     p.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
     p.add_argument("--grid", type=rate_list,
@@ -758,6 +870,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="apple-experiment-") as tmp:
             results, failures, startup, runs = experiment(args, datasets, Path(tmp), snapshot)
+        constants = constant_errors(datasets)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -768,7 +881,9 @@ def main(argv: list[str] | None = None) -> int:
     plots = plot_cdfs(results, args.out)
     wall = time.perf_counter() - start
     grid, extend = rate_plan(args)
-    vw = "not installed" if "vw" not in startup else importlib.metadata.version("vowpalwabbit")
+    vw = ("not installed" if importlib.util.find_spec("vowpalwabbit") is None
+          else importlib.metadata.version("vowpalwabbit") + ("" if "vw" in startup
+                                                             else " (vw-apple not run)"))
     context = [
         f"- command: `{shlex.join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])}`",
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; total wall time "
@@ -781,11 +896,12 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{tool} {s:.2f} s" for tool, s in startup.items()),
         f"- learning rates: first tried {','.join(f'{r:g}' for r in grid)}"
         f"{', extended x4 while the best is at an edge' if extend else ''}; progressive squared "
-        f"loss; 6 stages (--batch_sz ceil(n_train/6) --batch_sz_no_doubling); apple-best = the "
+        f"loss; 6 equal epochs (olearn --stages 6; VW --batch_sz ceil(n_train/6) "
+        f"--batch_sz_no_doubling); apple-best = the "
         f"alpha with the lowest progressive loss",
         f"- outputs: {args.out / 'results.csv'}, " + ", ".join(str(p) for p in plots),
     ]
-    text = summary(results, failures, context, len(datasets))
+    text = summary(results, failures, context, len(datasets), constants)
     (args.out / "summary.md").write_text(text)
     print(text, end="")
     for f in failures:

@@ -68,10 +68,65 @@ def test_parent_selection_keeps_the_best_scores(heuristic):
     else:
         scores = np.divide(ssm[:, 0], ssm[:, 1], out=np.zeros(1 << BITS), where=ssm[:, 1] > 0)
     want = best_monomials(scores, 17, already | {CONSTANT}) | already
-    added = stage_poly.add_parents(W, flags, ssm, CONSTANT, 17,
-                                   stage_poly.HEURISTICS[heuristic], True)
+    min_depth = np.zeros(1 << BITS, dtype=np.uint8)
+    added = stage_poly.add_parents(W, flags, ssm, min_depth, CONSTANT, 17,
+                                   stage_poly.HEURISTICS[heuristic], True, False)
     assert added == 17
     assert set(np.flatnonzero(flags & stage_poly.PARENT).tolist()) == want
+
+
+def _fallback_table(seed):
+    """A weight table, monomial depths (some never seen) and a few parents already."""
+    rng = np.random.default_rng(seed)
+    W = np.zeros((1 << BITS, 4), dtype=np.float32)
+    W[:, 0] = rng.normal(size=1 << BITS) * (rng.random(1 << BITS) < 0.5)
+    W[:, 2] = rng.random(1 << BITS)
+    min_depth = rng.choice(np.array([1, 2, 3, stage_poly.NEVER], dtype=np.uint8), 1 << BITS)
+    flags = np.zeros(1 << BITS, dtype=np.uint8)
+    flags[rng.choice(1 << BITS, 10, replace=False)] = stage_poly.PARENT
+    return W, min_depth, flags
+
+
+def _fallback_reference(W, min_depth, flags, count):
+    """count - 1 parents by |w|·N, then the shallowest seen non-parent (best score, then the
+    lowest index)."""
+    scores = np.abs(W[:, 0] * W[:, 2]).astype(np.float64)
+    already = set(np.flatnonzero(flags & stage_poly.PARENT).tolist())
+    chosen = best_monomials(scores, count - 1, already | {CONSTANT})
+    left = [j for j in range(len(scores)) if j not in already | chosen | {CONSTANT}
+            and min_depth[j] != stage_poly.NEVER]
+    shallowest = min(left, key=lambda j: (min_depth[j], -scores[j], j))
+    return already | chosen | {shallowest}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fallback_adds_the_shallowest_non_parent(seed):
+    W, min_depth, flags = _fallback_table(seed)
+    want = _fallback_reference(W, min_depth, flags, 17)
+    added = stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 17, 0, True,
+                                   True)
+    assert added == 17
+    assert set(np.flatnonzero(flags & stage_poly.PARENT).tolist()) == want
+
+
+def test_fallback_takes_a_monomial_of_zero_weight():
+    W, min_depth, flags = _fallback_table(0)
+    W[:, 0] = 0.0  # no candidate by weight: only the fallback adds a parent
+    shallow = int(np.flatnonzero(min_depth == 1)[0])
+    min_depth[shallow] = 0
+    flags[shallow] = 0
+    assert stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 5, 0, True,
+                                  True) == 1
+    assert flags[shallow] & stage_poly.PARENT
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_a_stage_of_no_parents_adds_none(fallback):
+    W, min_depth, flags = _fallback_table(1)
+    before = flags.copy()
+    assert stage_poly.add_parents(W, flags, np.zeros((1, 2)), min_depth, CONSTANT, 0, 0, True,
+                                  fallback) == 0
+    assert np.array_equal(flags, before)
 
 
 def _regression_file(path, n=1000, seed=1):
@@ -195,3 +250,67 @@ def test_ssm_heuristic_chooses_other_parents(tmp_path):
         parents[heuristic] = {n for n in re.findall(r"^([^:\n]+):\d+:", names.read_text(), re.M)
                               if n.count("*") >= 2}
     assert parents["weight"] and parents["ssm"] and parents["weight"] != parents["ssm"]
+
+
+def _parent_depths(path):
+    """The depths of a saved model's parent monomials, and its options."""
+    from olearn import model
+    saved = model.load(str(path))
+    parents = saved.arrays["poly_flags"] & stage_poly.PARENT != 0
+    return sorted(saved.arrays["poly_depth"][parents].tolist()), saved.options
+
+
+@pytest.mark.parametrize("passes", [1, 3])
+def test_stages_makes_k_equal_epochs_of_k_minus_1_stages(tmp_path, passes):
+    data = _regression_file(tmp_path / "d.vw")
+    model = tmp_path / "m.olearn"
+    # alpha 0: one parent per stage, so the parents count the stages
+    code, _, err = run_olearn("-d", data, "--stage_poly", "--stages", 5, "--sched_exponent", 0,
+                              "--passes", passes, "-c", "--holdout_off", "-f", model)
+    assert code == 0, err
+    depths, options = _parent_depths(model)
+    assert len(depths) == 4
+    assert options["batch_sz_no_doubling"]
+    # the last epoch ends at VW's last example counter: 1000 lines a pass, one more per pass end
+    assert options["batch_sz"] == math.ceil((passes * 1001 - 1) / 5)
+
+
+def test_stages_equals_the_batch_size_it_stands_for(tmp_path):
+    data = _regression_file(tmp_path / "d.vw")
+    outputs = []
+    for schedule in (["--stages", "6"], ["--batch_sz", "167", "--batch_sz_no_doubling"]):
+        code, _, err = run_olearn("-d", data, "--stage_poly", *schedule, "-p",
+                                  tmp_path / "p", "--quiet")
+        assert code == 0, err
+        outputs.append((tmp_path / "p").read_text())
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stages", "6"], "--stages needs --stage_poly"),
+    (["--stage_poly_fallback"], "--stage_poly_fallback needs --stage_poly"),
+    (["--stage_poly", "--stages", "6", "--batch_sz", "10"], "not with --batch_sz"),
+    (["--stage_poly", "--stages", "6", "--batch_sz_no_doubling"],
+     "not with --batch_sz_no_doubling"),
+])
+def test_stage_options_refused_in_bad_company(tmp_path, args, message):
+    data = _regression_file(tmp_path / "d.vw", n=10)
+    code, _, err = run_olearn("-d", data, *args)
+    assert code != 0 and message in err
+
+
+def test_stages_refuses_stdin():
+    code, _, err = run_olearn("--stage_poly", "--stages", "6", input="1 |a x\n")
+    assert code != 0 and "not stdin" in err
+
+
+def test_fallback_expands_breadth_first_at_alpha_0(tmp_path):
+    # one parent per stage, all chosen by the fallback: the 3 input features, then a product
+    data = _regression_file(tmp_path / "d.vw")
+    model = tmp_path / "m.olearn"
+    code, _, err = run_olearn("-d", data, "--stage_poly", "--stage_poly_fallback", "--stages", 5,
+                              "--sched_exponent", 0, "-f", model)
+    assert code == 0, err
+    depths, options = _parent_depths(model)
+    assert depths == [0, 0, 0, 1]
+    assert options["stage_poly_fallback"]

@@ -13,10 +13,13 @@ current example). Counters live in a small float64 array (``C_*`` below).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
 from olearn.checks import counts, increasing_below, require
+from olearn.errors import OptionError
 from olearn.features.interactions import FNV
 from olearn.fields import Field, Layout
 from olearn.options import MAX_COUNT, choice, flag, number
@@ -41,18 +44,55 @@ COUNTERS_SIZE = len(COUNTERS)
 COUNTERS.check_constants(globals(), "C_")
 
 HEURISTICS = {"weight": 0, "ssm": 1}
+BATCH_SZ = 1000  # VW's default --batch_sz
 
 OPTIONS = (
     flag("--stage_poly", model=True,
          help="APPLE: grow polynomial features (monomials) in stages, from the best weights."),
     number("--sched_exponent", "--alpha", kind=float, default=1.0, low=0.0, model=True,
            help="Each stage adds floor(s^alpha) parents (s: average input features/example)."),
-    number("--batch_sz", kind=int, default=1000, low=0, high=MAX_COUNT, model=True,
+    number("--batch_sz", kind=int, default=BATCH_SZ, low=0, high=MAX_COUNT, model=True,
            help="Examples between stages (doubling after each); 0: a stage at each pass end."),
     flag("--batch_sz_no_doubling", model=True, help="Keep --batch_sz fixed."),
+    number("--stages", kind=int, default=0, low=0, high=MAX_COUNT, show_default=False,
+           help="The paper's schedule: K epochs of equal length over all passes, a stage at the "
+                "end of each but the last (the paper: 6). Counts the data's lines before "
+                "training and sets --batch_sz to match, without doubling."),
     choice("--poly_heuristic", choices=tuple(HEURISTICS), default="weight", model=True,
            help="Rank parent candidates by |w|·normalizer (VW's), or by the paper's SSM score."),
+    flag("--stage_poly_fallback", model=True,
+         help="The paper's consistency fallback: one of each stage's parents is the "
+              "smallest-degree monomial that is not yet a parent."),
 )
+
+
+def check(config) -> None:
+    """--stages and the fallback need --stage_poly; --stages sets --batch_sz from the lines of
+    data files it reads before training (a continued model keeps its own schedule)."""
+    for name in ("stages", "stage_poly_fallback"):
+        if getattr(config, name) and not config.stage_poly:
+            raise OptionError(f"--{name} needs --stage_poly")
+    if not config.stages:
+        return
+    refused = (("batch_sz", config.batch_sz != BATCH_SZ), ("batch_sz_no_doubling",
+               config.batch_sz_no_doubling), ("initial_regressor", config.initial_regressor),
+               ("daemon", config.daemon), ("dask", config.dask))
+    for name, given in refused:
+        if given:
+            raise OptionError(f"--stages sets the schedule from the data's lines: not with "
+                              f"--{name}")
+    if not config.data or "-" in config.data:
+        raise OptionError("--stages counts the data's lines before training: it needs data "
+                          "files (-d), not stdin")
+
+
+def with_stages(config, lines: int):
+    """``config`` with --stages K made VW's options: a stage every ⌈span / K⌉ on VW's example
+    counter, without doubling, where the counter spans P·(lines + 1) − 1 values over P passes
+    (VW counts each pass's end as one more line); so K − 1 stages, none after the last epoch."""
+    span = config.passes * (lines + 1) - 1
+    return dataclasses.replace(config, stages=0, batch_sz=max(1, -(-span // config.stages)),
+                               batch_sz_no_doubling=True)
 
 
 @njit(cache=True, nogil=True)
@@ -162,27 +202,36 @@ def _sift_down(score, slot, size, i):
         i = smallest
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _score(W, ssm, j, heuristic, normalized):
+    """Monomial ``j``'s rank as a parent candidate: the stage's Σr²m² / Σm² (ssm), or |w|·N
+    (|w| without a normalizer), as VW."""
+    if heuristic == 1:
+        return ssm[j, 0] / ssm[j, 1] if ssm[j, 1] > 0 else 0.0
+    return (abs(np.float32(W[j, W_W]) * W[j, W_N]) if normalized
+            else abs(np.float64(W[j, W_W])))
+
+
 @njit(cache=True, nogil=True)
-def add_parents(W, flags, ssm, constant, count, heuristic, normalized):
+def add_parents(W, flags, ssm, min_depth, constant, count, heuristic, normalized, fallback):
     """Make the ``count`` best non-parent monomials parents; returns how many were added.
 
-    The weight heuristic ranks by |w|·N (|w| without a normalizer), as VW; ssm ranks by the
-    stage's Σr²m² / Σm² (accumulated in ``ssm``, then reset). A min-heap keeps the best.
+    Candidates score above 1e-9 (:func:`_score`); a min-heap keeps the best. With ``fallback``
+    (the paper's consistency fallback) one of the ``count`` is instead the non-parent monomial
+    of the smallest degree seen in training, the best scored among those (the lowest index
+    on ties), whatever its score: every monomial is eventually expanded.
     """
-    score = np.empty(count, dtype=np.float64)
-    slot = np.empty(count, dtype=np.int64)
+    by_score = count - 1 if fallback and count > 0 else count
+    score = np.empty(max(by_score, 1), dtype=np.float64)
+    slot = np.empty(max(by_score, 1), dtype=np.int64)
     size = 0
-    for j in range(W.shape[0]):
+    for j in range(W.shape[0] if by_score > 0 else 0):
         if flags[j] & PARENT or j == constant:
             continue
-        if heuristic == 1:
-            s = ssm[j, 0] / ssm[j, 1] if ssm[j, 1] > 0 else 0.0
-        else:
-            s = (abs(np.float32(W[j, W_W]) * W[j, W_N]) if normalized
-                 else abs(np.float64(W[j, W_W])))
+        s = _score(W, ssm, j, heuristic, normalized)
         if s <= 1e-9:
             continue
-        if size < count:
+        if size < by_score:
             score[size] = s
             slot[size] = j
             size += 1
@@ -198,9 +247,30 @@ def add_parents(W, flags, ssm, constant, count, heuristic, normalized):
             _sift_down(score, slot, size, 0)
     for i in range(size):
         flags[slot[i]] |= PARENT
+    if fallback and count > 0:
+        size += _add_shallowest(W, flags, ssm, min_depth, constant, heuristic, normalized)
     if heuristic == 1:
         ssm[:] = 0.0
     return size
+
+
+@njit(cache=True, nogil=True)
+def _add_shallowest(W, flags, ssm, min_depth, constant, heuristic, normalized):
+    """The consistency fallback's parent (:func:`add_parents`); returns 1, or 0 when every
+    monomial seen is a parent."""
+    best = -1
+    best_depth = NEVER
+    best_score = 0.0
+    for j in range(W.shape[0]):
+        if flags[j] & PARENT or j == constant or min_depth[j] >= NEVER:
+            continue
+        s = _score(W, ssm, j, heuristic, normalized)
+        if min_depth[j] < best_depth or (min_depth[j] == best_depth and s > best_score):
+            best, best_depth, best_score = j, min_depth[j], s
+    if best < 0:
+        return 0
+    flags[best] |= PARENT
+    return 1
 
 
 @njit(cache=True, nogil=True)
@@ -214,11 +284,12 @@ def parents_due(counters, exponent, table_size):
 
 
 @njit(cache=True, nogil=True)
-def before_training(W, flags, ssm, counters, constant, n_input, exponent, heuristic, normalized):
+def before_training(W, flags, ssm, min_depth, counters, constant, n_input, exponent, heuristic,
+                    normalized, fallback):
     """A training example is next: run a stage if one is due, then count its input features."""
     if counters[C_PENDING] != 0:
-        add_parents(W, flags, ssm, constant, parents_due(counters, exponent, W.shape[0]),
-                    heuristic, normalized)
+        add_parents(W, flags, ssm, min_depth, constant,
+                    parents_due(counters, exponent, W.shape[0]), heuristic, normalized, fallback)
         counters[C_PENDING] = 0.0
     counters[C_SPARSITY] += n_input
     counters[C_EXAMPLES] += 1

@@ -75,6 +75,7 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
     "holdout_rows",    # table rows report the holdout loss (from pass 2 on)
     "stage_poly",      # learn on the synthetic examples of --stage_poly
     "sched_exponent", "doubling", "heuristic",
+    "poly_fallback",   # --stage_poly_fallback: each stage's shallowest parent
     "constant",        # the constant feature's index
     "family",          # the learner family's code (FAMILY_CODES)
     "oaa",             # --oaa's class count K (0: one scalar problem)
@@ -82,7 +83,7 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
 (P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
  P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
  P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
- P_HEURISTIC, P_CONSTANT, P_FAMILY, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
+ P_HEURISTIC, P_POLY_FALLBACK, P_CONSTANT, P_FAMILY, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
 PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
 
@@ -430,14 +431,14 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
 def _settings(params):
     """The example loops' options, read once per batch: loss code and parameter, test-only,
     fixed range, mask, permutations, λ1, λ2, regularized, --stage_poly's (on, constant,
-    exponent, heuristic, doubling) and normalized."""
+    exponent, heuristic, doubling, fallback) and normalized."""
     lam1 = params[P_L1]
     lam2 = params[P_L2]
     return (int(params[P_LOSS]), params[P_LOSS_PARAM], params[P_TEST_ONLY] != 0,
             params[P_FIXED_RANGE] != 0, np.int64(params[P_MASK]), params[P_PERMUTATIONS] != 0,
             lam1, lam2, lam1 > 0 or lam2 > 0, params[P_STAGE_POLY] != 0,
             np.int64(params[P_CONSTANT]), params[P_SCHED_EXPONENT], int(params[P_HEURISTIC]),
-            params[P_DOUBLING] != 0, params[P_NORMALIZED] != 0)
+            params[P_DOUBLING] != 0, params[P_POLY_FALLBACK] != 0, params[P_NORMALIZED] != 0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -494,10 +495,18 @@ def _label(e, numbers, params, first_line, lines, test_only):
     held = False
     period = np.int64(params[P_HOLDOUT_PERIOD])
     if period > 0:
-        after = np.int64(params[P_HOLDOUT_AFTER])
-        counter = first_line + lines[e] + 1
-        held = counter > after if after > 0 else counter % period == 0
+        held = held_out(period, np.int64(params[P_HOLDOUT_AFTER]), first_line + lines[e] + 1)
     return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
+
+
+@njit(cache=True, nogil=True)
+def held_out(period, after, counter):
+    """VW's holdout (``period`` > 0): whether the example on line ``counter`` (1-based) of the
+    pass is held out. ``counter`` is a number (the kernels) or an array (--metric auc splits
+    a batch's examples with it: plain numpy, no loop)."""
+    if after > 0:
+        return counter > after
+    return counter % period == 0
 
 
 @njit(cache=True, nogil=True)
@@ -552,7 +561,7 @@ def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, t
     rebinding, an atomic operation per example)."""
     binary = params[P_BINARY] != 0
     (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
-     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
+     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
     stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
@@ -572,8 +581,8 @@ def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, t
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
         if expanded and poly_on:
             if learn:
-                stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
-                                           heuristic, normalized)
+                stage_poly.before_training(W, flags, ssm, min_depth, counters, constant, hi - lo,
+                                           exponent, heuristic, normalized, fallback)
             s_idx, s_val, n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
                                                     min_depth, flags, origin, learn, s_idx, s_val,
                                                     stack, 0)
@@ -665,7 +674,7 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
     k_classes = np.int64(params[P_OAA])
     probabilities = params[P_PROBABILITIES] != 0
     (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
-     poly_on, constant, exponent, heuristic, doubling, normalized) = _settings(params)
+     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
     stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
@@ -682,8 +691,8 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
             some_not_linear, x_idx, x_val, no_src)
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
         if poly_on and learn:
-            stage_poly.before_training(W, flags, ssm, counters, constant, hi - lo, exponent,
-                                       heuristic, normalized)
+            stage_poly.before_training(W, flags, ssm, min_depth, counters, constant, hi - lo,
+                                       exponent, heuristic, normalized, fallback)
         n = 0
         for k in range(k_classes):
             c_lo[k] = n
