@@ -22,7 +22,7 @@ from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.io.svmlight import SVM_NAMESPACE
 from olearn.optim import gd
 from olearn.optim.families import family_of
-from olearn.optim.weights import COLUMNS, W_G, WIDTH, initialize
+from olearn.optim.weights import W_G, WIDTH, initialize, storable
 from olearn.predictions import format_classes, format_predictions
 from olearn.report import warning_lines, warning_text
 
@@ -163,8 +163,7 @@ class OnlineLearner:
         """Write the model file (olearn/model.py) of the state as it is now; a state that is
         not finite (inputs of too large a magnitude) is refused rather than saved."""
         self.sync()
-        saved = COLUMNS.saved
-        if not (np.isfinite(self.weights[:, saved]).all() and np.isfinite(self.state).all()):
+        if not (storable(self.weights) and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
         model.save(path, self.config, self.weights, self.state,

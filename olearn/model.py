@@ -28,7 +28,7 @@ from olearn.oaa import AUTO, OneAgainstAll
 from olearn.io.atomic import AtomicOutput
 from olearn.optim import gd, regularize
 from olearn.optim.families import FAMILIES, family_of
-from olearn.optim.weights import COLUMNS, W_G, W_N
+from olearn.optim.weights import COLUMNS, W_G, storable
 
 MAGIC = b"OLEARN-MODEL\n"
 # Format 5 names the fields of its state arrays and may lack options (a model from an older
@@ -292,9 +292,9 @@ def _check_table(arrays: dict, config: Config) -> None:
     require(len(rows) == len(index), "rows and index of different lengths")
     require(increasing_below(index, 1 << config.bit_precision),
              "index out of range, unsorted or repeated")
-    # what OnlineLearner.save checks are finite (the update's scratch rate is not saved)
-    require(bool(np.isfinite(rows[:, COLUMNS.saved]).all()), "NaN or infinite weights")
-    require(bool(np.all(rows[:, [W_G, W_N]] >= 0)), "negative adaptive sums or normalizers")
+    # what OnlineLearner.save checks (the update's scratch rate is not saved)
+    require(storable(rows), "NaN or infinite weights, or NaN or negative adaptive sums or "
+                            "normalizers")
     state = arrays["state"]
     require(bool(np.isfinite(state).all()), "NaN or infinite state")
     require(state[gd.S_NORM] >= 0 and state[gd.S_TOTAL] >= 0, "negative normalization totals")

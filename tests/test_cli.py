@@ -1,9 +1,12 @@
 """The command line end to end: inputs, outputs and every kind of bad input (one line, no traceback)."""
 import gzip
 
+import numpy as np
 import pytest
 
 from conftest import olearn_cmd, run_cmd
+from olearn import model
+from olearn.optim.weights import W_G
 
 
 def olearn(*args, input=None, cwd=None):
@@ -131,6 +134,17 @@ def test_strict_parse_names_the_problem_without_a_recovery(tmp_path):
                                    "--quiet")[::2])
     assert line.endswith(f"{path}:1: label 'inf' is not a finite number (--strict_parse)")
     assert not (tmp_path / "m").exists()
+
+
+def test_model_whose_adaptive_sum_overflowed_is_saved_and_loads(tmp_path):
+    path, m, preds = tmp_path / "huge.vw", tmp_path / "m", tmp_path / "p"
+    path.write_bytes(b"1 |a x:1e30 y:1\n0 |a x:1e30 y:2\n1 |a y:1\n")
+    code, _, err = olearn("-d", path, "-f", m, "--quiet")
+    assert code == 0, err
+    assert np.isinf(model.load(str(m)).arrays["rows"][:, W_G]).any()  # x's squared gradients
+    code, _, err = olearn("-t", "-i", m, "-d", path, "-p", preds, "--quiet")
+    assert code == 0, err
+    assert np.isfinite(np.loadtxt(preds)).all()
 
 
 def test_model_with_overflowed_weights_is_not_saved(tmp_path):

@@ -249,6 +249,7 @@ def _change(where, to):
     ("default", "index", _change(1, lambda a: a[0]), "index out of range, unsorted or repeated"),
     ("default", "index", _change(-1, lambda a: 1 << BITS), "index out of range"),
     ("default", "rows", _change((0, 0), lambda a: np.nan), "NaN or infinite weights"),
+    ("default", "rows", _change((0, 1), lambda a: np.nan), "NaN or negative adaptive sums"),
     ("l1", "state", _change(gd.S_REG, lambda a: 1.0), "not flushed"),
     ("stage_poly", "poly_depth", _change(0, lambda a: stage_poly.NEVER + 1), "depth out of range"),
     ("stage_poly", "poly_flags", _change(0, lambda a: stage_poly.CYCLE), "unknown monomial flags"),
@@ -257,7 +258,8 @@ def _change(where, to):
     ("calibrated eg", "ew_es", _change((slice(None), L.E_SUM), lambda a: 0.0), "malformed ew_es"),
     ("boa", "ew_es", _change((0, L.E_U), lambda a: 2 * a[0, L.E_U]),
      "does not hold the model's options"),
-], ids=["repeated index", "index beyond the table", "NaN weight", "unflushed regularization",
+], ids=["repeated index", "index beyond the table", "NaN weight", "NaN adaptive sum",
+        "unflushed regularization",
         "monomial depth beyond the walk", "unknown monomial flag",
         "active count other than the hashes", "repeated expert hash", "zero weight sum",
         "options in the experts' state not the model's"])

@@ -21,6 +21,14 @@ W_W, W_G, W_N, W_RATE = COLUMNS.indices("w", "G", "N", "rate")
 WIDTH = len(COLUMNS)
 COLUMNS.check_constants(globals(), "W_")
 
+
+def storable(rows: np.ndarray) -> bool:
+    """Whether weight rows (every column or the saved ones: w, G, N come first) may be saved
+    and loaded: every weight finite, every adaptive sum and normalizer at least 0. A sum may
+    be +inf: a feature's squared gradients can overflow float32 (large feature values), after
+    which its rate is 0 and its weight no longer moves; VW saves such models too."""
+    return bool(np.isfinite(rows[:, W_W]).all() and np.all(rows[:, [W_G, W_N]] >= 0))
+
 OPTIONS = (
     number("--initial_weight", kind=float, default=0.0,
            help="Start every weight at this value (gradient descent)."),
