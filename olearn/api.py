@@ -213,7 +213,7 @@ class Learner:
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
             batch = self._dicts.batch(x, y, weight)
-            self._learner.learn(batch, self._one)
+            self._learner.learn(batch, self._one, fixed_types=True)
             self._remember_names(batch)
         return self
 
@@ -221,7 +221,7 @@ class Learner:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
             batch = self._dicts.batch(x)
-            self._learner.predict(batch, self._one)
+            self._learner.predict(batch, self._one, fixed_types=True)
             self._remember_names(batch)
             return float(self._one[0, 0])
 

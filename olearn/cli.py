@@ -91,8 +91,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def config_of(argv: list[str], **overrides) -> Config:
-    """The Config of a command line; ``overrides`` are options given apart (keywords)."""
-    return _config(vars(parser().parse_intermixed_args(argv)), overrides)
+    """The Config of a command line; ``overrides`` are options given apart (keywords). No
+    arguments (a Learner of keywords only) need no parser, whose building costs a millisecond."""
+    given = vars(parser().parse_intermixed_args(argv)) if argv else {"paths": []}
+    return _config(given, overrides)
 
 
 def _config(given: dict, overrides: dict) -> Config:

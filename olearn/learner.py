@@ -53,6 +53,7 @@ class OnlineLearner:
         # the reduction between them: one scalar problem, or --oaa's K classes
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
+        self._entry = None  # _kernel's compiled code for fixed types: (ids, arrays, function)
         self.state = gd.STATE.defaults()
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -230,17 +231,20 @@ class OnlineLearner:
             self.terms = interactions.encode(interactions.with_wildcards(
                 self.config.terms, np.flatnonzero(self._namespaces).tolist()))
 
-    def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
+    def learn(self, batch: ExampleBatch, preds: np.ndarray, fixed_types: bool = False
+              ) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
 
         ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
-        score (with --oaa, then each class's score or probability).
+        score (with --oaa, then each class's score or probability). ``fixed_types``: see
+        :meth:`_kernel`.
         """
         self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
         rows = np.empty((n_rows, gd.ROW_COLS))
         self._exported = False
-        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
+        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats,
+                                  fixed_types)]
         self._learned(batch, preds, rows)
         return rows
 
@@ -250,15 +254,17 @@ class OnlineLearner:
         if self.auc is not None:
             self.auc.add(batch, preds)
 
-    def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
-        """Predict every example of ``batch`` without learning or touching the statistics."""
+    def predict(self, batch: ExampleBatch, preds: np.ndarray, fixed_types: bool = False
+                ) -> None:
+        """Predict every example of ``batch`` without learning or touching the statistics
+        (``fixed_types``: see :meth:`_kernel`)."""
         self._see_namespaces(batch)
         if self.config.experts and not self._exported:  # test-only prediction reads weights
             self.sync()
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
-                     self.new_stats())
+                     self.new_stats(), fixed_types)
 
     def prediction_columns(self) -> int:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
@@ -285,12 +291,37 @@ class OnlineLearner:
         return lines
 
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
-                params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
-        return gd.learn_batch(self.weights, self.lazy, self.poly, self.ew,
-                              self.reduction.classes, state, stats, params, self.terms,
-                              self.linear, batch.numbers, batch.offsets,
-                              self.reduction.widen(batch.index), batch.value, batch.namespace,
-                              batch.lines, batch.pass_line, preds, rows)
+                params: np.ndarray, state: np.ndarray, stats: np.ndarray,
+                fixed_types: bool = False) -> int:
+        """gd.learn_batch on this learner's arrays. With ``fixed_types`` the caller vouches
+        that every argument's type (dtype, dimensions, layout) is the one it had on the
+        previous such call unless it is one of the learner's own arrays: a batch of
+        matrices.DictExamples, ``preds`` and ``rows`` made the same way each call, and the
+        state, statistics and parameters the learner's or copies of them (C arrays, as theirs).
+        The call then goes straight to the compiled code numba's dispatcher chose last time, for
+        as long as the learner's own arrays are the same objects: the dispatcher types each of
+        the 19 arguments (and the tuples' 16 arrays) on every call, about a microsecond, a third
+        of a call on one example. Only the types are taken on trust: the kernel checks the
+        shapes and indices itself."""
+        args = (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, state,
+                stats, params, self.terms, self.linear, batch.numbers, batch.offsets,
+                self.reduction.widen(batch.index), batch.value, batch.namespace, batch.lines,
+                batch.pass_line, preds, rows)
+        if not fixed_types:
+            return gd.learn_batch(*args)
+        own = (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, self.state,
+               self.stats, self.params, self.terms, self.linear)
+        key = tuple(map(id, own))
+        if self._entry is not None and self._entry[0] == key:
+            return self._entry[2](*args)
+        count = gd.learn_batch(*args)
+        overloads = getattr(gd.learn_batch, "overloads", None)  # none: the AOT module's
+        if overloads is not None:
+            from numba import typeof  # the Python API's numba (the command line may have none)
+            compiled = overloads.get(tuple(typeof(a) for a in args))
+            # ``own`` is kept with its ids: while cached, no other object can take one of them
+            self._entry = (key, own, compiled.entry_point) if compiled is not None else None
+        return count
 
     @property
     def average_loss(self) -> float:

@@ -17,6 +17,7 @@ column j is ``f^j``, a DataFrame's column ``ns^column`` (``ns^column^value`` for
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Iterator
 
 import numpy as np
@@ -29,6 +30,7 @@ from olearn.io.layout import AUDIT_COLS
 from olearn.io.svmlight import SVM_NAMESPACE
 
 ROWS_PER_BATCH = 8192
+FAST_FEATURES = 64  # the most features of a dict on DictExamples' fast path
 SOURCE = "<matrix>"
 F32_MAX = float(np.finfo(np.float32).max)
 F_NAMESPACE = SVM_NAMESPACE[0]
@@ -323,9 +325,11 @@ class DictExamples:
     key's (and string value's) index is hashed once and remembered. With ``names``, each batch
     carries its features' names (``audit`` spans of ``text``), as matrices' do.
 
-    A dict of numbers under names seen before takes a fast path (one comprehension, no
-    grouping: they are all in namespace ``f``); anything else the general one. Both give the
-    same batch."""
+    A dict of at most FAST_FEATURES nonzero numbers under names seen before takes a fast path
+    (its values and indices into C arrays, copied into arrays kept for it: no numpy array made
+    per call, no grouping as they are all in namespace ``f``); anything else the general one.
+    Both give the same batch; its label row and the fast path's features are arrays kept here,
+    which the next call overwrites (the learner is done with a batch before its next call)."""
 
     def __init__(self, config, names: bool = False):
         self.config = config
@@ -335,12 +339,19 @@ class DictExamples:
         self._plain: dict = {}  # a plain key's index as a numeric feature of namespace f
         self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
         extra = 0 if self._constant is None else 1
-        self._spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8) for k in range(64)]
+        self._spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
+                        for k in range(FAST_FEATURES)]
         for spaces in self._spaces:
             spaces[len(spaces) - extra:] = CONSTANT_NAMESPACE
-        self._tail = () if self._constant is None else (self._constant,)
-        self._tail_values = (1.0,) * extra
-        self._offsets = [np.array([0, k], dtype=np.int64) for k in range(64 + extra)]
+        self._offsets = [np.array([0, k], dtype=np.int64) for k in range(FAST_FEATURES + extra)]
+        # the fast path's features, written through memoryviews (a C copy), and their first
+        # n as the batch's arrays, for every n
+        index = np.empty(FAST_FEATURES + extra, dtype=np.uint32)
+        value = np.empty(FAST_FEATURES + extra, dtype=np.float32)
+        self._index_view, self._value_view = memoryview(index), memoryview(value)
+        self._features = [(index[:n], value[:n]) for n in range(FAST_FEATURES + extra)]
+        self._numbers = np.zeros((1, 3), dtype=np.float32)  # label, importance, initial
+        self._numbers_view = memoryview(self._numbers.reshape(-1))
         self._tags = np.full((1, 2), -1, dtype=np.int64)
         self._lines = np.zeros(1, dtype=np.int64)
         self._warnings = np.empty((0, 4), dtype=np.int64)
@@ -383,21 +394,27 @@ class DictExamples:
                     end += len(word)
         return np.frombuffer(b"".join(words), dtype=np.uint8), audit
 
-    def _numbers_only(self, x: dict) -> tuple[tuple, tuple] | None:
-        """The indices and values of ``x`` if it takes the fast path: plain keys seen before
-        with numbers (``__float__``: a string has none) within float32's range; else None."""
-        plain = self._plain
+    def _numbers_only(self, x: dict) -> tuple[np.ndarray, np.ndarray] | None:
+        """The index and value arrays of ``x``, its constant last, if it takes the fast path:
+        plain keys seen before with nonzero numbers (``__float__``: a string has none) within
+        float32's range; else None (a zero, NaN or None goes the general way, which drops it).
+        The values go straight into a C float array: no Python float per value."""
         try:
-            pairs = [(plain[k], v.__float__()) for k, v in x.items()
-                     if v is not None and v == v and v != 0]
-        except (KeyError, AttributeError, TypeError):
+            value = array("f", x.values())  # a value beyond float32 becomes inf
+            index = array("I", map(self._plain.__getitem__, x))
+        except (KeyError, TypeError):
             return None
-        if not pairs:
-            return self._tail, self._tail_values
-        index, value = zip(*pairs)
-        if len(index) >= len(self._spaces) or max(value) > F32_MAX or min(value) < -F32_MAX:
+        k = len(value)
+        total = sum(value)  # in float64: finite exactly when every float32 value is
+        if k >= FAST_FEATURES or total - total != 0 or 0.0 in value:
             return None
-        return index + self._tail, value + self._tail_values
+        self._index_view[:k] = index
+        self._value_view[:k] = value
+        if self._constant is not None:
+            self._index_view[k] = self._constant
+            self._value_view[k] = 1.0
+            k += 1
+        return self._features[k]
 
     def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
         """``x``'s features (index, value, space, key, string value), grouped by namespace, the
@@ -432,16 +449,17 @@ class DictExamples:
         fast = None if self.names else self._numbers_only(x)
         if fast is not None:
             index, value = fast
-            spaces = self._spaces[len(index) - len(self._tail)]
+            spaces = self._spaces[len(index) - (self._constant is not None)]
             text, audit = NO_TEXT, NO_NAMES
         else:
             features, text, audit = self._general(x)
-            index, value = [f[0] for f in features], [f[1] for f in features]
+            index = np.array([f[0] for f in features], dtype=np.uint32)
+            value = np.array([f[1] for f in features], dtype=np.float32)
             spaces = np.array([f[2] for f in features], dtype=np.uint8)
         k = len(index)
-        return ExampleBatch(text, SOURCE, 0, np.array([[label, weight, 0.0]], dtype=np.float32),
-                            self._tags, self._lines,
+        self._numbers_view[0] = label
+        self._numbers_view[1] = weight
+        return ExampleBatch(text, SOURCE, 0, self._numbers, self._tags, self._lines,
                             self._offsets[k] if k < len(self._offsets)
                             else np.array([0, k], dtype=np.int64),
-                            np.array(index, dtype=np.uint32), np.array(value, dtype=np.float32),
-                            spaces, audit, self._warnings, 0, 0, 0, 1)
+                            index, value, spaces, audit, self._warnings, 0, 0, 0, 1)

@@ -25,8 +25,9 @@ The exponential-weights learners (--skip-experts): BOA's, SAEW's and EG's learni
 in-process on parsed batches of dense examples (the SAEW paper's d = 500, every feature active
 from the first example), as corner updates per second (2d per example; target ≥ 50 million).
 
-The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matrix in-process,
-against scikit-learn's ``SGDClassifier``/``SGDRegressor`` for one epoch, and olearn's and
+The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matrix in-process
+(the default learner, and plain ``--sgd`` as scikit-learn's rule), against scikit-learn's
+``SGDClassifier``/``SGDRegressor`` for one epoch, and olearn's and
 River's ``learn_one`` loops over the same rows as dicts (each tool skipped when not installed), on
 a9a (classification) and cpusmall (regression) from ``../shared/data``.
 
@@ -626,6 +627,9 @@ def _python_tools(kind: str) -> dict:
         for x, target in zip(rows, y):
             model.learn_one(x, target)
     tools = {"olearn fit(X, y)": lambda X, y, rows: olearn.Learner(loss_function=loss).fit(X, y),
+             # plain SGD: the update rule of scikit-learn's SGD, a like-for-like row
+             "olearn fit(X, y) --sgd": lambda X, y, rows: olearn.Learner(
+                 loss_function=loss, sgd=True).fit(X, y),
              "olearn learn_one": learn_one}
     try:
         from sklearn.exceptions import ConvergenceWarning
@@ -702,7 +706,12 @@ def python_section(r: Results) -> list[str]:
         rows.append([task, name, f"{median:.3f}", f"{t.examples[task] / median:,.0f}",
                      f"{ours / median:.2f}"])
     per_call = []
+    like = []
     for task in t.examples:
+        plain, sgd = (t.seconds.get((task, name)) for name in (
+            "olearn fit(X, y) --sgd", "scikit-learn SGD, 1 epoch"))
+        if plain and sgd:
+            like.append(f"{task}: {statistics.median(plain) / statistics.median(sgd):.2f}")
         ours, theirs = t.seconds.get((task, "olearn learn_one")), t.seconds.get(
             (task, "River learn_one"))
         if ours and theirs:
@@ -717,6 +726,8 @@ def python_section(r: Results) -> list[str]:
             "`LogisticRegression`/`LinearRegression`. Ratio: olearn `fit`'s median time / the "
             "tool's (below 1: `fit` is faster).\n",
             table(["task", "tool", "median s", "examples / s", "olearn fit / tool"], rows) + "\n",
+            *(["Plain SGD against plain SGD (olearn `fit` with `--sgd` / scikit-learn's "
+               "SGD, time ratio): " + "; ".join(like) + ".\n"] if like else []),
             *(["`learn_one` against `learn_one`: " + "; ".join(per_call) + ".\n"]
               if per_call else [])]
 

@@ -66,6 +66,44 @@ def test_lambert_w_exp_solves_its_equation(z):
     assert w > 0 and w + np.log(w) == pytest.approx(z, abs=1e-9 * max(1, abs(z)))
 
 
+def _slow_lambert_w_exp(z: np.ndarray) -> np.ndarray:
+    """W(e^z) by the plainest means: for z <= 0 the fixed point w = e^(z - w) (a contraction,
+    w < 0.6, and exact to rounding even where w is tiny); above, bisection of w + ln w = z
+    between 0.5 and max(z, 1) down to the last bit."""
+    negative = z <= 0
+    w = np.exp(np.minimum(z, 0.0))
+    for _ in range(200):
+        w = np.where(negative, np.exp(np.minimum(z - w, 0.0)), w)
+    lo, hi = np.full_like(z, 0.5), np.maximum(z, 1.0)
+    for _ in range(1100):
+        mid = 0.5 * (lo + hi)
+        below = mid + np.log(mid) < z
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(negative, w, 0.5 * (lo + hi))
+
+
+def test_lambert_w_exp_matches_a_slow_reference_over_its_whole_range():
+    # every region of the initial approximation, their edges, and the extremes: e^z near
+    # float64's smallest normal, and w beyond 1e154 (where the step's products overflow)
+    edges = [-2.0, np.nextafter(-2.0, 0.0), 1.0, np.nextafter(1.0, 2.0), 0.0]
+    z = np.concatenate([-np.logspace(-12, np.log10(700.0), 400), np.linspace(-3.0, 3.0, 601),
+                        np.logspace(-12, 300, 600), edges])
+    want = _slow_lambert_w_exp(z)
+    got = np.array([losses.lambert_w_exp(v) for v in z])
+    assert np.all(np.abs(got - want) <= 1e-14 * want)
+
+
+@pytest.mark.parametrize("y", [-1.0, -0.4, 0.0, 0.6, 1.0])
+def test_logistic_with_a_label_in_between_mixes_the_two_classes(y):
+    share = (y + 1.0) / 2.0
+    for p in (-3.0, -0.2, 0.0, 1.5):
+        for f, args in ((losses.loss_value, ()), (losses.derivative, ()),
+                        (losses.invariant_update, (0.8, 0.6))):
+            mixed = share * f(losses.LOGISTIC, 0.0, p, 1.0, *args) + (1.0 - share) * f(
+                losses.LOGISTIC, 0.0, p, -1.0, *args)
+            assert f(losses.LOGISTIC, 0.0, p, y, *args) == pytest.approx(mixed, rel=1e-15)
+
+
 @pytest.mark.parametrize("code, param",
                          [c for c in CASES if losses.LOSSES[c[0]].two_label_constant],
                          ids=[i for c, i in zip(CASES, IDS)

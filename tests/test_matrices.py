@@ -134,6 +134,32 @@ def test_learn_one_learns_what_the_lines_learn():
     assert one.predict_one(examples[0][0]) == from_lines.predict(lines[:1])[0]
 
 
+def test_learn_one_on_numbers_learns_what_the_matrix_learns():
+    # a dict of numbers under keys seen before takes the fast path (kept buffers, compiled
+    # code called without numba's dispatcher); its zeros send it the general way
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(300, 6)), 2) * (rng.random((300, 6)) < 0.7)
+    y = np.where(X.sum(axis=1) > 0, 1.0, -1.0)
+    one = Learner(loss_function="logistic")
+    for row, label in zip(X, y):
+        one.learn_one({j: float(v) for j, v in enumerate(row) if v != 0}, label)
+    matrix = Learner(loss_function="logistic").fit(X, y)
+    assert one.average_loss == matrix.average_loss
+    assert [one.predict_one(dict(enumerate(row.tolist()))) for row in X[:20]] == list(
+        matrix.predict(X[:20]))
+
+
+def test_learn_one_follows_the_interactions_a_new_namespace_adds():
+    # with -q ::, a new namespace makes new interaction terms (a new array): the learner's
+    # arrays change between calls, and the compiled code is looked up again
+    rows = [(ns, "abcd"[(k + 1) % 4], 1 + k % 3, k % 2) for k, ns in enumerate("abcd" * 20)]
+    one = Learner("-q ::")
+    for ns, other, x, y in rows:
+        one.learn_one({(ns, "x"): x, (other, "y"): 2}, y)
+    lines = [f"{y} |{ns} x:{x} |{other} y:2" for ns, other, x, y in rows]
+    assert one.average_loss == Learner("-q ::").fit(lines).average_loss
+
+
 def test_learn_one_refuses_non_finite_numbers():
     with pytest.raises(OlearnError, match="not a finite number"):
         Learner().learn_one({"a": float("inf")}, 1.0)

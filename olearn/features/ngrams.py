@@ -78,10 +78,12 @@ class Grams:
     @classmethod
     def of(cls, config) -> "Grams | None":
         """The grams a configuration asks for, or None."""
-        ngram = _per_namespace("--ngram", config.ngram)
-        skips = _per_namespace("--skips", config.skips)
         if config.skips and not config.ngram:
             raise OptionError("--skips needs --ngram (grams of 2 or more features)")
+        if not config.ngram:
+            return None
+        ngram = _per_namespace("--ngram", config.ngram)
+        skips = _per_namespace("--skips", config.skips)
         for n_max, k in {(int(n), int(k)) for n, k in zip(ngram, skips)}:
             if sum(math.comb(n - 1 + k, k) for n in range(2, n_max + 1)) > MAX_PATTERNS:
                 raise OptionError(f"--ngram {n_max} with --skips {k}: more than "

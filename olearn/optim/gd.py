@@ -443,13 +443,12 @@ def _settings(params):
 
 @njit(cache=True, nogil=True, inline="always")
 def _scratch(terms):
-    """The example loops' scratch, allocated once per batch: --stage_poly's walk stack and
-    synthetic example, the interactions' namespace ranges, expanded example and (unused)
-    sources, and :func:`_update`'s."""
+    """The expanding example loops' scratch, allocated once per batch: --stage_poly's walk
+    stack and synthetic example, the interactions' namespace ranges, expanded example and
+    (unused) sources."""
     return (stage_poly.new_stack(), np.empty(16, dtype=np.uint32), np.empty(16, dtype=np.float32),
             np.zeros((256, 2), dtype=np.int64), np.empty(0, dtype=np.uint32),
-            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64),
-            np.empty((3, UPDATE_BLOCK)))
+            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -564,9 +563,12 @@ def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, t
      poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
+    work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
+    some_not_linear = False
+    if expanded:  # the rest only then: a call on one example pays for no unused allocation
+        stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+        some_not_linear = _some_not_linear(linear)
     nrows = 0
-    some_not_linear = _some_not_linear(linear)
     f_idx = index
     f_val = value
     for e in range(numbers.shape[0]):
@@ -677,7 +679,8 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
      poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    stack, s_idx, s_val, ranges, x_idx, x_val, no_src, work = _scratch(terms)
+    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
+    work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
     c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
     c_val = np.empty(16, dtype=np.float32)
     c_lo = np.zeros(k_classes + 1, dtype=np.int64)
