@@ -122,8 +122,9 @@ def import_snapshot(root: Path):
 
 # --- data --------------------------------------------------------------------------------------
 
-def make_data(d: int, T: int, run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng((SEED, d, T, run))
+def make_data(d: int, T: int, run: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``run`` of seed set ``seed`` (0: the runs that chose the defaults)."""
+    rng = np.random.default_rng((SEED, d, T, run, seed) if seed else (SEED, d, T, run))
     theta = np.zeros(d)
     support = rng.choice(d, D0, replace=False)
     v = rng.standard_normal(D0)

@@ -135,16 +135,49 @@ def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves, learne
 def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     import olearn
     _, second, whole = halves
-    options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2}
+    options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2,
+               "saew_regrow": 0.0}
     learner = olearn.Learner(**options)
     learner.fit(str(whole))
     learner.save(tmp_path / "m.olearn")
-    assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 2
+    assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 3  # d0 and the constant
     code, _, _ = run_olearn("--quiet", "-t", "-i", tmp_path / "m.olearn", "-d", second,
                             "-p", tmp_path / "t.p")
     assert code == 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "t.p"), learner.predict(str(second)),
                                rtol=1e-5, atol=1e-6)
+
+
+def _truncated(values, d0, keep=-1, budget=np.inf):
+    from olearn.optim.saew import _truncate
+    values = np.array(values)
+    out = np.full(len(values) + 2, 7.0)  # past n: left alone
+    _truncate(values, out, len(values), d0, keep, budget)
+    assert (out[len(values):] == 7.0).all()
+    return out[:len(values)].tolist()
+
+
+def test_truncation_keeps_the_d0_largest():
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 2) == [0.5, 0, 0.3, 0, 0]
+
+
+def test_truncation_keeps_the_constant_beyond_d0():
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, keep=3) == [0.5, 0, 0, 0.01, 0]
+
+
+def test_truncation_keeps_more_than_d0_while_it_would_drop_over_the_budget():
+    # dropping 0.01, 0.02 and 0.2 would remove 0.23 > 0.1: only the first two go
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, budget=0.1) == [0.5, 0, 0.3, 0, -0.2]
+
+
+def test_the_sparse_model_keeps_the_constant():
+    """y = 0.8 x + 0.05: with d0 = 1 the intercept is the smallest coordinate, kept anyway."""
+    from olearn.sklearn import OlearnRegressor
+    x = np.random.default_rng(3).normal(size=(400, 1))
+    model = OlearnRegressor("--saew --saew_d0 1 --saew_regrow 0 "
+                            "--saew_output sparse").fit(x, 0.8 * x[:, 0] + 0.05)
+    assert model.coef_[0] == pytest.approx(0.8, abs=0.02)
+    assert model.intercept_ == pytest.approx(0.05, abs=0.02)
 
 
 @pytest.mark.parametrize("args, message", [

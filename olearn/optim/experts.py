@@ -11,6 +11,7 @@ import numpy as np
 from olearn.checks import REL_TOL, counts, require
 from olearn.config import Config
 from olearn.errors import OlearnError, OptionError
+from olearn.hashing import CONSTANT_HASH
 from olearn.optim import boa, gd, regularize, saew
 from olearn.optim import layout as L
 
@@ -94,6 +95,8 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CENTER_LAST] = config.saew_center == "last"
     settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
     settings[L.S_CALIBRATE] = config.saew_calibrate
+    settings[L.S_REGROW] = config.saew_regrow
+    settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
             np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
             np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
@@ -126,7 +129,7 @@ class ExponentialWeights:
         if config.saew_calibrate:
             return f"saew calibrated ({config.subroutine})"
         return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
-                f"C {config.saew_C:g}, center {config.saew_center})")
+                f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Export θ (the iterate, the session average or its truncation) into the weights."""

@@ -55,6 +55,10 @@ OPTIONS = (
            help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d)."),
     number("--saew_b", kind=float, default=0.0, low=0.0, model=True,
            help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d."),
+    number("--saew_regrow", kind=float, default=0.75, low=0.0, model=True,
+           help="SAEW: a center keeps more than its d0 largest coordinates while it would "
+                "drop over this fraction of the next radius in l1 mass, so that a coordinate "
+                "truncated by mistake can come back; 0: exactly d0 (the paper)."),
     choice("--saew_center", choices=("average", "last"), default="last", model=True,
            help="SAEW: recenter on the truncated session average (the paper) or last iterate."),
     choice("--saew_output", choices=tuple(L.OUTPUTS), default="iterate", model=True,
@@ -85,7 +89,7 @@ def fits(ew, size):
     instances = es.shape[0]
     columns = corners.shape[2]
     boa_sub = settings[L.S_SUB] == 0
-    return (slot.shape[0] == size and cap == size and x_buf.shape[0] >= cap
+    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size and x_buf.shape[0] >= cap
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
             and es.shape[1] >= L.E_SIZE and corners.shape[0] == instances
@@ -138,7 +142,7 @@ def _restart(corners, coord, es, eg_sub, n):
     """Session 0: center 0, radius U."""
     es[L.E_SESSION] = 0.0
     es[L.E_EPS] = es[L.E_U]
-    es[L.E_N] = es[L.E_Q] = es[L.E_B_MAX] = 0.0
+    es[L.E_N] = es[L.E_Q] = es[L.E_B_MAX] = es[L.E_GROWN] = 0.0
     for s in range(n):
         coord[L.K_CENTER, s] = 0.0
         coord[L.K_AVG, s] = 0.0
@@ -206,18 +210,53 @@ def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
 
 
 @njit(cache=True, nogil=True)
-def _truncate(values, out, n, d0):
-    """out[:n] = values[:n] with all but its d0 largest |entries| set to 0."""
-    keep = n if d0 >= n else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
+def _truncate(values, out, n, d0, keep, budget):
+    """out[:n] = values[:n] sparsified: coordinate ``keep`` (the constant; -1: none) stays, and
+    of the others the d0 largest |entries|, then also the next largest while the smaller ones
+    would add up to more than ``budget`` in l1 mass (np.inf: exactly d0). Returns how many of
+    the others it kept."""
+    others = n - 1 if 0 <= keep < n else n
+    top = others if d0 >= others else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
+    removable = others - top
     order = np.argsort(np.abs(values[:n]))
-    out[:n] = 0.0
-    for i in range(n - keep, n):
-        out[order[i]] = values[order[i]]
+    out[:n] = values[:n]
+    dropped = 0.0
+    for i in range(n):
+        if removable == 0:
+            break
+        s = order[i]
+        if s == keep:
+            continue
+        dropped += abs(values[s])
+        if dropped > budget:
+            break
+        out[s] = 0.0
+        removable -= 1
+    return top + removable
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sparsity(es):
+    """d0, grown to the most coordinates a center had to keep."""
+    return max(es[L.E_D0], es[L.E_GROWN])
 
 
 @njit(cache=True, nogil=True)
-def _estimate(corners, coord, es, eg_sub, n, kind, out):
-    """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2)."""
+def _budget(es, settings):
+    """The l1 mass a new center may drop: --saew_regrow times the next session's radius. The
+    ball B1(center, r) then holds B1(estimate, r (1 - regrow)): the estimate's neighbourhood,
+    coordinates truncated by mistake included, stays reachable as the radii shrink."""
+    regrow = settings[L.S_REGROW]
+    if regrow <= 0:
+        return np.inf
+    return regrow * es[L.E_U] * 2.0 ** (-(es[L.E_SESSION] + 1.0) / 2.0)
+
+
+@njit(cache=True, nogil=True)
+def _estimate(corners, coord, es, settings, n, kind, keep, out):
+    """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2, as
+    the next center would be; ``keep``: the constant's coordinate)."""
+    eg_sub = settings[L.S_SUB] != 0
     if eg_sub and kind != 0:  # the iterate does not read the lazy session sums
         eg.settle_all(coord, es, n)
     steps = es[L.E_N]
@@ -230,14 +269,17 @@ def _estimate(corners, coord, es, eg_sub, n, kind, out):
     if kind == 2:
         scratch = coord[L.K_SCRATCH]
         scratch[:n] = out[:n]
-        _truncate(scratch, out, n, es[L.E_D0])
+        _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings))
 
 
 @njit(cache=True, nogil=True)
-def _next_session(corners, coord, es, eg_sub, n, center_last):
+def _next_session(corners, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
-    _estimate(corners, coord, es, eg_sub, n, 0 if center_last else 1, source)
-    _truncate(source, coord[L.K_CENTER], n, es[L.E_D0])
+    _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
+              keep, source)
+    kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings))
+    es[L.E_GROWN] = max(es[L.E_GROWN], kept)
+    eg_sub = settings[L.S_SUB] != 0
     es[L.E_SESSION] += 1.0
     es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)
     es[L.E_N] = es[L.E_Q] = 0.0
@@ -253,13 +295,13 @@ def _session_over(es, settings, n):
     a = settings[L.S_A] if settings[L.S_A] > 0 else np.sqrt(log_2d)
     b = settings[L.S_B] if settings[L.S_B] > 0 else log_2d
     bound = es[L.E_B] if es[L.E_B] > 0 else es[L.E_B_SCALE] * es[L.E_B_MAX]
-    need = (settings[L.S_C] * es[L.E_D0] * 2.0 ** (es[L.E_SESSION] / 2.0)
+    need = (settings[L.S_C] * _sparsity(es) * 2.0 ** (es[L.E_SESSION] / 2.0)
             * (a * np.sqrt(es[L.E_Q]) + b * bound) / (es[L.E_ALPHA] * es[L.E_U]))
     return es[L.E_N] >= need
 
 
 @njit(cache=True, nogil=True)
-def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n):
+def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n, keep):
     g_inf = 0.0
     for i in range(nt):
         g_inf = max(g_inf, abs(d1 * x_buf[touched[i]]))
@@ -274,7 +316,7 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
     else:
         _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n)
     if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
-        _next_session(corners, coord, es, eg_sub, n, settings[L.S_CENTER_LAST] != 0)
+        _next_session(corners, coord, es, settings, n, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -345,12 +387,20 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     return raw / shared[L.SH_META_SUM]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _constant_coordinate(slot, settings):
+    """The constant feature's active coordinate, -1 if there is none (yet)."""
+    h = int(settings[L.S_CONSTANT])
+    return slot[h] if h >= 0 else -1
+
+
 @njit(cache=True, nogil=True)
 def learn(ew, loss_code, loss_param, p, y, imp, initial):
     """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
     value included), its label ``y``, importance ``imp``."""
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
+    keep = _constant_coordinate(slot, settings)
     nt = int(shared[L.SH_TOUCHED])
     shared[L.SH_T] += 1.0
     instances = es.shape[0]
@@ -360,11 +410,11 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
             f = meta[boa.ROWS, k] + initial
             meta[boa.ROWS, k] = d1 * (p - f)
             _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
-                            imp * derivative(loss_code, loss_param, f, y), n)
+                            imp * derivative(loss_code, loss_param, f, y), n, keep)
         shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
     else:
         _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
-                        imp * derivative(loss_code, loss_param, p, y), n)
+                        imp * derivative(loss_code, loss_param, p, y), n, keep)
     for i in range(nt):
         x_buf[touched[i]] = 0.0
 
@@ -378,14 +428,14 @@ def export(ew, weights):
         raise ValueError("saew.export: state arrays of the wrong shape")
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
-    eg_sub = settings[L.S_SUB] != 0
+    keep = _constant_coordinate(slot, settings)
     kind = int(settings[L.S_OUTPUT])
     instances = es.shape[0]
     theta = np.zeros(n)
     part = np.empty(n)
     for k in range(instances):
         share = meta[boa.W, k] / shared[L.SH_META_SUM] if settings[L.S_CALIBRATE] != 0 else 1.0
-        _estimate(corners[k], coord[k], es[k], eg_sub, n, kind, part)
+        _estimate(corners[k], coord[k], es[k], settings, n, kind, keep, part)
         theta += share * part
     for s in range(n):
         h = hashes[s]
