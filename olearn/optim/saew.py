@@ -44,7 +44,8 @@ OPTIONS = (
     choice("--saew_sub", choices=("boa", "eg"), default="boa", model=True,
            help="SAEW's subroutine."),
     number("--saew_d0", kind=int, default=5, low=1, high=MAX_COUNT, model=True,
-           help="SAEW: centers keep their d0 largest coordinates (the sparsity sought)."),
+           help="SAEW: centers keep their d0 largest coordinates besides the constant (the "
+                "sparsity sought)."),
     number("--saew_alpha", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
            help="SAEW: strong-convexity constant of the risk (stopping rule)."),
     number("--saew_B", kind=float, default=0.0, low=0.0, model=True,
@@ -63,7 +64,7 @@ OPTIONS = (
            help="SAEW: recenter on the truncated session average (the paper) or last iterate."),
     choice("--saew_output", choices=tuple(L.OUTPUTS), default="iterate", model=True,
            help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
-                "iterate, the session average, or its d0-sparse truncation."),
+                "iterate, the session average, or its truncation as the next center."),
     flag("--saew_calibrate", model=True,
          help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
               "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1))."),
