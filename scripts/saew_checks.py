@@ -49,6 +49,7 @@ CHECKS = {
     "calib": {"settings": {"square": (500, 2000, SQUARE), "quantile": (500, 2000, QUANTILE)},
               "methods": {"boa": {"boa": True}, "saew": {"saew": True},
                           "saew-C1": {"saew": True, "saew_C": 1.0},
+                          "saew-C0.25": {"saew": True, "saew_C": 0.25},
                           "calibrated": {"saew_calibrate": True}}},
 }
 

@@ -431,30 +431,33 @@ def _boa_step(V, B2, R, regrets):
 
 def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
     """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
-    instances, one per ``grid`` row (d0, alpha, radius, B scale), all restarted at learned
-    examples 1, 2, 4, 8, ...; each instance learns from its own clipped forecast."""
+    instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
+    from their own clipped forecasts; the BOA restarts at learned examples 1, 2, 4, 8, ...,
+    2^j over the instances whose join is at most j."""
     stream = _dense_stream(examples)
     coords = next(stream)
     settings = {"sessions": True, "C": C, "center_last": center_last}
-    k = len(grid)
+    insts = [_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b, _ in grid]
+    join = grid[:, 4]
     t = 0
     out = []
 
-    def restart():
-        return ([_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b in grid],
-                np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k))
+    def restart(j):
+        mixed = join <= j
+        k = int(mixed.sum())
+        return mixed, np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k)
 
-    insts, V, B2, R, pi = restart()
+    mixed, V, B2, R, pi = restart(0)
     for label, imp, learn, x, active, (lo, hi) in stream:
         if learn and (t + 1) & t == 0:
-            insts, V, B2, R, pi = restart()
+            mixed, V, B2, R, pi = restart(int(np.log2(t + 1)))
         forecasts = np.array([min(max(float(i.theta(active) @ x), lo), hi) if active.any() else 0.0
                               for i in insts])
-        p = min(max(float(pi @ forecasts), lo), hi)
+        p = min(max(float(pi @ forecasts[mixed]), lo), hi)
         out.append(p)
         if learn:
             t += 1
             for inst, f in zip(insts, forecasts):
                 inst.learn(imp * 2 * (f - label) * x, active, settings)
-            pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts))
+            pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts[mixed]))
     return out

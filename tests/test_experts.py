@@ -90,13 +90,32 @@ def test_calibration_matches_dense_reference(sub):
     from reference import calibrated_predictions
     examples = _sparse_regression(n=150)
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
-                    saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=2, saew_grid_B=1,
+                    saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=3, saew_grid_B=1,
                     saew_C=0.05, saew_center="average")
     grid = calibration_grid(config)
-    assert grid.shape == (4, 4)
+    assert grid.shape == (6, 5) and sorted(grid[:, 4]) == [0, 0, 1, 1, 1, 1]
     got = kernel_predictions(examples, config)
     want = calibrated_predictions(examples, grid, sub=sub, C=0.05)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_calibration_grid_grows_with_the_blocks():
+    """The paper's G_j has k in -j..j: an instance 4^k away from the center joins at |k|."""
+    from olearn.optim.experts import calibration_grid
+    config = Config(saew_calibrate=True, saew_grid_d0=1, saew_grid_alpha=5, saew_grid_radius=1,
+                    saew_grid_B=2)
+    grid = calibration_grid(config)
+    alpha_steps = np.log(grid[:, 1]) / np.log(4)
+    b_steps = np.log(grid[:, 3]) / np.log(4)
+    np.testing.assert_array_equal(grid[:, 4], np.floor(np.maximum(abs(alpha_steps),
+                                                                  abs(b_steps))))
+    assert sorted(set(grid[:, 4])) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("t, j", [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (1023, 9), (1024, 10)])
+def test_block_of_an_example(t, j):
+    from olearn.optim.saew import block
+    assert block(t) == j
 
 
 @pytest.fixture

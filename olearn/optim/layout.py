@@ -52,9 +52,10 @@ ES = Layout(
     Field("a", "EG: Σ 1/Z"),
     Field("touches", "EG: coordinates updated since Z was re-summed"),
     Field("b_max", "running max of ||g||∞"),
-    Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"))
+    Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"),
+    Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
- E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN) = range(len(ES))
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 

@@ -66,8 +66,9 @@ OPTIONS = (
            help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
                 "iterate, the session average, or its truncation as the next center."),
     flag("--saew_calibrate", model=True,
-         help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
-              "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1))."),
+         help="SAEW calibrated (Algorithm 3, implies --saew): SAEW instances over a grid of "
+              "(d0, alpha, radius, B) learn throughout; BOA mixes them, restarted on blocks "
+              "[2^j, 2^(j+1)) over a grid that grows with j."),
     number("--saew_grid_d0", **_GRID,
            help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)"),
     number("--saew_grid_alpha", **_GRID,
@@ -333,9 +334,18 @@ def _instance_raw(corners, coord, es, eg_sub, slot, f_idx, f_val, lo, hi):
 # --- the learner: K instances sharing the active index ----------------------------------------
 
 @njit(cache=True, nogil=True)
-def _block_start(t, calibrate):
-    """Whether example t (1-based) starts a block: the first, or with calibration 2^j."""
-    return t == 1 or (calibrate and (t & (t - 1)) == 0)
+def block(t):
+    """The calibration's block j of example t (1-based): [2^j, 2^(j+1)) holds t (0 for t <= 1)."""
+    j = 0
+    while t >> (j + 1) > 0:
+        j += 1
+    return j
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mixed(es, k, j):
+    """Whether the calibration's BOA mixes instance k in block j (the grid grows with j)."""
+    return es[k, L.E_JOIN] <= j
 
 
 @njit(cache=True, nogil=True)
@@ -351,13 +361,18 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
     n = int(shared[L.SH_ACTIVE])
+    t = int(shared[L.SH_T]) + 1 if learn else max(int(shared[L.SH_T]), 1)
+    j = block(t)
     if learn:
-        if _block_start(int(shared[L.SH_T]) + 1, calibrate):
+        if t == 1:
             for k in range(instances):
                 _restart(corners[k], coord[k], es[k], eg_sub, n)
+        if calibrate and (t & (t - 1)) == 0:  # a block starts: only the aggregation restarts
+            total = 0.0
             for k in range(instances):
                 boa.reset(meta, k)
-            shared[L.SH_META_SUM] = instances
+                total += _mixed(es, k, j)
+            shared[L.SH_META_SUM] = total
         nt = 0
         for i in range(lo, hi):
             h = f_idx[i]
@@ -384,7 +399,8 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
         f = _instance_raw(corners[k], coord[k], es[k], eg_sub, slot, f_idx, f_val, lo, hi)
         f = min(max(f, y_min), y_max)
         meta[boa.ROWS, k] = f
-        raw += meta[boa.W, k] * f
+        if _mixed(es, k, j):
+            raw += meta[boa.W, k] * f
     return raw / shared[L.SH_META_SUM]
 
 
@@ -412,7 +428,8 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
             meta[boa.ROWS, k] = d1 * (p - f)
             _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
                             imp * derivative(loss_code, loss_param, f, y), n, keep)
-        shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
+        shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], es[:, L.E_JOIN],
+                                                   block(int(shared[L.SH_T])))
     else:
         _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
                         imp * derivative(loss_code, loss_param, p, y), n, keep)
@@ -432,10 +449,15 @@ def export(ew, weights):
     keep = _constant_coordinate(slot, settings)
     kind = int(settings[L.S_OUTPUT])
     instances = es.shape[0]
+    j = block(max(int(shared[L.SH_T]), 1))
     theta = np.zeros(n)
     part = np.empty(n)
     for k in range(instances):
-        share = meta[boa.W, k] / shared[L.SH_META_SUM] if settings[L.S_CALIBRATE] != 0 else 1.0
+        share = 1.0
+        if settings[L.S_CALIBRATE] != 0:
+            if not _mixed(es, k, j):
+                continue
+            share = meta[boa.W, k] / shared[L.SH_META_SUM]
         _estimate(corners[k], coord[k], es[k], settings, n, kind, keep, part)
         theta += share * part
     for s in range(n):
