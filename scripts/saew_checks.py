@@ -47,7 +47,10 @@ CHECKS = {
                                                            "saew_regrow": g}
                               for d0 in (3, 5) for g in (0.0, 0.5, 0.75, 1.0)}}},
     "calib": {"settings": {"square": (500, 2000, SQUARE), "quantile": (500, 2000, QUANTILE)},
-              "methods": {"boa": {"boa": True}, "saew": {"saew": True},
+              "methods": {"boa": {"boa": True}, "boa-average": {"boa": True,
+                                                                 "saew_output": "average"},
+                          "saew": {"saew": True}, "saew-regrow0": {"saew": True,
+                                                                   "saew_regrow": 0.0},
                           "saew-C1": {"saew": True, "saew_C": 1.0},
                           "saew-C0.25": {"saew": True, "saew_C": 0.25},
                           "calibrated": {"saew_calibrate": True}}},
