@@ -136,6 +136,7 @@ def halves(tmp_path):
 
 LEARNERS = [("--boa",), ("--eg", "--radius", "2"), ("--saew", "--saew_C", "0.05"),
             ("--saew", "--saew_sub", "eg", "--saew_C", "0.05", "--saew_output", "sparse"),
+            ("--saew", "--saew_d0", "1", "--saew_regrow", "0.5"),
             ("--saew_calibrate", "--saew_grid_d0", "2", "--saew_grid_alpha", "1",
              "--saew_grid_B", "1")]
 
@@ -187,6 +188,19 @@ def test_truncation_keeps_the_constant_beyond_d0():
 def test_truncation_keeps_more_than_d0_while_it_would_drop_over_the_budget():
     # dropping 0.01, 0.02 and 0.2 would remove 0.23 > 0.1: only the first two go
     assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, budget=0.1) == [0.5, 0, 0.3, 0, -0.2]
+
+
+@pytest.mark.parametrize("regrow, grows", [(0.75, True), (0.0, False)])
+def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
+    """y = 0.6 x0 - 0.3 x3: with d0 = 1, dropping x3 (mass 0.3) exceeds 0.75 × the radius
+    once it is below 0.4, so the centers keep 2 coordinates and d0 becomes 2."""
+    import olearn
+    from olearn.optim import layout
+    learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, noconstant=True)
+    learner.fit(str(halves[2]))
+    es = learner._learner.ew[6]
+    assert es[0, layout.E_SESSION] >= 4
+    assert (es[0, layout.E_GROWN] >= 2) == grows
 
 
 def test_the_sparse_model_keeps_the_constant():
