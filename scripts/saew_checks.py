@@ -112,8 +112,9 @@ def main(argv=None) -> int:
             print(f"{name} run {r + 1}/{args.runs}: "
                   + ", ".join(f"{m} {c[-1][-1]:.2f}" for m, c in curves.items()),
                   file=sys.stderr, flush=True)
-        results["settings"][name] = {"d": d, "T": T, "runs": args.runs, "checkpoints": cps.tolist(),
-                                     "curves": curves, "seconds": seconds}
+        results["settings"][name] = {"d": d, "T": T, "runs": args.runs,
+                                     "checkpoints": cps.tolist(), "curves": curves,
+                                     "seconds": seconds}
         print(f"\n### {name} (d = {d}, T = {T}, {args.runs} runs, seed set {args.seed})\n")
         print("| method | median | IQR | max | worst drop | s/run |\n|---|---|---|---|---|---|")
         for m, c in curves.items():

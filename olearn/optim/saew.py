@@ -91,7 +91,8 @@ def fits(ew, size):
     instances = es.shape[0]
     columns = corners.shape[2]
     boa_sub = settings[L.S_SUB] == 0
-    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size and x_buf.shape[0] >= cap
+    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
+            and x_buf.shape[0] >= cap
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
             and es.shape[1] >= L.E_SIZE and corners.shape[0] == instances
