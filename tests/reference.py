@@ -267,10 +267,11 @@ class _Instance:
     """One SAEW instance over every coordinate of the data, updated densely; only the active
     ones (seen in a learned example) count in the normalization, as olearn's compact index."""
 
-    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0):
+    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0, regrow=0.75):
         self.sub, self.d0, self.alpha, self.radius, self.b_scale = sub, d0, alpha, radius, b_scale
+        self.regrow = regrow
         self.n = n_coords
-        self.session, self.b_max = 0, 0.0
+        self.session, self.b_max, self.grown = 0, 0.0, 0
         self.center = np.zeros(n_coords)
         self.eps = radius
         self.fresh()
@@ -337,21 +338,29 @@ class _Instance:
                                            + (b if eta * r[s, k] > 0.5 else 0.0))
         if settings.get("sessions"):
             log_2d = math.log(2 * n_active)
-            need = (settings["C"] * self.d0 * 2 ** (self.session / 2)
+            need = (settings["C"] * max(self.d0, self.grown) * 2 ** (self.session / 2)
                     * (math.sqrt(log_2d) * math.sqrt(self.q) + log_2d * self.b_scale * self.b_max)
                     / (self.alpha * self.radius))
             if self.steps >= need:
                 source = (self.theta(active) if settings.get("center_last")
                           else self.center + self.avg / self.steps)
                 self.center = self.truncated(source)
+                self.grown = max(self.grown, np.count_nonzero(self.center))
                 self.session += 1
                 self.eps = self.radius * 2.0 ** (-self.session / 2)
                 self.fresh()
 
     def truncated(self, values):
-        out = np.zeros_like(values)
-        keep = np.argsort(np.abs(values))[len(values) - min(self.d0, len(values)):]
-        out[keep] = values[keep]
+        """The d0 largest |values| (d0 grown to the most a center kept), and the next largest
+        while the smaller ones weigh more than regrow × the next session's radius (regrow 0:
+        exactly d0)."""
+        d0 = max(self.d0, self.grown)
+        budget = (self.regrow * self.radius * 2.0 ** (-(self.session + 1) / 2) if self.regrow > 0
+                  else np.inf)
+        order = np.argsort(np.abs(values))
+        dropped = np.searchsorted(np.cumsum(np.abs(values[order])), budget, side="right")
+        out = values.copy()
+        out[order[:min(dropped, max(len(values) - d0, 0))]] = 0.0
         return out
 
     def estimate(self, active, output):
@@ -383,7 +392,7 @@ def _dense_stream(examples):
 
 
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
-                        output="iterate", **settings):
+                        output="iterate", regrow=0.75, **settings):
     """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in optim/saew.py) in plain numpy,
     squared loss: progressive predictions of (label or None, importance, [(index, value)])
     examples. Every corner is updated at every step, including those of features not seen yet.
@@ -391,7 +400,7 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     center_last."""
     stream = _dense_stream(examples)
     coords = next(stream)
-    inst = _Instance(len(coords), sub, d0, alpha, radius)
+    inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow)
     active = np.zeros(len(coords), dtype=bool)
     out = []
     for label, imp, learn, x, active, (lo, hi) in stream:
@@ -422,30 +431,33 @@ def _boa_step(V, B2, R, regrets):
 
 def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
     """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
-    instances, one per ``grid`` row (d0, alpha, radius, B scale), all restarted at learned
-    examples 1, 2, 4, 8, ...; each instance learns from its own clipped forecast."""
+    instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
+    from their own clipped forecasts; the BOA restarts at learned examples 1, 2, 4, 8, ...,
+    2^j over the instances whose join is at most j."""
     stream = _dense_stream(examples)
     coords = next(stream)
     settings = {"sessions": True, "C": C, "center_last": center_last}
-    k = len(grid)
+    insts = [_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b, _ in grid]
+    join = grid[:, 4]
     t = 0
     out = []
 
-    def restart():
-        return ([_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b in grid],
-                np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k))
+    def restart(j):
+        mixed = join <= j
+        k = int(mixed.sum())
+        return mixed, np.zeros(k), np.full(k, 2.0 ** -20), np.zeros(k), np.full(k, 1.0 / k)
 
-    insts, V, B2, R, pi = restart()
+    mixed, V, B2, R, pi = restart(0)
     for label, imp, learn, x, active, (lo, hi) in stream:
         if learn and (t + 1) & t == 0:
-            insts, V, B2, R, pi = restart()
+            mixed, V, B2, R, pi = restart(int(np.log2(t + 1)))
         forecasts = np.array([min(max(float(i.theta(active) @ x), lo), hi) if active.any() else 0.0
                               for i in insts])
-        p = min(max(float(pi @ forecasts), lo), hi)
+        p = min(max(float(pi @ forecasts[mixed]), lo), hi)
         out.append(p)
         if learn:
             t += 1
             for inst, f in zip(insts, forecasts):
                 inst.learn(imp * 2 * (f - label) * x, active, settings)
-            pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts))
+            pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts[mixed]))
     return out

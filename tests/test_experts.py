@@ -90,13 +90,32 @@ def test_calibration_matches_dense_reference(sub):
     from reference import calibrated_predictions
     examples = _sparse_regression(n=150)
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
-                    saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=2, saew_grid_B=1,
+                    saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=3, saew_grid_B=1,
                     saew_C=0.05, saew_center="average")
     grid = calibration_grid(config)
-    assert grid.shape == (4, 4)
+    assert grid.shape == (6, 5) and sorted(grid[:, 4]) == [0, 0, 1, 1, 1, 1]
     got = kernel_predictions(examples, config)
     want = calibrated_predictions(examples, grid, sub=sub, C=0.05)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_calibration_grid_grows_with_the_blocks():
+    """The paper's G_j has k in -j..j: an instance 4^k away from the center joins at |k|."""
+    from olearn.optim.experts import calibration_grid
+    config = Config(saew_calibrate=True, saew_grid_d0=1, saew_grid_alpha=5, saew_grid_radius=1,
+                    saew_grid_B=2)
+    grid = calibration_grid(config)
+    alpha_steps = np.log(grid[:, 1]) / np.log(4)
+    b_steps = np.log(grid[:, 3]) / np.log(4)
+    np.testing.assert_array_equal(grid[:, 4], np.floor(np.maximum(abs(alpha_steps),
+                                                                  abs(b_steps))))
+    assert sorted(set(grid[:, 4])) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("t, j", [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (1023, 9), (1024, 10)])
+def test_block_of_an_example(t, j):
+    from olearn.optim.saew import block
+    assert block(t) == j
 
 
 @pytest.fixture
@@ -117,6 +136,7 @@ def halves(tmp_path):
 
 LEARNERS = [("--boa",), ("--eg", "--radius", "2"), ("--saew", "--saew_C", "0.05"),
             ("--saew", "--saew_sub", "eg", "--saew_C", "0.05", "--saew_output", "sparse"),
+            ("--saew", "--saew_d0", "1", "--saew_regrow", "0.5"),
             ("--saew_calibrate", "--saew_grid_d0", "2", "--saew_grid_alpha", "1",
              "--saew_grid_B", "1")]
 
@@ -135,16 +155,62 @@ def test_continued_training_equals_an_uninterrupted_run(tmp_path, halves, learne
 def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     import olearn
     _, second, whole = halves
-    options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2}
+    options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2,
+               "saew_regrow": 0.0}
     learner = olearn.Learner(**options)
     learner.fit(str(whole))
     learner.save(tmp_path / "m.olearn")
-    assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 2
+    assert 0 < np.count_nonzero(learner._learner.weights[:, 0]) <= 3  # d0 and the constant
     code, _, _ = run_olearn("--quiet", "-t", "-i", tmp_path / "m.olearn", "-d", second,
                             "-p", tmp_path / "t.p")
     assert code == 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "t.p"), learner.predict(str(second)),
                                rtol=1e-5, atol=1e-6)
+
+
+def _truncated(values, d0, keep=-1, budget=np.inf):
+    from olearn.optim.saew import _truncate
+    values = np.array(values)
+    out = np.full(len(values) + 2, 7.0)  # past n: left alone
+    _truncate(values, out, len(values), d0, keep, budget)
+    assert (out[len(values):] == 7.0).all()
+    return out[:len(values)].tolist()
+
+
+def test_truncation_keeps_the_d0_largest():
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 2) == [0.5, 0, 0.3, 0, 0]
+
+
+def test_truncation_keeps_the_constant_beyond_d0():
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, keep=3) == [0.5, 0, 0, 0.01, 0]
+
+
+def test_truncation_keeps_more_than_d0_while_it_would_drop_over_the_budget():
+    # dropping 0.01, 0.02 and 0.2 would remove 0.23 > 0.1: only the first two go
+    assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, budget=0.1) == [0.5, 0, 0.3, 0, -0.2]
+
+
+@pytest.mark.parametrize("regrow, grows", [(0.75, True), (0.0, False)])
+def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
+    """y = 0.6 x0 - 0.3 x3: with d0 = 1, dropping x3 (mass 0.3) exceeds 0.75 × the radius
+    once it is below 0.4, so the centers keep 2 coordinates and d0 becomes 2."""
+    import olearn
+    from olearn.optim import layout
+    learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, noconstant=True)
+    learner.fit(str(halves[2]))
+    es = learner._learner.ew[6]
+    assert es[0, layout.E_SESSION] >= 4
+    assert (es[0, layout.E_GROWN] >= 2) == grows
+
+
+def test_the_sparse_model_keeps_the_constant():
+    """y = 0.8 x + 0.05: with d0 = 1 the intercept is the smallest coordinate, kept anyway."""
+    from olearn.sklearn import OlearnRegressor
+    x = np.random.default_rng(3).normal(size=(400, 1))
+    model = OlearnRegressor("--saew --saew_d0 1 --saew_regrow 0 "
+                            "--saew_output sparse").fit(x, 0.8 * x[:, 0] + 0.05)
+    assert model.coef_[0] == pytest.approx(0.8, abs=0.02)
+    assert model.intercept_ == pytest.approx(0.05, abs=0.02)
 
 
 @pytest.mark.parametrize("args, message", [

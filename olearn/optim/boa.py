@@ -86,14 +86,21 @@ def weigh(experts, j, log_n, offset):
 
 
 @njit(cache=True, nogil=True)
-def aggregate_step(experts, regrets, n):
-    """One BOA step over ``n`` general experts with the given regrets; returns the weight sum
-    (the normalized weights are ``experts[W, :n] / sum``)."""
+def aggregate_step(experts, regrets, joins, block):
+    """One BOA step with the given regrets over the general experts j whose ``joins[j]`` is at
+    most ``block`` (the others are left as they are); returns their weight sum (their
+    normalized weights are ``experts[W, j] / sum``). ``experts`` and ``regrets`` have a column
+    per entry of ``joins``."""
+    n = 0
+    for j in range(joins.shape[0]):
+        n += joins[j] <= block
     log_n = np.log(max(n, 2))
     top = -np.inf
-    for j in range(n):
-        top = max(top, expert_step(experts, j, regrets[j], log_n))
+    for j in range(joins.shape[0]):
+        if joins[j] <= block:
+            top = max(top, expert_step(experts, j, regrets[j], log_n))
     total = 0.0
-    for j in range(n):
-        total += weigh(experts, j, log_n, top)
+    for j in range(joins.shape[0]):
+        if joins[j] <= block:
+            total += weigh(experts, j, log_n, top)
     return total

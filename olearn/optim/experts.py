@@ -11,6 +11,7 @@ import numpy as np
 from olearn.checks import REL_TOL, counts, require
 from olearn.config import Config
 from olearn.errors import OlearnError, OptionError
+from olearn.hashing import CONSTANT_HASH
 from olearn.optim import boa, gd, regularize, saew
 from olearn.optim import layout as L
 
@@ -26,21 +27,26 @@ MAX_EXPERTS_BYTES = 16 << 30
 
 
 def calibration_grid(config: Config) -> np.ndarray:
-    """--saew_calibrate's instances, one row (d0, alpha, U, B scale) each: d0 in 1, 4, 16, ...;
-    alpha, radius and the B scale × 4^k around the options' values (k centered on 0)."""
-    def around(center: float, size: int) -> np.ndarray:
-        return center * 4.0 ** (np.arange(size) - (size - 1) / 2)
+    """--saew_calibrate's instances, one row (d0, alpha, U, B scale, join) each: d0 in 1, 4,
+    16, ...; alpha, radius and the B scale × 4^k around the options' values (k centered on 0);
+    join, the first block j whose aggregation mixes the instance, is the largest |k| rounded
+    down (the paper's grid G_j has k in -j..j)."""
+    def steps(size: int) -> np.ndarray:
+        return np.arange(size) - (size - 1) / 2
+    k = [steps(config.saew_grid_alpha), steps(config.saew_grid_radius), steps(config.saew_grid_B)]
     with np.errstate(over="ignore", under="ignore"):  # checked below
-        axes = (4.0 ** np.arange(config.saew_grid_d0),
-                around(config.saew_alpha, config.saew_grid_alpha),
-                around(config.radius, config.saew_grid_radius), around(1.0, config.saew_grid_B))
+        axes = (4.0 ** np.arange(config.saew_grid_d0), config.saew_alpha * 4.0 ** k[0],
+                config.radius * 4.0 ** k[1], 4.0 ** k[2])
     if not all((np.isfinite(axis) & (axis > 0)).all() for axis in axes):
         raise OptionError("--saew_calibrate: the grid around --saew_alpha and --radius leaves "
                           "the floating-point range")
-    return np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
+    values = [a.ravel() for a in np.meshgrid(*axes, indexing="ij")]
+    distance = np.meshgrid(np.zeros(config.saew_grid_d0), *map(np.abs, k), indexing="ij")
+    return np.stack([*values, np.floor(np.max(distance, axis=0).ravel())], axis=1)
 
 
 # The instances' scalars that are options (layout.py): the run's, not the saved state's.
+# (E_JOIN is the saved state's: models from before the grid grew mix every instance.)
 E_OPTIONS = [L.E_D0, L.E_ALPHA, L.E_U, L.E_B, L.E_B_SCALE]
 
 
@@ -57,9 +63,9 @@ def new_es(config: Config) -> np.ndarray:
     if config.saew_calibrate:
         grid = calibration_grid(config)
     else:
-        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0]])
+        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0, 0.0]])
     es = np.zeros((len(grid), L.E_SIZE))
-    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE] = grid.T
+    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE], es[:, L.E_JOIN] = grid.T
     es[:, L.E_B] = config.saew_B
     return es
 
@@ -81,7 +87,7 @@ def new_experts(config: Config) -> tuple:
                           + (" or calibration grid" if count > 1 else ""))
     es = new_es(config)
     shared = np.zeros(L.SH_SIZE)
-    shared[L.SH_META_SUM] = count
+    shared[L.SH_META_SUM] = np.count_nonzero(es[:, L.E_JOIN] <= saew.block(1))
     meta = np.zeros((boa.ROWS + 1, count))
     for k in range(count):
         boa.reset(meta, k)
@@ -94,6 +100,8 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CENTER_LAST] = config.saew_center == "last"
     settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
     settings[L.S_CALIBRATE] = config.saew_calibrate
+    settings[L.S_REGROW] = config.saew_regrow
+    settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
             np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
             np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
@@ -126,7 +134,7 @@ class ExponentialWeights:
         if config.saew_calibrate:
             return f"saew calibrated ({config.subroutine})"
         return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
-                f"C {config.saew_C:g}, center {config.saew_center})")
+                f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Export θ (the iterate, the session average or its truncation) into the weights."""
@@ -195,10 +203,12 @@ class ExponentialWeights:
         # sum (a divisor once there are coordinates) or a non-negative offset
         require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
                 and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
-        # the calibration's BOA over the instances (its weight sum divides)
-        require(_boa_weights_fit(meta[:boa.ROWS], None, math.log(max(k, 2)))
-                and math.isclose(shared[L.SH_META_SUM], meta[boa.W].sum(), rel_tol=REL_TOL),
-                "malformed ew_meta")
+        # the calibration's BOA over the instances of the current block (its weight sum divides)
+        mixed = es[:, L.E_JOIN] <= saew.block(max(int(shared[L.SH_T]), 1))
+        require(mixed.any() and _boa_weights_fit(meta[:boa.ROWS, mixed], None,
+                                                 math.log(max(mixed.sum(), 2)))
+                and math.isclose(shared[L.SH_META_SUM], meta[boa.W, mixed].sum(),
+                                 rel_tol=REL_TOL), "malformed ew_meta")
         if boa_sub and n == 0 and learned:
             require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
         elif boa_sub and learned:  # (before the first example, the corners are reset when used)

@@ -51,9 +51,11 @@ ES = Layout(
     Field("ref", "EG: units of the lazy average"),
     Field("a", "EG: Σ 1/Z"),
     Field("touches", "EG: coordinates updated since Z was re-summed"),
-    Field("b_max", "running max of ||g||∞"))
+    Field("b_max", "running max of ||g||∞"),
+    Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"),
+    Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
- E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX) = range(len(ES))
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 
@@ -80,8 +82,13 @@ SETTINGS = Layout(
     Field("output", "what the model holds: 0 the iterate, 1 the session average, 2 its "
                     "truncation", saved=False),
     Field("calibrate", "Algorithm 3: BOA over the instances, restarted on doubling blocks",
+          saved=False),
+    Field("regrow", "a center drops at most this fraction of the next radius in l1 mass "
+                    "(0: exactly its d0 largest coordinates)", saved=False),
+    Field("constant", "the constant feature's weight index, never truncated (-1: none)",
           saved=False))
-S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE = range(len(SETTINGS))
+(S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE, S_REGROW,
+ S_CONSTANT) = range(len(SETTINGS))
 S_SIZE = len(SETTINGS)
 SETTINGS.check_constants(globals(), "S_")
 

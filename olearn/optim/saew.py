@@ -44,7 +44,8 @@ OPTIONS = (
     choice("--saew_sub", choices=("boa", "eg"), default="boa", model=True,
            help="SAEW's subroutine."),
     number("--saew_d0", kind=int, default=5, low=1, high=MAX_COUNT, model=True,
-           help="SAEW: centers keep their d0 largest coordinates (the sparsity sought)."),
+           help="SAEW: centers keep their d0 largest coordinates besides the constant (the "
+                "sparsity sought)."),
     number("--saew_alpha", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
            help="SAEW: strong-convexity constant of the risk (stopping rule)."),
     number("--saew_B", kind=float, default=0.0, low=0.0, model=True,
@@ -55,14 +56,19 @@ OPTIONS = (
            help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d)."),
     number("--saew_b", kind=float, default=0.0, low=0.0, model=True,
            help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d."),
+    number("--saew_regrow", kind=float, default=0.75, low=0.0, model=True,
+           help="SAEW: a center keeps more than its d0 largest coordinates while it would "
+                "drop over this fraction of the next radius in l1 mass, so that a coordinate "
+                "truncated by mistake can come back; 0: exactly d0 (the paper)."),
     choice("--saew_center", choices=("average", "last"), default="last", model=True,
            help="SAEW: recenter on the truncated session average (the paper) or last iterate."),
     choice("--saew_output", choices=tuple(L.OUTPUTS), default="iterate", model=True,
            help="--eg/--boa/--saew: what -f, -t, --readable_model and --invert_hash hold: the "
-                "iterate, the session average, or its d0-sparse truncation."),
+                "iterate, the session average, or its truncation as the next center."),
     flag("--saew_calibrate", model=True,
-         help="SAEW calibrated (Algorithm 3, implies --saew): BOA over a grid of SAEW "
-              "instances (d0, alpha, radius, B), restarted on blocks [2^j, 2^(j+1))."),
+         help="SAEW calibrated (Algorithm 3, implies --saew): SAEW instances over a grid of "
+              "(d0, alpha, radius, B) learn throughout; BOA mixes them, restarted on blocks "
+              "[2^j, 2^(j+1)) over a grid that grows with j."),
     number("--saew_grid_d0", **_GRID,
            help="--saew_calibrate: d0 values 1, 4, 16, ... (each grid: 1 to 16 values)"),
     number("--saew_grid_alpha", **_GRID,
@@ -85,7 +91,8 @@ def fits(ew, size):
     instances = es.shape[0]
     columns = corners.shape[2]
     boa_sub = settings[L.S_SUB] == 0
-    return (slot.shape[0] == size and cap == size and x_buf.shape[0] >= cap
+    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
+            and x_buf.shape[0] >= cap
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
             and es.shape[1] >= L.E_SIZE and corners.shape[0] == instances
@@ -138,7 +145,7 @@ def _restart(corners, coord, es, eg_sub, n):
     """Session 0: center 0, radius U."""
     es[L.E_SESSION] = 0.0
     es[L.E_EPS] = es[L.E_U]
-    es[L.E_N] = es[L.E_Q] = es[L.E_B_MAX] = 0.0
+    es[L.E_N] = es[L.E_Q] = es[L.E_B_MAX] = es[L.E_GROWN] = 0.0
     for s in range(n):
         coord[L.K_CENTER, s] = 0.0
         coord[L.K_AVG, s] = 0.0
@@ -206,18 +213,53 @@ def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
 
 
 @njit(cache=True, nogil=True)
-def _truncate(values, out, n, d0):
-    """out[:n] = values[:n] with all but its d0 largest |entries| set to 0."""
-    keep = n if d0 >= n else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
+def _truncate(values, out, n, d0, keep, budget):
+    """out[:n] = values[:n] sparsified: coordinate ``keep`` (the constant; -1: none) stays, and
+    of the others the d0 largest |entries|, then also the next largest while the smaller ones
+    would add up to more than ``budget`` in l1 mass (np.inf: exactly d0). Returns how many of
+    the others it kept."""
+    others = n - 1 if 0 <= keep < n else n
+    top = others if d0 >= others else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
+    removable = others - top
     order = np.argsort(np.abs(values[:n]))
-    out[:n] = 0.0
-    for i in range(n - keep, n):
-        out[order[i]] = values[order[i]]
+    out[:n] = values[:n]
+    dropped = 0.0
+    for i in range(n):
+        if removable == 0:
+            break
+        s = order[i]
+        if s == keep:
+            continue
+        dropped += abs(values[s])
+        if dropped > budget:
+            break
+        out[s] = 0.0
+        removable -= 1
+    return top + removable
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sparsity(es):
+    """d0, grown to the most coordinates a center had to keep."""
+    return max(es[L.E_D0], es[L.E_GROWN])
 
 
 @njit(cache=True, nogil=True)
-def _estimate(corners, coord, es, eg_sub, n, kind, out):
-    """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2)."""
+def _budget(es, settings):
+    """The l1 mass a new center may drop: --saew_regrow times the next session's radius. The
+    ball B1(center, r) then holds B1(estimate, r (1 - regrow)): the estimate's neighbourhood,
+    coordinates truncated by mistake included, stays reachable as the radii shrink."""
+    regrow = settings[L.S_REGROW]
+    if regrow <= 0:
+        return np.inf
+    return regrow * es[L.E_U] * 2.0 ** (-(es[L.E_SESSION] + 1.0) / 2.0)
+
+
+@njit(cache=True, nogil=True)
+def _estimate(corners, coord, es, settings, n, kind, keep, out):
+    """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2, as
+    the next center would be; ``keep``: the constant's coordinate)."""
+    eg_sub = settings[L.S_SUB] != 0
     if eg_sub and kind != 0:  # the iterate does not read the lazy session sums
         eg.settle_all(coord, es, n)
     steps = es[L.E_N]
@@ -230,14 +272,17 @@ def _estimate(corners, coord, es, eg_sub, n, kind, out):
     if kind == 2:
         scratch = coord[L.K_SCRATCH]
         scratch[:n] = out[:n]
-        _truncate(scratch, out, n, es[L.E_D0])
+        _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings))
 
 
 @njit(cache=True, nogil=True)
-def _next_session(corners, coord, es, eg_sub, n, center_last):
+def _next_session(corners, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
-    _estimate(corners, coord, es, eg_sub, n, 0 if center_last else 1, source)
-    _truncate(source, coord[L.K_CENTER], n, es[L.E_D0])
+    _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
+              keep, source)
+    kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings))
+    es[L.E_GROWN] = max(es[L.E_GROWN], kept)
+    eg_sub = settings[L.S_SUB] != 0
     es[L.E_SESSION] += 1.0
     es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)
     es[L.E_N] = es[L.E_Q] = 0.0
@@ -253,13 +298,13 @@ def _session_over(es, settings, n):
     a = settings[L.S_A] if settings[L.S_A] > 0 else np.sqrt(log_2d)
     b = settings[L.S_B] if settings[L.S_B] > 0 else log_2d
     bound = es[L.E_B] if es[L.E_B] > 0 else es[L.E_B_SCALE] * es[L.E_B_MAX]
-    need = (settings[L.S_C] * es[L.E_D0] * 2.0 ** (es[L.E_SESSION] / 2.0)
+    need = (settings[L.S_C] * _sparsity(es) * 2.0 ** (es[L.E_SESSION] / 2.0)
             * (a * np.sqrt(es[L.E_Q]) + b * bound) / (es[L.E_ALPHA] * es[L.E_U]))
     return es[L.E_N] >= need
 
 
 @njit(cache=True, nogil=True)
-def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n):
+def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n, keep):
     g_inf = 0.0
     for i in range(nt):
         g_inf = max(g_inf, abs(d1 * x_buf[touched[i]]))
@@ -274,7 +319,7 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
     else:
         _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n)
     if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
-        _next_session(corners, coord, es, eg_sub, n, settings[L.S_CENTER_LAST] != 0)
+        _next_session(corners, coord, es, settings, n, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -290,9 +335,18 @@ def _instance_raw(corners, coord, es, eg_sub, slot, f_idx, f_val, lo, hi):
 # --- the learner: K instances sharing the active index ----------------------------------------
 
 @njit(cache=True, nogil=True)
-def _block_start(t, calibrate):
-    """Whether example t (1-based) starts a block: the first, or with calibration 2^j."""
-    return t == 1 or (calibrate and (t & (t - 1)) == 0)
+def block(t):
+    """The calibration's block j of example t (1-based): [2^j, 2^(j+1)) holds t (0 for t <= 1)."""
+    j = 0
+    while t >> (j + 1) > 0:
+        j += 1
+    return j
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mixed(es, k, j):
+    """Whether the calibration's BOA mixes instance k in block j (the grid grows with j)."""
+    return es[k, L.E_JOIN] <= j
 
 
 @njit(cache=True, nogil=True)
@@ -308,13 +362,18 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
     n = int(shared[L.SH_ACTIVE])
+    t = int(shared[L.SH_T]) + 1 if learn else max(int(shared[L.SH_T]), 1)
+    j = block(t)
     if learn:
-        if _block_start(int(shared[L.SH_T]) + 1, calibrate):
+        if t == 1:
             for k in range(instances):
                 _restart(corners[k], coord[k], es[k], eg_sub, n)
+        if calibrate and (t & (t - 1)) == 0:  # a block starts: only the aggregation restarts
+            total = 0.0
             for k in range(instances):
                 boa.reset(meta, k)
-            shared[L.SH_META_SUM] = instances
+                total += _mixed(es, k, j)
+            shared[L.SH_META_SUM] = total
         nt = 0
         for i in range(lo, hi):
             h = f_idx[i]
@@ -341,8 +400,16 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
         f = _instance_raw(corners[k], coord[k], es[k], eg_sub, slot, f_idx, f_val, lo, hi)
         f = min(max(f, y_min), y_max)
         meta[boa.ROWS, k] = f
-        raw += meta[boa.W, k] * f
+        if _mixed(es, k, j):
+            raw += meta[boa.W, k] * f
     return raw / shared[L.SH_META_SUM]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _constant_coordinate(slot, settings):
+    """The constant feature's active coordinate, -1 if there is none (yet)."""
+    h = int(settings[L.S_CONSTANT])
+    return slot[h] if h >= 0 else -1
 
 
 @njit(cache=True, nogil=True)
@@ -351,6 +418,7 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
     value included), its label ``y``, importance ``imp``."""
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
+    keep = _constant_coordinate(slot, settings)
     nt = int(shared[L.SH_TOUCHED])
     shared[L.SH_T] += 1.0
     instances = es.shape[0]
@@ -360,11 +428,12 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
             f = meta[boa.ROWS, k] + initial
             meta[boa.ROWS, k] = d1 * (p - f)
             _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
-                            imp * derivative(loss_code, loss_param, f, y), n)
-        shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], instances)
+                            imp * derivative(loss_code, loss_param, f, y), n, keep)
+        shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], es[:, L.E_JOIN],
+                                                   block(int(shared[L.SH_T])))
     else:
         _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
-                        imp * derivative(loss_code, loss_param, p, y), n)
+                        imp * derivative(loss_code, loss_param, p, y), n, keep)
     for i in range(nt):
         x_buf[touched[i]] = 0.0
 
@@ -378,14 +447,19 @@ def export(ew, weights):
         raise ValueError("saew.export: state arrays of the wrong shape")
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
-    eg_sub = settings[L.S_SUB] != 0
+    keep = _constant_coordinate(slot, settings)
     kind = int(settings[L.S_OUTPUT])
     instances = es.shape[0]
+    j = block(max(int(shared[L.SH_T]), 1))
     theta = np.zeros(n)
     part = np.empty(n)
     for k in range(instances):
-        share = meta[boa.W, k] / shared[L.SH_META_SUM] if settings[L.S_CALIBRATE] != 0 else 1.0
-        _estimate(corners[k], coord[k], es[k], eg_sub, n, kind, part)
+        share = 1.0
+        if settings[L.S_CALIBRATE] != 0:
+            if not _mixed(es, k, j):
+                continue
+            share = meta[boa.W, k] / shared[L.SH_META_SUM]
+        _estimate(corners[k], coord[k], es[k], settings, n, kind, keep, part)
         theta += share * part
     for s in range(n):
         h = hashes[s]
