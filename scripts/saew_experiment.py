@@ -775,7 +775,7 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
              + " by median final error; the paper's RDA is not implemented. "
              + "; ".join(f"{k}: chose {v}" for k, v in sgd_best.items()))
     L.append(f"- calibrated = `--saew_calibrate` with none of d0/alpha/radius/B given (CLI only, "
-             f"first {args.calib_runs} runs per setting: ~13 s per run; no curve)")
+             f"first {args.calib_runs} runs per setting; no curve)")
     diffs = [d for s in records.values() for r in s.values() for d in r.api_cli_diff]
     if diffs:
         L.append(f"- CLI vs API check at T: max |theta_api - theta_cli| over {len(diffs)} runs = "
