@@ -31,9 +31,10 @@ The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matri
 River's ``learn_one`` loops over the same rows as dicts (each tool skipped when not installed), on
 a9a (classification) and cpusmall (regression) from ``../shared/data``.
 
-The report ends with the APPLE and SAEW experiments' tables and figures, copied from
-``experiments/*/summary.md`` (written by ``scripts/apple_experiment.py`` and
-``scripts/saew_experiment.py``, which take 10-30 minutes each and are not rerun here).
+The report keeps what follows its last section as it is: the APPLE and SAEW experiments'
+results with their caveats (from ``experiments/*/summary.md``, written by
+``scripts/apple_experiment.py`` and ``scripts/saew_experiment.py``, which take 10-30 minutes
+each), then the Dask and prediction-server sections of their own scripts.
 """
 from __future__ import annotations
 
@@ -1144,47 +1145,6 @@ def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
             " ".join(notes) + "\n"]
 
 
-# (title, script, intro, [(folder, what)], the summary.md sections to copy)
-EXPERIMENTS = (
-    ("APPLE experiment", "scripts/apple_experiment.py",
-     "The plots are `experiments/apple/rel_err_cdf.png` and `rel_time_cdf.png`, the per-dataset "
-     "tables in each `summary.md`.",
-     [("experiments/apple", "tuned learning rates"),
-      ("experiments/apple-default-rate", "default learning rate, `--quick`")],
-     r"Per method.*?|Acceptance checks"),
-    ("SAEW paper, Section 5", "scripts/saew_experiment.py",
-     "ln‖θ̂ − θ*‖² of plain SGD, EG±, BOA, SAEW variants and calibrated SAEW on the paper's "
-     "synthetic data; the full tables (every variant) and the session counts are in the "
-     "summary.",
-     [("experiments/saew", "square loss, quantile loss, long horizon")],
-     r"Done-when criteria|Defaults evidence.*?|Figures"),
-)
-
-
-def experiment_section() -> list[str]:
-    """Each experiment's main tables, checks and figures, copied from the summary its script
-    wrote (not rerun here: each takes 10-30 minutes); figure links point into its folder."""
-    lines = []
-    for title, script, intro, runs, wanted in EXPERIMENTS:
-        lines += [f"## {title} (`{script}`)\n",
-                  f"Copied from the experiment's own summaries (not rerun by this script). "
-                  f"{intro}\n"]
-        for folder, what in runs:
-            summary_path = REPO / folder / "summary.md"
-            if not summary_path.is_file():
-                lines.append(f"`{folder}`: not run.\n")
-                continue
-            text = summary_path.read_text()
-            header = [line for line in text.splitlines() if line.startswith("- command")
-                      or line.startswith("- date")]
-            sections = re.findall(rf"^## ({wanted})\n(.*?)(?=^## |\Z)", text, re.M | re.S)
-            lines.append(f"### {what} (`{folder}/summary.md`)\n")
-            lines.append("\n".join(header) + "\n")
-            lines += [re.sub(r"\]\((?!https?:)([^)/]+\.png)\)", rf"]({folder}/\1)", body.strip())
-                      + "\n" for _, body in sections]
-    return lines
-
-
 def report(r: Results, args: argparse.Namespace) -> str:
     sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
@@ -1195,7 +1155,6 @@ def report(r: Results, args: argparse.Namespace) -> str:
                 + parsers_section(r)
                 + cache_section(r) + experts_section(r) + python_section(r)
                 + shared_section(r, args.shared, args.shared_runs)
-                + experiment_section()
                 + [f"Total benchmark time: {r.seconds:.0f} s; load average at the end "
                    f"{r.load_at_end}.\n"])
     return "\n".join(sections)
@@ -1242,8 +1201,11 @@ def parse_args() -> argparse.Namespace:
 
 
 # The sections other scripts write at the end of the report, kept from the first of them on:
-# scripts/bench_dask.py measures a cluster, scripts/bench_daemon.py a server, not this run.
-KEPT_SECTIONS = ("<!-- dask-bench begin -->", "<!-- daemon-bench begin -->")
+# the experiments' (scripts/apple_experiment.py and scripts/saew_experiment.py, 10-30 minutes
+# each, with their caveats), scripts/bench_dask.py's (a cluster) and scripts/bench_daemon.py's
+# (a server): none is rerun here.
+KEPT_SECTIONS = ("<!-- experiments begin -->", "<!-- dask-bench begin -->",
+                 "<!-- daemon-bench begin -->")
 
 
 def main() -> None:
