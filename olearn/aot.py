@@ -159,6 +159,7 @@ def _stand_in_numba(exports: dict[str, list[tuple[Callable, list]]]) -> types.Mo
         return decorate(args[0]) if args and callable(args[0]) else decorate
 
     stand_in.njit = njit
+    stand_in.literally = lambda value: value  # a typing directive, only in compiled code
     # intrinsics (optim/vmath.py) are compiled into the kernels and never called from Python
     stand_in.extending = types.ModuleType("numba.extending")
     stand_in.extending.intrinsic = lambda function: function

@@ -41,3 +41,30 @@ def first_flagged(flags):
     low = flags & (~flags + np.uint64(1))
     below = (low >> np.uint64(7)) - np.uint64(1)
     return np.int64(((below & ONES) * ONES) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def heapsort(a, n):
+    """Sort ``a[:n]`` ascending in place, allocating nothing (numba's ``sort`` allocates its
+    stack, which code without numba's runtime cannot). Any values, NaN included, keep every
+    access inside ``a[:n]``; NaNs leave the order unspecified."""
+    for root in range(n // 2 - 1, -1, -1):
+        _sift_down(a, root, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(a, i, n):
+    """Restore the max-heap ``a[:n]`` below node ``i``."""
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            return
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if not a[child] > a[i]:
+            return
+        a[i], a[child] = a[child], a[i]
+        i = child

@@ -190,6 +190,33 @@ def test_truncation_keeps_more_than_d0_while_it_would_drop_over_the_budget():
     assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, budget=0.1) == [0.5, 0, 0.3, 0, -0.2]
 
 
+def _truncated_slowly(values, d0, keep, budget):
+    """The truncation by its definition: drop the smallest |values| (the constant ``keep``
+    aside) one at a time, while more than d0 are left and the dropped mass stays within the
+    budget."""
+    out = list(values)
+    others = sorted((abs(v), s) for s, v in enumerate(values) if s != keep)
+    dropped = 0.0
+    for magnitude, s in others[:max(len(others) - d0, 0)]:
+        dropped += magnitude
+        if dropped > budget:
+            break
+        out[s] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_truncation_matches_its_definition(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    values = rng.normal(size=n) * (rng.random(n) < 0.7)  # zeros: ties at magnitude 0
+    d0 = int(rng.integers(0, n + 1))
+    keep = int(rng.integers(-1, n))
+    budget = float(rng.choice([np.inf, rng.random() * 2]))
+    assert _truncated(values, d0, keep, budget) == _truncated_slowly(values.tolist(), d0, keep,
+                                                                      budget)
+
+
 @pytest.mark.parametrize("regrow, grows", [(0.75, True), (0.0, False)])
 def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
     """y = 0.6 x0 - 0.3 x3: with d0 = 1, dropping x3 (mass 0.3) exceeds 0.75 × the radius

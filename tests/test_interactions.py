@@ -50,7 +50,8 @@ def test_expand_equals_reference(terms, permutations):
     idx = np.empty(need, dtype=np.uint32)
     val = np.empty(need, dtype=np.float32)
     n = expand(index, value, 0, len(features), table, ranges, (1 << 18) - 1, permutations, idx,
-               val, np.empty((0, table.shape[1]), dtype=np.int64))
+               val, np.empty((0, table.shape[1]), dtype=np.int64),
+               np.empty(table.shape[1], dtype=np.int64))
     want = [(i, float(np.float32(x))) for _, i, x in features]
     for term in terms_of([], [], terms, permutations, False, print):
         want += _reference([(ns, i, np.float32(x)) for ns, i, x in features], term,

@@ -41,10 +41,10 @@ def test_expansion_kernel_matches_reference(training):
         want = stage_poly_synthetic(example, CONSTANT, MASK, ref_depth, ref_parents, learn)
         idx = np.array([j for j, _ in example], dtype=np.uint32)
         val = np.array([v for _, v in example], dtype=np.float32)
-        out_idx, out_val, n = stage_poly.expand(idx, val, 0, len(idx), CONSTANT, MASK,
-                                                min_depth, flags, origin, learn,
-                                                np.empty(2, np.uint32), np.empty(2, np.float32),
-                                                stage_poly.new_stack(), 0)
+        out_idx = np.empty(1 << BITS, np.uint32)  # a row per slot, as the kernels size it
+        out_val = np.empty(1 << BITS, np.float32)
+        n = stage_poly.expand(idx, val, 0, len(idx), CONSTANT, MASK, min_depth, flags, origin,
+                              learn, out_idx, out_val, stage_poly.new_stack(), 0)
         assert [(int(j), float(v)) for j, v in zip(out_idx[:n], out_val[:n])] == want
         assert {int(j) for j in np.flatnonzero(flags & stage_poly.PARENT)} == ref_parents
         assert not (flags & stage_poly.CYCLE).any()

@@ -169,12 +169,14 @@ def expanded_size(namespace, lo, hi, terms, ranges):
 
 
 @njit(cache=True, nogil=True)
-def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src):
+def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src,
+           pos):
     """Linear features, then every interaction of every term, into ``out_*``; returns the count.
 
     ``ranges`` comes from :func:`expanded_size`, and ``out_*`` hold at least as many rows as it
     returned (trusted, as there). With ``out_src`` non-empty, row n holds the batch positions of
-    feature n's components (for --audit).
+    feature n's components (for --audit). ``pos`` is scratch of ``terms.shape[1]`` entries (it
+    allocates nothing: gd's scalar example loop runs without numba's runtime).
 
     The term's last namespace is the innermost loop: the hash and value of the other components
     are computed once per combination of them, and that loop (most of the work: all of it for
@@ -190,7 +192,6 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
         out_src[:n, :] = -1
         for k in range(n):
             out_src[k, 0] = lo + k
-    pos = np.empty(terms.shape[1], dtype=np.int64)
     for t in range(terms.shape[0]):
         length = terms[t, 0]
         last = length - 1
@@ -255,7 +256,8 @@ def expand_example(index, value, namespace, lo, hi, terms, mask, permutations):
     idx = np.empty(need, dtype=np.uint32)
     val = np.empty(need, dtype=np.float32)
     src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
-    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, idx, val, src)
+    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, idx, val, src,
+               np.empty(terms.shape[1], dtype=np.int64))
     return idx[:n], val[:n], src[:n]
 
 
@@ -273,6 +275,7 @@ def unseen_features(offsets, index, value, namespace, terms, mask, permutations,
     x_idx = np.empty(0, dtype=np.uint32)
     x_val = np.empty(0, dtype=np.float32)
     x_src = np.empty((0, width), dtype=np.int64)
+    pos = np.empty(terms.shape[1], dtype=np.int64)
     new_idx = np.empty(64, dtype=np.uint32)
     new_src = np.empty((64, width), dtype=np.int64)
     count = 0
@@ -283,7 +286,7 @@ def unseen_features(offsets, index, value, namespace, terms, mask, permutations,
             x_val = np.empty(x_idx.shape[0], dtype=np.float32)
             x_src = np.empty((x_idx.shape[0], width), dtype=np.int64)
         n = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask, permutations,
-                   x_idx, x_val, x_src)
+                   x_idx, x_val, x_src, pos)
         for i in range(n):
             j = x_idx[i]
             if seen[j]:

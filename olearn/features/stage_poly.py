@@ -132,9 +132,12 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
     monomial is kept if it is not yet in the example and was first seen at this depth; kept
     parents are walked into at depth + 1. In training, a shallower visit lowers a monomial's
     min_depth and takes away its parent flag, and (when ``origin`` has a row per slot, for
-    --invert_hash) records the monomial as (parent, input feature). Returns (out_idx, out_val,
-    size), the arrays grown when needed (the walk changes the state as it goes, so it cannot be
-    restarted with larger arrays). ``stack`` comes from :func:`new_stack`.
+    --invert_hash) records the monomial as (parent, input feature). Returns the size.
+
+    ``out_*`` hold a row per slot of the table (trusted: the callers allocate them so), as the
+    walk keeps each slot at most once: it changes the state as it goes, so it could not be
+    restarted with larger arrays. It allocates nothing (gd's scalar example loop runs without
+    numba's runtime). ``stack`` comes from :func:`new_stack`.
 
     ``offset`` is --oaa's class: monomials are hashed as without it, and class k's copy of
     monomial c (its state and its synthetic feature) is slot ``(c + k) & mask``, as VW offsets
@@ -163,9 +166,6 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
                 origin[slot, 1] = index[k]
         if flags[slot] & CYCLE or min_depth[slot] != sp:
             continue
-        if n == out_idx.shape[0]:
-            out_idx = _grown(out_idx, n)
-            out_val = _grown(out_val, n)
         flags[slot] |= CYCLE
         x = np.float32(value[k] * stack_x[sp])
         out_idx[n] = slot
@@ -178,14 +178,7 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
             stack_k[sp] = lo
     for i in range(n):
         flags[out_idx[i]] &= ~CYCLE
-    return out_idx, out_val, n
-
-
-@njit(cache=True, nogil=True)
-def _grown(a, n):
-    out = np.empty(2 * n + 16, dtype=a.dtype)
-    out[:n] = a[:n]
-    return out
+    return n
 
 
 @njit(cache=True, nogil=True)
@@ -283,14 +276,25 @@ def parents_due(counters, exponent, table_size):
     return int(min(due, table_size))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def stage_due(counters):
+    """Whether a stage is to run before the next training example."""
+    return counters[C_PENDING] != 0
+
+
 @njit(cache=True, nogil=True)
-def before_training(W, flags, ssm, min_depth, counters, constant, n_input, exponent, heuristic,
-                    normalized, fallback):
-    """A training example is next: run a stage if one is due, then count its input features."""
-    if counters[C_PENDING] != 0:
-        add_parents(W, flags, ssm, min_depth, constant,
-                    parents_due(counters, exponent, W.shape[0]), heuristic, normalized, fallback)
-        counters[C_PENDING] = 0.0
+def run_stage(W, flags, ssm, min_depth, counters, constant, exponent, heuristic, normalized,
+              fallback):
+    """Run the due stage: add its parents (this allocates: gd's scalar example loop, which
+    runs without numba's runtime, stops before the example and lets its caller run it)."""
+    add_parents(W, flags, ssm, min_depth, constant, parents_due(counters, exponent, W.shape[0]),
+                heuristic, normalized, fallback)
+    counters[C_PENDING] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def count_input(counters, n_input):
+    """Count a training example's input features (the next stage's parent count)."""
     counters[C_SPARSITY] += n_input
     counters[C_EXAMPLES] += 1
 

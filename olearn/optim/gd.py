@@ -12,7 +12,7 @@ can make it read or write outside them; the functions it calls trust what it che
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import literally, njit
 
 from olearn.batch import valid_batch
 from olearn.fields import Field, Layout
@@ -415,16 +415,16 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
                                  numbers, offsets, index, value, namespace, lines, first_line,
                                  preds, rows)
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
-        return _learn_examples(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats,
-                               params, terms, linear, numbers, offsets, index, value, namespace,
-                               lines, first_line, preds, rows)
+        return _learn_scalar(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats, params,
+                             terms, linear, numbers, offsets, index, value, namespace, lines,
+                             first_line, preds, rows)
     if terms.shape[0] == 0 and params[P_STAGE_POLY] == 0 and not _some_not_linear(linear):
-        return _learn_examples(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
-                               terms, linear, numbers, offsets, index, value, namespace, lines,
-                               first_line, preds, rows)
-    return _learn_examples(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
-                           linear, numbers, offsets, index, value, namespace, lines, first_line,
-                           preds, rows)
+        return _learn_scalar(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
+                             terms, linear, numbers, offsets, index, value, namespace, lines,
+                             first_line, preds, rows)
+    return _learn_scalar(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
+                         linear, numbers, offsets, index, value, namespace, lines, first_line,
+                         preds, rows)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -442,42 +442,12 @@ def _settings(params):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _scratch(terms):
-    """The expanding example loops' scratch, allocated once per batch: --stage_poly's walk
-    stack and synthetic example, the interactions' namespace ranges, expanded example and
-    (unused) sources."""
-    return (stage_poly.new_stack(), np.empty(16, dtype=np.uint32), np.empty(16, dtype=np.float32),
-            np.zeros((256, 2), dtype=np.int64), np.empty(0, dtype=np.uint32),
-            np.empty(0, dtype=np.float32), np.empty((0, terms.shape[1]), dtype=np.int64))
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _some_not_linear(linear):
     """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
     for ns in range(256):
         if not linear[ns]:
             return True
     return False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _features(e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
-              some_not_linear, x_idx, x_val, no_src):
-    """Example ``e``'s features after the interactions and --ignore_linear: (indices, values,
-    lo, hi, how many --ignore_linear left out, the scratch arrays, grown when needed)."""
-    if terms.shape[0] == 0 and not some_not_linear:
-        return index, value, offsets[e], offsets[e + 1], 0, x_idx, x_val
-    need = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
-    if need > x_idx.shape[0]:
-        x_idx = np.empty(max(need, 2 * x_idx.shape[0]), dtype=np.uint32)
-        x_val = np.empty(x_idx.shape[0], dtype=np.float32)
-    hi = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask, permutations,
-                x_idx, x_val, no_src)
-    not_linear = 0
-    if some_not_linear:
-        hi, not_linear = _drop_linear(x_idx, x_val, hi, namespace, offsets[e], offsets[e + 1],
-                                      linear)
-    return x_idx, x_val, 0, hi, not_linear, x_idx, x_val
 
 
 # The per-example helpers (_predict, _label, _count_held_out, _count_example) are plain njit
@@ -551,43 +521,110 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
-                    numbers, offsets, index, value, namespace, lines, first_line, preds, rows):
-    """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family`` (a
-    literal: the stack expander → family → loss is fixed for the whole loop). ``expanded``
-    (literal) False: no interactions, --ignore_linear or --stage_poly, so each example's
-    features are the batch's own, never rebound (numba counts a reference at each array
-    rebinding, an atomic operation per example)."""
+def _expansion_scratch(terms, rows):
+    """The interactions' scratch: namespace ranges, component positions, ``rows`` rows for an
+    expanded example, and no source rows (no --audit here)."""
+    return (np.zeros((256, 2), dtype=np.int64), np.empty(terms.shape[1], dtype=np.int64),
+            np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.float32),
+            np.empty((0, terms.shape[1]), dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _example_features(e, offsets, index, value, namespace, terms, mask, permutations, linear,
+                      some_not_linear, interacting, scratch):
+    """Example ``e``'s features: the batch's own, or (``interacting``) after the interactions
+    and --ignore_linear, written to the scratch of :func:`_expansion_scratch`. Returns
+    (indices, values, lo, hi, how many --ignore_linear left out, 0), or with rows needed last
+    when the scratch holds fewer rows than the expansion may need (then nothing is written)."""
+    if not interacting:
+        return index, value, offsets[e], offsets[e + 1], 0, 0
+    ranges, pos, x_idx, x_val, no_src = scratch
+    lo = offsets[e]
+    hi = offsets[e + 1]
+    need = expanded_size(namespace, lo, hi, terms, ranges)
+    if need > x_idx.shape[0]:
+        return x_idx, x_val, 0, 0, 0, need
+    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, x_idx, x_val, no_src,
+               pos)
+    left_out = 0
+    if some_not_linear:
+        n, left_out = _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear)
+    return x_idx, x_val, 0, n, left_out, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
+                  numbers, offsets, index, value, namespace, lines, first_line, preds, rows):
+    """:func:`learn_batch` for one scalar problem: allocates the scratch of :func:`_examples`
+    (which runs without numba's runtime, so cannot) and runs it over the batch; when it stops
+    before an example, gives it a larger expansion scratch or runs the due --stage_poly stage,
+    and lets it go on. ``expanded``: see :func:`_examples`."""
+    (_, _, _, _, mask, _, _, _, _, poly_on, constant, exponent, heuristic, _, fallback,
+     normalized) = _settings(params)
+    min_depth, flags, ssm, counters, _ = poly
+    work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
+    scratch = _expansion_scratch(terms, 16 if expanded else 0)
+    # --stage_poly's synthetic example keeps each slot of the table at most once
+    synthetic = mask + 1 if poly_on and expanded else 0
+    s_idx = np.empty(synthetic, dtype=np.uint32)
+    s_val = np.empty(synthetic, dtype=np.float32)
+    stack = stage_poly.new_stack()
+    e = 0
+    nrows = 0
+    while True:
+        e, nrows, rows_needed, stage = _examples(family, expanded, e, nrows, W, lazy, poly, ew,
+                                                 state, stats, params, terms, linear, numbers,
+                                                 offsets, index, value, namespace, lines,
+                                                 first_line, preds, rows, work, scratch, s_idx,
+                                                 s_val, stack)
+        if rows_needed > 0:
+            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
+        elif stage:
+            stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
+                                 heuristic, normalized, fallback)
+        else:
+            return nrows
+
+
+# _nrt=False: numba's runtime is off in the example loop and in all it calls, so that no
+# reference is counted (an atomic operation per array argument per call: a fifth of the time
+# of an interaction run) and nothing is allocated; numba refuses to compile an allocation here.
+@njit(cache=True, nogil=True, _nrt=False)
+def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, params, terms,
+              linear, numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
+              work, scratch, s_idx, s_val, stack):
+    """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family``,
+    from example ``e0`` with ``nrows`` table rows written. Returns (the example it stopped at,
+    the row count, rows needed, stage due): at the end of the batch (rows needed 0, no stage
+    due), or before an example (nothing of it done) whose interactions need more rows than
+    ``scratch`` holds, or before which a --stage_poly stage is due (it allocates). ``family`` and ``expanded`` are literals: the stack expander → family → loss is
+    fixed for the whole loop. ``expanded`` False: no interactions, --ignore_linear or
+    --stage_poly, so each example's features are the batch's own. ``s_idx``/``s_val`` hold a
+    row per slot of the table with --stage_poly (else none), ``stack`` its walk's scratch."""
+    literally(family)
+    literally(expanded)
     binary = params[P_BINARY] != 0
     (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
      poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
-    some_not_linear = False
-    if expanded:  # the rest only then: a call on one example pays for no unused allocation
-        stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
-        some_not_linear = _some_not_linear(linear)
-    nrows = 0
-    f_idx = index
-    f_val = value
-    for e in range(numbers.shape[0]):
-        # not_linear: features left out of the linear terms, counted as VW counts them
-        lo = offsets[e]
-        hi = offsets[e + 1]
-        not_linear = 0
-        if expanded:
-            f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
-                e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
-                some_not_linear, x_idx, x_val, no_src)
+    some_not_linear = _some_not_linear(linear)
+    interacting = expanded and (terms.shape[0] > 0 or some_not_linear)
+    for e in range(e0, numbers.shape[0]):
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
+        if expanded and poly_on and learn and stage_poly.stage_due(counters):
+            return e, nrows, 0, True
+        # not_linear: features left out of the linear terms, counted as VW counts them
+        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
+            e, offsets, index, value, namespace, terms, mask, permutations, linear,
+            some_not_linear, interacting, scratch)
+        if rows_needed > 0:
+            return e, nrows, rows_needed, False
         if expanded and poly_on:
             if learn:
-                stage_poly.before_training(W, flags, ssm, min_depth, counters, constant, hi - lo,
-                                           exponent, heuristic, normalized, fallback)
-            s_idx, s_val, n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
-                                                    min_depth, flags, origin, learn, s_idx, s_val,
-                                                    stack, 0)
+                stage_poly.count_input(counters, hi - lo)
+            n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
+                                      origin, learn, s_idx, s_val, stack, 0)
             f_idx = s_idx
             f_val = s_val
             lo = 0
@@ -643,7 +680,9 @@ def _learn_examples(family, expanded, W, lazy, poly, ew, state, stats, params, t
             stats[R_W_UNLABELED] += imp
         nrows = _count_example(stats, rows, nrows, params, y, shown, np.nan,
                                hi - lo + not_linear)
-    return nrows
+    return numbers.shape[0], nrows, 0, False
+
+
 
 
 @njit(cache=True, nogil=True)
@@ -679,8 +718,12 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
      poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, origin = poly
-    stack, s_idx, s_val, ranges, x_idx, x_val, no_src = _scratch(terms)
     work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
+    scratch = _expansion_scratch(terms, 16)
+    synthetic = mask + 1 if poly_on else 0  # as in _learn_scalar
+    s_idx = np.empty(synthetic, dtype=np.uint32)
+    s_val = np.empty(synthetic, dtype=np.float32)
+    stack = stage_poly.new_stack()
     c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
     c_val = np.empty(16, dtype=np.float32)
     c_lo = np.zeros(k_classes + 1, dtype=np.int64)
@@ -688,21 +731,28 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
     probs = np.zeros(k_classes, dtype=np.float32)
     nrows = 0
     some_not_linear = _some_not_linear(linear)
+    interacting = terms.shape[0] > 0 or some_not_linear
     for e in range(numbers.shape[0]):
-        f_idx, f_val, lo, hi, not_linear, x_idx, x_val = _features(
-            e, offsets, index, value, namespace, terms, ranges, mask, permutations, linear,
-            some_not_linear, x_idx, x_val, no_src)
+        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
+            e, offsets, index, value, namespace, terms, mask, permutations, linear,
+            some_not_linear, interacting, scratch)
+        if rows_needed > 0:
+            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
+            f_idx, f_val, lo, hi, not_linear, _ = _example_features(
+                e, offsets, index, value, namespace, terms, mask, permutations, linear,
+                some_not_linear, interacting, scratch)
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
         if poly_on and learn:
-            stage_poly.before_training(W, flags, ssm, min_depth, counters, constant, hi - lo,
-                                       exponent, heuristic, normalized, fallback)
+            if stage_poly.stage_due(counters):
+                stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
+                                     heuristic, normalized, fallback)
+            stage_poly.count_input(counters, hi - lo)
         n = 0
         for k in range(k_classes):
             c_lo[k] = n
             if poly_on:
-                s_idx, s_val, m = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask,
-                                                    min_depth, flags, origin, learn, s_idx,
-                                                    s_val, stack, k)
+                m = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
+                                      origin, learn, s_idx, s_val, stack, k)
             else:
                 m = hi - lo
             if n + m > c_idx.shape[0]:

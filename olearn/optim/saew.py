@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from olearn.arrays import heapsort
 from olearn.losses import derivative
 from olearn.optim import boa, eg, vmath
 from olearn.optim import layout as L
@@ -217,25 +218,39 @@ def _truncate(values, out, n, d0, keep, budget):
     """out[:n] = values[:n] sparsified: coordinate ``keep`` (the constant; -1: none) stays, and
     of the others the d0 largest |entries|, then also the next largest while the smaller ones
     would add up to more than ``budget`` in l1 mass (np.inf: exactly d0). Returns how many of
-    the others it kept."""
+    the others it kept. ``values[:n]`` is scratch (overwritten: the magnitudes, sorted in
+    place; nothing is allocated, as gd's example loop runs without numba's runtime). Of
+    entries tied at the largest magnitude dropped, the lowest coordinates go first."""
     others = n - 1 if 0 <= keep < n else n
     top = others if d0 >= others else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
     removable = others - top
-    order = np.argsort(np.abs(values[:n]))
-    out[:n] = values[:n]
+    for s in range(n):  # (a slice copy could allocate: numba copies overlapping arrays)
+        out[s] = values[s]
+        values[s] = np.inf if s == keep else abs(values[s])
+    heapsort(values, n)
     dropped = 0.0
-    for i in range(n):
-        if removable == 0:
-            break
-        s = order[i]
-        if s == keep:
-            continue
-        dropped += abs(values[s])
+    m = 0  # the m smallest magnitudes are dropped
+    while m < removable:
+        dropped += values[m]
         if dropped > budget:
             break
-        out[s] = 0.0
-        removable -= 1
-    return top + removable
+        m += 1
+    if m == 0:
+        return top + removable
+    threshold = values[m - 1]
+    at_threshold = m  # how many of magnitude == threshold to drop
+    for i in range(m):
+        if values[i] < threshold:
+            at_threshold -= 1
+    for s in range(n):
+        if s == keep:
+            continue
+        a = abs(out[s])
+        if a < threshold or (a == threshold and at_threshold > 0):
+            if a == threshold:
+                at_threshold -= 1
+            out[s] = 0.0
+    return top + removable - m
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -271,7 +286,8 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
         out[s] = coord[L.K_CENTER, s] + dev
     if kind == 2:
         scratch = coord[L.K_SCRATCH]
-        scratch[:n] = out[:n]
+        for s in range(n):  # (not a slice copy, which could allocate)
+            scratch[s] = out[s]
         _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings))
 
 
