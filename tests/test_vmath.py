@@ -76,3 +76,18 @@ def test_reordered_sum_and_maximum_agree_with_sequential_ones():
     assert math.isclose(total, math.fsum(xs), rel_tol=1e-13)
     assert top == xs.max()
     assert math.isnan(_reductions(np.array([1.0, np.nan, 2.0]))[1])
+
+
+@njit(cache=True)
+def _prefetch_rows(table, rows):
+    for r in rows:
+        vmath.prefetch_row(table, r)
+    return table[0, 0]
+
+
+def test_prefetching_any_row_is_harmless():
+    """A prefetch is a hint: rows far outside the table (or negative) neither fault nor write."""
+    table = np.arange(8.0, dtype=np.float32).reshape(2, 4)
+    rows = np.array([0, 1, 2, -1, 1 << 40, -(1 << 40), (1 << 62)], dtype=np.int64)
+    assert _prefetch_rows(table, rows) == 0.0
+    assert table.tolist() == np.arange(8.0).reshape(2, 4).tolist()

@@ -22,6 +22,7 @@ from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
 from olearn import oaa
 from olearn.optim import regularize, saew
+from olearn.optim.vmath import prefetch_row
 from olearn.optim.weights import W_G, W_N, W_RATE, W_W, WIDTH
 
 # Learner state (float64 array).
@@ -167,37 +168,56 @@ X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
 
 
+# With interactions or --stage_poly an example's features are spread over the whole table, out
+# of the L1 and L2 caches: the loops over them ask for the row PREFETCH_AHEAD features ahead
+# (``prefetch``, a literal), 10-15% less learning time on -q ff and the interaction shapes.
+# Without them (the table rows in use stay cached) the hints only cost instructions.
+PREFETCH_AHEAD = 16  # features
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_ahead(W, index, k, hi):
+    prefetch_row(W, index[min(k + PREFETCH_AHEAD, hi - 1)])
+
+
 @njit(cache=True, nogil=True)
-def _predict(W, index, value, lo, hi, initial):
+def _predict(W, index, value, lo, hi, initial, prefetch):
+    literally(prefetch)
     raw = np.float32(initial)
+    if prefetch:
+        for k in range(lo, min(hi, lo + PREFETCH_AHEAD)):
+            prefetch_row(W, index[k])
     for k in range(lo, hi):
+        if prefetch:
+            _prefetch_ahead(W, index, k, hi)
         raw += W[index[k], W_W] * value[k]
     return raw
 
 
 @njit(cache=True, nogil=True)
-def _update(W, state, params, index, value, lo, hi, p, y, imp, work):
+def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
     """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
     least one column: the features are taken that many at a time). VW's default rule
     (adaptive, normalized, power_t 0.5) runs a copy compiled for it (literal flags: no
-    per-feature branch on them).
+    per-feature branch on them). ``prefetch`` (literal): see PREFETCH_AHEAD.
     """
+    literally(prefetch)
     adaptive = params[P_ADAPTIVE] != 0
     normalized = params[P_NORMALIZED] != 0
     sqrt_rate = params[P_POWER_T] == 0.5
     if adaptive and normalized and sqrt_rate:
         return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
-                            work)
+                            work, prefetch)
     return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
-                        p, y, imp, work)
+                        p, y, imp, work, prefetch)
 
 
 @njit(cache=True, nogil=True)
 def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
-                 imp, work):
+                 imp, work, prefetch):
     """:func:`_update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
     0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
     L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
@@ -218,6 +238,8 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     for first in range(lo, hi, work.shape[1]):
         n = min(work.shape[1], hi - first)
         for k in range(n):
+            if prefetch:
+                _prefetch_ahead(W, index, first + k, hi)
             j = index[first + k]
             x = np.float64(value[first + k])
             x2 = x * x
@@ -274,6 +296,8 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
     u *= multiplier
     for k in range(lo, hi):
+        if prefetch:
+            _prefetch_ahead(W, index, k, hi)
         j = index[k]
         if stateful:
             W[j, W_W] += u * value[k] * W[j, W_RATE]
@@ -641,7 +665,7 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
             raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, f_idx,
                                                           f_val, lo, hi, numbers[e, 2]))
         else:
-            raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2]))
+            raw = np.float64(_predict(W, f_idx, f_val, lo, hi, numbers[e, 2], expanded))
         if np.isnan(raw):
             raw = 0.0
         p = min(max(raw, state[S_MIN]), state[S_MAX])
@@ -670,7 +694,8 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
             if learn and family == EXPONENTIAL_WEIGHTS:
                 saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
             elif learn and family == GRADIENT_DESCENT and loss > 0:
-                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, work)
+                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, work,
+                                  expanded)
                 if regularized and eta_bar > 0.0:
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
@@ -777,7 +802,7 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                 raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, c_idx,
                                                               c_val, a, b, numbers[e, 2]))
             else:
-                raw = np.float64(_predict(W, c_idx, c_val, a, b, numbers[e, 2]))
+                raw = np.float64(_predict(W, c_idx, c_val, a, b, numbers[e, 2], False))
             if np.isnan(raw):
                 raw = 0.0
             scores[k] = min(max(raw, state[S_MIN]), state[S_MAX])
@@ -839,7 +864,7 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
                         eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp,
-                                          work)
+                                          work, False)
                         classes[k, oaa.CLASS_NORM] = state[S_NORM]
                         classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
                         if regularized and eta_bar > 0.0:

@@ -119,3 +119,25 @@ def exp(x):
     k_int = (_as_int(rounded) << 13) >> 13  # the low 51 bits, sign-extended
     half = k_int >> 1
     return p * _as_float((half + 1023) << 52) * _as_float((k_int - half + 1023) << 52)
+
+
+@intrinsic
+def prefetch_row(typingctx, table, row):
+    """Ask the CPU to bring row ``row`` of the 2-D C-contiguous ``table`` into its caches
+    (LLVM's prefetch: a hint, which never faults, whatever the row)."""
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, signature, args):
+        from llvmlite import ir
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        row_bytes = builder.extract_value(array.strides, 0)
+        offset = builder.mul(context.cast(builder, args[1], signature.args[1], types.intp),
+                             row_bytes)
+        byte = ir.IntType(8).as_pointer()
+        address = builder.gep(builder.bitcast(array.data, byte), [offset])
+        i32 = ir.IntType(32)
+        function = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte], ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
+        builder.call(function, [address, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.none(table, row), codegen
