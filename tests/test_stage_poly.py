@@ -286,6 +286,13 @@ def test_stages_equals_the_batch_size_it_stands_for(tmp_path):
     assert outputs[0] == outputs[1]
 
 
+def test_stages_warns_once(tmp_path):
+    data = _regression_file(tmp_path / "d.vw", n=10)
+    code, _, err = run_olearn("-d", data, "--stage_poly", "--stages", "2", "-q", "aa", "-q", "aa")
+    assert code == 0, err
+    assert err.count("duplicate interaction 'aa' removed") == 1
+
+
 @pytest.mark.parametrize("args, message", [
     (["--stages", "6"], "--stages needs --stage_poly"),
     (["--stage_poly_fallback"], "--stage_poly_fallback needs --stage_poly"),

@@ -91,8 +91,11 @@ def with_stages(config, lines: int):
     counter, without doubling, where the counter spans P·(lines + 1) − 1 values over P passes
     (VW counts each pass's end as one more line); so K − 1 stages, none after the last epoch."""
     span = config.passes * (lines + 1) - 1
-    return dataclasses.replace(config, stages=0, batch_sz=max(1, -(-span // config.stages)),
-                               batch_sz_no_doubling=True)
+    # quiet: the new config's checks would print the warnings of config's a second time
+    staged = dataclasses.replace(config, stages=0, batch_sz=max(1, -(-span // config.stages)),
+                                 batch_sz_no_doubling=True, quiet=True)
+    staged.quiet = config.quiet
+    return staged
 
 
 @njit(cache=True, nogil=True)
