@@ -578,7 +578,8 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
-        names = present(records, sname, headline[sname])
+        names = [n for n in dict.fromkeys(headline[sname])
+                 if n in records[sname] and final_values(records[sname][n])[0]]
         ax.boxplot([final_values(records[sname][n])[0] for n in names],
                    tick_labels=[n.replace("saew-", "saew\n") for n in names])
         if sname == "square":
