@@ -9,36 +9,43 @@ Protocol (docs/algorithms.md section 4.1):
   pinball loss at tau = 0.8 with olearn's constant feature as the intercept, whose true value is
   the noise's 0.8-quantile sigma Phi^-1(0.8); the error is measured over theta and the intercept;
   the l1 methods get --radius 1.1 >= ||(theta*, b*)||_1 ~ 1.084 since the paper gives them the
-  true l1 norm), and ``long`` (d = 100, T = 1e5, square loss; as many runs as fit in
-  --long_minutes). Seeds are fixed: run r of a setting uses numpy's default_rng((SEED, d, T, r)).
+  true l1 norm), ``small`` (the paper's Fig. 4: d0 = d = 2, sigma = 0.3, T = --small_T, square
+  loss), ``long`` and ``long-quantile`` (d = 100, T = 1e5, square and quantile loss, the paper's
+  Figs. 5-7; run by turns, as many as fit in --long_minutes). Seeds are fixed: run r of a setting
+  uses numpy's default_rng((SEED, d, T, r, seed set)); the tuning seed set (--tune_seed) chooses
+  SAEW's defaults, the SGD rate and RDA's (lam, gamma); every reported run is on --seed.
   Data are VW text files (``y |x 0:v0 1:v1 ...``, 6 significant digits) in a temporary folder
   deleted at exit.
 * Metric: ln ||theta_hat_t - theta*||_2^2 (the instantaneous excess risk, as E[xx^T] = I).
   Finals at T of the headline methods (plain SGD at its tuned rate, BOA, the recommended SAEW,
   calibrated SAEW) come from the command line (``python -m olearn`` ... ``--invert_hash``,
   parsed by feature name x^j / Constant); every curve against t, and the finals of the variant
-  sweep, come from the Python API (``partial_fit`` over chunks up to log-spaced checkpoints,
-  reading ``weights[:, 0]`` after ``sync()``). CLI and API finals are compared (they must agree).
-* Cumulative risk (Fig. 3): sum over t of (yhat_t - x_t^T theta* [- b*])^2 with the progressive
-  predictions yhat_t of ``-p`` (an unbiased estimate of the sum of instantaneous excess risks
-  ||theta_hat_{t-1} - theta*||^2 for the square loss); CLI runs only.
+  sweep, come from the Python API (a partial fit over chunks up to log-spaced checkpoints,
+  reading ``weights[:, 0]`` after ``sync()``; text lines in square and quantile, numpy matrices
+  in small and long). CLI and API finals are compared (they must agree).
+* Cumulative risk (Figs. 3, 4, 7): sum over t of (yhat_t - x_t^T theta* [- b*])^2 over the
+  progressive predictions yhat_t (an unbiased estimate of the sum of instantaneous excess risks
+  ||theta_hat_{t-1} - theta*||^2 for the square loss), from the API (and ``-p`` for the CLI).
 * Methods: ``sgd-l<rate>``: olearn's default learner (VW's adaptive, normalized, invariant
   gradient descent) over the -l grid --sgd_grid, ``sgd`` = the rate with the best median final
-  error ("plain SGD"; the paper's RDA is not implemented); ``eg`` (--eg); ``boa`` (--boa);
+  error on the tuning seeds ("plain SGD"); ``rda``: l1-RDA (Xiao 2010, scripts/saew_rda.py),
+  the paper's baseline, (lam, gamma) tuned on the tuning seeds; ``eg`` (--eg); ``boa`` (--boa);
+  ``boa-average`` (--boa --saew_output average, the long-horizon figures' averaged BOA);
   ``saew-C<C>-<center>`` (--saew --saew_C C --saew_center center, BOA subroutine, d0 = 5,
   alpha = 1, B = running max, radius as above) for C in --C_grid, center in {average, last};
   ``saew-eg-...`` the same with --saew_sub eg; ``...-out<average|sparse>`` with --saew_output;
   ``...-d0<k>`` with --saew_d0 k; ``calibrated`` (--saew_calibrate with no d0/alpha/U/B given).
-* Defaults: among the (C, center) pairs run in all settings, the one whose worst gap (median
-  final ln error minus the best pair's, per setting) is smallest.
+* Defaults: among the (C, center) pairs run on the tuning seeds of square, quantile, long and
+  long-quantile, the one whose worst gap (median final ln error minus the best pair's, per
+  setting) is smallest.
 
 Reproducibility: other people may edit olearn while this runs, so the script copies the olearn
 package to ``$TMPDIR/olearn-saew-snapshot-<sha1>`` and imports it (and runs the CLI) from there;
 the first use of a new snapshot compiles numba's kernels once.
 
 Outputs in --out (default experiments/saew): fig1_boxplots.png, fig2_curves.png,
-fig3_cumulative_risk.png, fig5_long_curves.png, fig6_long_slopes.png, fig_defaults.png,
-results.json and summary.md (also printed).
+fig3_cumulative_risk.png, fig4_small.png, fig5_long_curves.png, fig6_long_slopes.png,
+fig7_long_cumrisk.png, fig_defaults.png, results.json and summary.md (also printed).
 
 Usage: python scripts/saew_experiment.py [--runs 30] [--long_minutes 12] [--calib_runs 10]
        [--quick] [--out experiments/saew]
@@ -47,6 +54,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import pickle
@@ -61,6 +69,7 @@ from pathlib import Path
 import numpy as np
 
 from olearn_snapshot import snapshot_olearn
+from saew_rda import rda_run
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "experiments" / "saew"
@@ -72,6 +81,9 @@ PHI_INV_TAU = 0.8416212335729143  # Phi^-1(0.8)
 LASSO_REF = -8.8
 SGD_GRID = (0.03, 0.1, 0.3, 1.0, 3.0)
 C_GRID = (16.0, 4.0, 2.0, 1.0, 0.5, 0.25)
+RDA_LAM = (0.0, 5e-4, 1e-3, 2e-3, 4e-3, 8e-3, 0.016, 0.032, 0.1)
+RDA_GAMMA = (1.5, 2.0, 3.0, 4.5, 7.0, 10.0, 15.0, 30.0, 100.0)
+SMALL_SIGMA = 0.3  # the paper's Fig. 4: d0 = d = 2, sigma = 0.3
 CENTERS = ("average", "last")
 N_CHECKPOINTS = 25
 N_TAIL_CHECKPOINTS = 40
@@ -90,6 +102,9 @@ class Setting:
     long: bool = False
     methods: dict[str, dict] = field(default_factory=dict)
     cps: np.ndarray | None = None  # the checkpoints t at which errors are recorded
+    d0: int = D0
+    sigma: float = SIGMA
+    matrix: bool = False  # the API learns from numpy matrices (no text, no CLI runs)
 
     def base(self) -> dict:
         if self.quantile:
@@ -97,7 +112,12 @@ class Setting:
         return {"noconstant": True}
 
     def intercept(self) -> float:
-        return SIGMA * PHI_INV_TAU if self.quantile else 0.0
+        return self.sigma * PHI_INV_TAU if self.quantile else 0.0
+
+    def data(self, run: int, seed: int | None = None):
+        """X, y, theta* of run ``run`` of seed set ``seed`` (default: the setting's)."""
+        return make_data(self.d, self.T, run, self.seed if seed is None else seed, self.d0,
+                         self.sigma)
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
@@ -124,15 +144,17 @@ def import_snapshot(root: Path):
 
 # --- data --------------------------------------------------------------------------------------
 
-def make_data(d: int, T: int, run: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run ``run`` of seed set ``seed`` (0: the runs that chose the defaults)."""
+def make_data(d: int, T: int, run: int, seed: int = 0, d0: int = D0,
+              sigma: float = SIGMA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run ``run`` of seed set ``seed`` (0: the runs that chose the defaults); theta* has ``d0``
+    nonzeros, the noise is N(0, sigma^2)."""
     rng = np.random.default_rng((SEED, d, T, run, seed) if seed else (SEED, d, T, run))
     theta = np.zeros(d)
-    support = rng.choice(d, D0, replace=False)
-    v = rng.standard_normal(D0)
+    support = rng.choice(d, d0, replace=False)
+    v = rng.standard_normal(d0)
     theta[support] = v / np.abs(v).sum()
     X = rng.standard_normal((T, d))
-    y = X @ theta + SIGMA * rng.standard_normal(T)
+    y = X @ theta + sigma * rng.standard_normal(T)
     return X, y, theta
 
 
@@ -215,32 +237,47 @@ class Runner:
                                      + [table["Constant"][0]])
         return self.index[d]
 
-    def api(self, lines: list[str], opts: dict, cps: np.ndarray, d: int,
-            intercept: bool) -> np.ndarray:
-        """theta_hat (and the intercept) at every checkpoint, shape (len(cps), d [+1])."""
-        idx = self.indices(d)
+    def api(self, data, opts: dict, cps: np.ndarray, d: int,
+            intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+        """theta_hat (and the intercept) at every checkpoint, shape (len(cps), d [+1]), and the
+        progressive predictions (each example's, before learning it). ``data``: example lines,
+        or (X, y) numpy matrices (features f^j, not rounded to text)."""
+        learner = self.olearn.Learner(**opts)
+        if isinstance(data, tuple):
+            matrices = importlib.import_module("olearn.matrices")
+            hashing = importlib.import_module("olearn.hashing")
+            idx = np.append(matrices.column_indices(d, learner.config).astype(np.int64),
+                            hashing.CONSTANT_HASH & learner.config.mask)
+        else:
+            idx = self.indices(d)
         if not intercept:
             idx = idx[:d]
-        learner = self.olearn.Learner(**opts)
         out = np.empty((len(cps), len(idx)))
+        preds = []
         prev = 0
         for k, c in enumerate(cps):
-            learner.partial_fit(lines[prev:c])
+            chunk = ((data[0][prev:c], data[1][prev:c]) if isinstance(data, tuple)
+                     else (data[prev:c],))
+            # partial_fit, keeping the progressive predictions
+            preds.append(learner._run(learner._batches(*chunk), learn=True, stacklevel=2)[0][:, 0])
             prev = c
             learner._learner.sync()
             out[k] = learner._learner.weights[idx, 0]
-        return out
+        return out, np.concatenate(preds).astype(float)
 
 
 # --- methods ------------------------------------------------------------------------------------
 
-def saew_opts(C: float, center: str, radius: float, sub: str = "boa", **extra) -> dict:
+def saew_opts(C: float, center: str, radius: float, sub: str = "boa", d0: int = D0,
+              **extra) -> dict:
     return {"saew": True, "saew_sub": sub, "saew_C": C, "saew_center": center, "radius": radius,
-            "saew_d0": D0, **extra}
+            "saew_d0": d0, **extra}
 
 
 def sweep_methods(setting: Setting, quick: bool, c_grid: tuple[float, ...],
                   sgd_grid: tuple[float, ...]) -> dict[str, dict]:
+    """The methods of a setting's reported runs ("sgd" and "rda" join after tuning). The long and
+    small settings add calibrated SAEW (the API's; the T = 2000 settings run it by the CLI)."""
     r = setting.radius
     m: dict[str, dict] = {}
     if not setting.long:
@@ -251,13 +288,16 @@ def sweep_methods(setting: Setting, quick: bool, c_grid: tuple[float, ...],
     m["boa-average"] = {"boa": True, "radius": r, "saew_output": "average"}
     for C in c_grid:
         for center in CENTERS:
-            m[f"saew-C{C:g}-{center}"] = saew_opts(C, center, r)
-    if quick:
+            m[f"saew-C{C:g}-{center}"] = saew_opts(C, center, r, d0=setting.d0)
+    if setting.matrix:
+        m["calibrated"] = {"saew_calibrate": True}
+    if quick or setting.name == "small":
         return m
     long = setting.long
-    for C in ((1.0, 0.5) if long else (2.0, 1.0, 0.5)):
-        if C in c_grid:
-            m[f"saew-eg-C{C:g}-last"] = saew_opts(C, "last", r, sub="eg")
+    if not long:
+        for C in (2.0, 1.0, 0.5):
+            if C in c_grid:
+                m[f"saew-eg-C{C:g}-last"] = saew_opts(C, "last", r, sub="eg")
     for C in (2.0, 0.5):
         if C in c_grid:
             for out in (("average",) if long else ("average", "sparse")):
@@ -299,36 +339,86 @@ class Record:
     curves: list = field(default_factory=list)       # arrays over checkpoints
     cli_final: list = field(default_factory=list)     # ln error at T from --invert_hash
     cumrisk: list = field(default_factory=list)       # arrays over t (CLI -p)
+    api_cumrisk: list = field(default_factory=list)   # arrays over checkpoints (API)
     api_cli_diff: list = field(default_factory=list)  # max |theta_api - theta_cli|
     api_theta_T: list = field(default_factory=list)   # theta at T per run (API)
     cli_seconds: list = field(default_factory=list)   # wall time per CLI run
     seconds: float = 0.0
 
 
-def run_sweep(runner: Runner, s: Setting, runs: int, deadline: float | None,
-              records: dict, cps: np.ndarray, data_cache: dict | None) -> int:
+def rda_estimates(X: np.ndarray, y: np.ndarray, s: Setting, lam, gamma,
+                  cps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """l1-RDA (scripts/saew_rda.py) for the pairs (lam[p], gamma[p]): estimates at the
+    checkpoints, shape (len(cps), P, d [+1]), and progressive predictions, shape (T, P). In the
+    quantile settings a column of ones is the intercept, penalized like every coordinate."""
+    if s.quantile:
+        X = np.column_stack([X, np.ones(len(X))])
+    return rda_run(X, y, lam, gamma, cps, TAU if s.quantile else None)
+
+
+def tune_rda(s: Setting, runs: int, seed: int) -> tuple[tuple[float, float], dict]:
+    """RDA's (lam, gamma) over the grid RDA_LAM x RDA_GAMMA, on ``runs`` runs of seed set
+    ``seed``: the best median final ln error among the *stable* pairs, whose cumulative risk at
+    T is below the zero predictor's (sum_t (x_t' theta* [+ b*])^2) in every run (a small gamma
+    can blow up for thousands of examples and still end well); every pair's median, with a
+    "*" on the unstable ones."""
+    pairs = [(lam, gamma) for lam in RDA_LAM for gamma in RDA_GAMMA]
+    lams, gammas = np.array(pairs).T
+    finals = []
+    stable = np.ones(len(pairs), dtype=bool)
+    for r in range(runs):
+        X, y, theta = s.data(r, seed)
+        truth = np.append(theta, s.intercept()) if s.quantile else theta
+        est, preds = rda_estimates(X, y, s, lams, gammas, np.array([s.T]))
+        finals.append(np.nan_to_num(ln_err(est[-1], truth), nan=np.inf))
+        signal = X @ theta + s.intercept()
+        risk = np.nan_to_num(np.sum((preds - signal[:, None]) ** 2, axis=0), nan=np.inf)
+        stable &= risk < np.sum(signal ** 2)
+    med = np.median(finals, axis=0)
+    best = int(np.argmin(np.where(stable, med, np.inf) if stable.any() else med))
+    return pairs[best], {f"{lam:g},{gamma:g}" + ("" if ok else "*"): float(v)
+                         for (lam, gamma), v, ok in zip(pairs, med, stable)}
+
+
+def run_one(runner: Runner, s: Setting, r: int, records: dict, cps: np.ndarray,
+            data_cache: dict | None) -> None:
+    """Run ``r`` of setting ``s``: every method's ln error curve and cumulative risk (API)."""
+    X, y, theta = s.data(r)
+    data = (X, y) if s.matrix else vw_lines(X, y)
+    truth = np.append(theta, s.intercept()) if s.quantile else theta
+    signal = X @ theta + s.intercept()
+    if data_cache is not None:
+        data_cache[r] = (X, y, theta, data)
+    for name, opts in s.methods.items():
+        start = time.perf_counter()
+        if "rda_lam" in opts:
+            est, preds = rda_estimates(X, y, s, [opts["rda_lam"]], [opts["rda_gamma"]], cps)
+            est, preds = est[:, 0], preds[:, 0]
+        else:
+            est, preds = runner.api(data, {**s.base(), **opts}, cps, s.d, s.quantile)
+        rec = records[s.name].setdefault(name, Record())
+        rec.seconds += time.perf_counter() - start
+        rec.curves.append(ln_err(est, truth))
+        rec.api_theta_T.append(est[-1])
+        rec.api_cumrisk.append(np.cumsum((preds - signal) ** 2)[cps - 1])
+
+
+def run_sweep(runner: Runner, settings: list[Setting], runs: int, deadline: float | None,
+              records: dict, data_cache: dict | None) -> int:
+    """Runs 0, 1, ... of the settings, interleaved (run r of each, then r + 1), until ``runs``
+    or the deadline (checked before each round); returns the rounds done."""
     done = 0
     for r in range(runs):
         if deadline is not None and time.perf_counter() > deadline:
             break
-        t0 = time.perf_counter()
-        X, y, theta = make_data(s.d, s.T, r, s.seed)
-        lines = vw_lines(X, y)
-        truth = np.append(theta, s.intercept()) if s.quantile else theta
-        if data_cache is not None:
-            data_cache[r] = (X, y, theta, lines)
-        for name, opts in s.methods.items():
-            start = time.perf_counter()
-            est = runner.api(lines, {**s.base(), **opts}, cps, s.d, s.quantile)
-            rec = records[s.name].setdefault(name, Record())
-            rec.seconds += time.perf_counter() - start
-            rec.curves.append(ln_err(est, truth))
-            rec.api_theta_T.append(est[-1])
+        for s in settings:
+            t0 = time.perf_counter()
+            run_one(runner, s, r, records, s.cps, data_cache)
+            best = min(((float(np.median([c[-1] for c in rec.curves])), n)
+                        for n, rec in records[s.name].items()))
+            progress(f"{s.name} run {r + 1}/{runs} ({time.perf_counter() - t0:.0f} s); "
+                     f"best median so far {best[1]} {best[0]:.2f}")
         done += 1
-        best = min(((float(np.median([c[-1] for c in rec.curves])), n)
-                    for n, rec in records[s.name].items()))
-        progress(f"{s.name} run {r + 1}/{runs} ({time.perf_counter() - t0:.0f} s); "
-                 f"best median so far {best[1]} {best[0]:.2f}")
     return done
 
 
@@ -337,7 +427,7 @@ def run_cli(runner: Runner, s: Setting, runs: int, records: dict, methods: dict[
     for r in range(runs):
         X, y, theta, lines = data_cache[r] if r in data_cache else (None, None, None, None)
         if X is None:
-            X, y, theta = make_data(s.d, s.T, r, s.seed)
+            X, y, theta = s.data(r)
             lines = vw_lines(X, y)
         path = workdir / f"{s.name}-{r}.vw"
         if not path.exists():
@@ -384,17 +474,17 @@ def choose_defaults(records: dict, settings: list[str], c_grid) -> tuple[tuple, 
 def session_counts(olearn, settings: dict[str, Setting], c_grid, runs: int = 3) -> dict:
     """Sessions SAEW started by T (0: it stayed BOA) per (C, center), on the first runs of each
     setting (1 run of the long one)."""
-    import importlib  # noqa: PLC0415
     layout = importlib.import_module("olearn.optim.layout")
     out: dict[str, dict[str, list[int]]] = {}
     for sname, s in settings.items():
         for r in range(1 if s.long else runs):
-            X, y, _ = make_data(s.d, s.T, r, s.seed)
-            lines = vw_lines(X, y)
+            X, y, _ = s.data(r)
+            data = (X, y) if s.matrix else (vw_lines(X, y),)
             for C in c_grid:
                 for center in CENTERS:
-                    learner = olearn.Learner(**s.base(), **saew_opts(C, center, s.radius))
-                    learner.fit(lines)
+                    learner = olearn.Learner(**s.base(), **saew_opts(C, center, s.radius,
+                                                                     d0=s.d0))
+                    learner.fit(*data)
                     es = learner._learner.ew[6]
                     out.setdefault(sname, {}).setdefault(f"saew-C{C:g}-{center}", []).append(
                         int(es[0, layout.E_SESSION]))
@@ -417,6 +507,10 @@ def style(name: str) -> dict:
         return {"color": "tab:brown", "linestyle": "-."}
     if name == "calibrated":
         return {"color": "tab:purple", "linestyle": "-"}
+    if name == "boa-average":
+        return {"color": "black", "linestyle": ":"}
+    if name == "rda":
+        return {"color": "tab:green", "linestyle": "-."}
     if name not in SAEW_COLORS:
         SAEW_COLORS[name] = PALETTE[len(SAEW_COLORS) % len(PALETTE)]
     return {"color": SAEW_COLORS[name], "linestyle": "--" if "-C16-" in name else "-"}
@@ -438,10 +532,44 @@ def label_axes(ax, xlabel: str, ylabel: str, title: str) -> None:
     ax.grid(alpha=0.3)
 
 
+def present(records: dict, sname: str, names: list[str], attr: str = "curves") -> list[str]:
+    return [n for n in dict.fromkeys(names) if n in records[sname]
+            and getattr(records[sname][n], attr)]
+
+
+def curve_panel(ax, records: dict, s: Setting, names: list[str], title: str) -> None:
+    """Mean over runs of ln error against ln t."""
+    for n in present(records, s.name, names):
+        ax.plot(np.log(s.cps), np.mean(records[s.name][n].curves, axis=0), label=n, **style(n))
+    label_axes(ax, "ln t", "mean over runs of ln ||theta_hat_t - theta*||^2", title)
+
+
+def cumrisk_panel(ax, records: dict, s: Setting, names: list[str], title: str) -> None:
+    """Mean over runs of the cumulative risk against t, log-log (API progressive predictions)."""
+    for n in present(records, s.name, names, "api_cumrisk"):
+        rec = records[s.name][n]
+        ax.plot(s.cps, np.mean(rec.api_cumrisk, axis=0), label=f"{n} ({len(rec.api_cumrisk)} runs)",
+                **style(n))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel("mean cumulative sum of (yhat_t - x_t' theta* [- b*])^2")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, which="both")
+
+
+def slope_guides(ax, s: Setting, y0: float) -> None:
+    x0 = np.log(s.T / 10)
+    xs = np.array([x0, np.log(s.T)])
+    ax.plot(xs, y0 + 0.5 - (xs - x0), color="black", linewidth=0.8, linestyle=":",
+            label="slope -1")
+    ax.plot(xs, y0 + 0.5 - 0.5 * (xs - x0), color="gray", linewidth=0.8, linestyle=":",
+            label="slope -1/2")
+
+
 def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: dict[str, list],
              rec_name: str, long_methods: list[str]) -> list[Path]:
-    headline = {k: list(dict.fromkeys(v)) for k, v in headline.items()}
-    long_methods = list(dict.fromkeys(long_methods))
     import matplotlib  # noqa: PLC0415
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
@@ -450,17 +578,15 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
-        names = headline[sname]
-        data = []
-        for n in names:
-            rec = records[sname][n]
-            data.append(final_values(rec)[0])
-        ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
+        names = [n for n in dict.fromkeys(headline[sname])
+                 if n in records[sname] and final_values(records[sname][n])[0]]
+        ax.boxplot([final_values(records[sname][n])[0] for n in names],
+                   tick_labels=[n.replace("saew-", "saew\n") for n in names])
         if sname == "square":
             ax.axhline(LASSO_REF, color="green", linestyle="--", label="batch Lasso+CV (paper) -8.8")
             ax.legend(loc="upper right", fontsize=8)
-        T = settings[sname].T
-        ax.set_title(f"{sname}: ln ||theta_hat_T - theta*||^2 at T = {T}"
+        ax.set_title(f"{sname}: ln ||theta_hat_T - theta*||^2 at T = {settings[sname].T}, "
+                     f"{settings[sname].runs} fresh runs"
                      + (" (theta and intercept)" if sname == "quantile" else ""), fontsize=9)
         ax.set_ylabel("ln squared L2 error")
         ax.tick_params(axis="x", labelsize=7, rotation=45)
@@ -468,67 +594,57 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
-        cps = settings[sname].cps
-        for n in headline[sname]:
-            rec = records[sname][n]
-            if not rec.curves:
-                continue
-            ax.plot(np.log(cps), np.mean(rec.curves, axis=0), label=n, **style(n))
         if sname == "square":
             ax.axhline(LASSO_REF, color="green", linestyle="--", linewidth=0.8, label="Lasso -8.8")
-        label_axes(ax, "ln t", "mean over runs of ln ||theta_hat_t - theta*||^2", f"{sname} (curves via the Python API)")
+        curve_panel(ax, records, settings[sname], headline[sname],
+                    f"{sname} (Python API, {settings[sname].runs} fresh runs)")
     paths.append(save_figure(fig, out / "fig2_curves.png"))
 
     fig, axes = plt.subplots(1, len(short), figsize=(6.5 * len(short), 5), squeeze=False)
     for ax, sname in zip(axes[0], short):
-        for n in headline[sname]:
-            rec = records[sname][n]
-            if not rec.cumrisk:
-                continue
-            curve = np.mean(rec.cumrisk, axis=0)
-            ax.plot(np.arange(1, len(curve) + 1), curve, label=f"{n} ({len(rec.cumrisk)} runs)",
-                    **style(n))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("t")
-        ax.set_ylabel("mean cumulative sum of (yhat_t - x_t' theta*)^2")
-        ax.set_title(f"{sname}: cumulative risk (CLI -p progressive predictions)", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3, which="both")
+        cumrisk_panel(ax, records, settings[sname], headline[sname],
+                      f"{sname}: cumulative risk (API progressive predictions)")
     paths.append(save_figure(fig, out / "fig3_cumulative_risk.png"))
 
-    if "long" in settings and records["long"]:
-        s = settings["long"]
-        fig, ax = plt.subplots(figsize=(7.5, 5.5))
-        for n in long_methods:
-            rec = records["long"].get(n)
-            if rec is None or not rec.curves:
-                continue
-            ax.plot(np.log(s.cps), np.mean(rec.curves, axis=0), label=n, **style(n))
-        x0 = np.log(s.T / 10)
-        y0 = np.mean(records["long"]["boa"].curves, axis=0)[np.searchsorted(s.cps, s.T / 10)]
-        xs = np.array([x0, np.log(s.T)])
-        ax.plot(xs, y0 + 0.5 + (-1.0) * (xs - x0), color="black", linewidth=0.8, linestyle=":",
-                label="slope -1")
-        ax.plot(xs, y0 + 0.5 + (-0.5) * (xs - x0), color="gray", linewidth=0.8, linestyle=":",
-                label="slope -1/2")
-        n_runs = len(records["long"]["boa"].curves)
-        label_axes(ax, "ln t", "mean over runs of ln ||theta_hat_t - theta*||^2",
-                   f"long horizon: d = {s.d}, T = {s.T}, square loss, {n_runs} runs")
+    if "small" in settings and records["small"]:
+        s = settings["small"]
+        fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+        cumrisk_panel(axes[0], records, s, headline["small"],
+                      f"small: d0 = d = 2, sigma = {s.sigma:g}, T = {s.T}: cumulative risk")
+        curve_panel(axes[1], records, s, headline["small"],
+                    f"small: ln error ({s.runs} fresh runs)")
+        paths.append(save_figure(fig, out / "fig4_small.png"))
+
+    longs = [k for k in ("long", "long-quantile") if k in settings and records[k]]
+    if longs:
+        fig, axes = plt.subplots(1, len(longs), figsize=(7.5 * len(longs), 5.5), squeeze=False)
+        for ax, sname in zip(axes[0], longs):
+            s = settings[sname]
+            boa = np.mean(records[sname]["boa"].curves, axis=0)
+            slope_guides(ax, s, boa[np.searchsorted(s.cps, s.T / 10)])
+            curve_panel(ax, records, s, long_methods,
+                        f"{sname}: d = {s.d}, T = {s.T}, {s.runs} fresh runs")
         paths.append(save_figure(fig, out / "fig5_long_curves.png"))
 
-        fig, ax = plt.subplots(figsize=(7.5, 5))
-        names = [n for n in long_methods if records["long"].get(n) and records["long"][n].curves]
-        data = [[slope(s.cps, c, s.T) for c in records["long"][n].curves] for n in names]
-        ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
-        ax.axhline(-1.0, color="green", linewidth=0.8, label="-1 (fast rate)")
-        ax.axhline(-0.5, color="olive", linewidth=0.8, label="-1/2 (slow rate)")
-        ax.axhline(-0.9, color="red", linewidth=0.8, linestyle=":", label="-0.9 (criterion)")
-        ax.set_ylabel("per-run slope of ln error vs ln t over [T/10, T]")
-        ax.set_title("long horizon: log-log slopes over the last decade", fontsize=9)
-        ax.tick_params(axis="x", labelsize=7, rotation=45)
-        ax.legend(fontsize=7)
+        fig, axes = plt.subplots(1, len(longs), figsize=(7.5 * len(longs), 5), squeeze=False)
+        for ax, sname in zip(axes[0], longs):
+            s = settings[sname]
+            names = present(records, sname, long_methods)
+            data = [[slope(s.cps, c, s.T) for c in records[sname][n].curves] for n in names]
+            ax.boxplot(data, tick_labels=[n.replace("saew-", "saew\n") for n in names])
+            ax.axhline(-1.0, color="green", linewidth=0.8, label="-1 (fast rate)")
+            ax.axhline(-0.5, color="olive", linewidth=0.8, label="-1/2 (slow rate)")
+            ax.set_ylabel("per-run slope of ln error vs ln t over [T/10, T]")
+            ax.set_title(f"{sname}: log-log slopes over the last decade", fontsize=9)
+            ax.tick_params(axis="x", labelsize=7, rotation=45)
+            ax.legend(fontsize=7)
         paths.append(save_figure(fig, out / "fig6_long_slopes.png"))
+
+        fig, axes = plt.subplots(1, len(longs), figsize=(7.5 * len(longs), 5.5), squeeze=False)
+        for ax, sname in zip(axes[0], longs):
+            cumrisk_panel(ax, records, settings[sname], long_methods,
+                          f"{sname}: cumulative risk (API progressive predictions)")
+        paths.append(save_figure(fig, out / "fig7_long_cumrisk.png"))
 
     fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 4.2), squeeze=False)
     for ax, sname in zip(axes[0], settings):
@@ -539,18 +655,18 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
                 rec = records[sname].get(f"saew-C{C:g}-{center}")
                 if rec is None or not rec.curves:
                     continue
-                v = [c[-1] for c in rec.curves]
+                q = np.percentile([c[-1] for c in rec.curves], [25, 50, 75])
                 xs.append(C)
-                q = np.percentile(v, [25, 50, 75])
                 lo.append(q[0])
                 med.append(q[1])
                 hi.append(q[2])
             ax.plot(xs, med, "o-", color=color, label=f"center {center} (median, IQR)")
             ax.fill_between(xs, lo, hi, color=color, alpha=0.15)
-        boa = np.median([c[-1] for c in records[sname]["boa"].curves])
-        ax.axhline(boa, color="black", linestyle="--", label="BOA median")
+        for n, ls in (("boa", "--"), ("boa-average", ":")):
+            ax.axhline(np.median([c[-1] for c in records[sname][n].curves]), color="black",
+                       linestyle=ls, label=f"{n} median")
         ax.set_xscale("log", base=2)
-        label_axes(ax, "--saew_C", "ln error at T", f"{sname}")
+        label_axes(ax, "--saew_C", "ln error at T", f"{sname} (fresh runs)")
     paths.append(save_figure(fig, out / "fig_defaults.png"))
     return paths
 
@@ -561,16 +677,21 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=30, help="runs of the T = 2000 settings")
+    p.add_argument("--small_runs", type=int, default=30, help="runs of the small setting")
+    p.add_argument("--small_T", type=int, default=10_000,
+                   help="horizon of the small setting (d0 = d = 2, sigma = 0.3)")
     p.add_argument("--long_runs", type=int, default=30, help="at most this many long runs")
     p.add_argument("--long_minutes", type=float, default=12.0,
-                   help="time budget of the long-horizon sweep (runs stop starting after it)")
+                   help="time budget of the long-horizon sweeps (long and long-quantile run "
+                        "by turns; no new round starts after it)")
     p.add_argument("--long_T", type=int, default=100_000)
     p.add_argument("--calib_runs", type=int, default=10,
-                   help="runs of --saew_calibrate per T = 2000 setting (about 13 s each)")
+                   help="CLI runs of --saew_calibrate per T = 2000 setting (about 3 s each)")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 3 runs, C in {2, 0.5}, long T = 1e4 for 1 minute")
     p.add_argument("--tune_runs", type=int, default=10,
-                   help="runs per setting of the (C, center) sweep that chooses the defaults")
+                   help="runs per setting of the sweeps that choose SAEW's defaults, the SGD "
+                        "rate and RDA's (lam, gamma)")
     p.add_argument("--tune_seed", type=int, default=0,
                    help="seed set of the tuning runs (0: the runs that chose the defaults)")
     p.add_argument("--seed", type=int, default=1,
@@ -582,6 +703,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.quick:
         args.runs = min(args.runs, 3)
+        args.small_runs = min(args.small_runs, 3)
+        args.small_T = min(args.small_T, 2000)
         args.long_T = min(args.long_T, 10_000)
         args.long_minutes = min(args.long_minutes, 1.0)
         args.calib_runs = min(args.calib_runs, 1)
@@ -589,6 +712,52 @@ def parse_args(argv):
     if args.seed == args.tune_seed:
         p.error("--seed must differ from --tune_seed: the reported runs must be fresh")
     return args
+
+
+DEFAULT_SETTINGS = ("square", "quantile", "long", "long-quantile")  # where defaults are chosen
+
+
+def make_settings(args) -> dict[str, Setting]:
+    settings = {
+        "square": Setting("square", 500, 2000, False, 1.0, args.runs, args.seed),
+        "quantile": Setting("quantile", 500, 2000, True, 1.1, args.runs, args.seed),
+        "small": Setting("small", 2, args.small_T, False, 1.0, args.small_runs, args.seed,
+                         d0=2, sigma=SMALL_SIGMA, matrix=True),
+    }
+    if not args.skip_long:
+        settings["long"] = Setting("long", 100, args.long_T, False, 1.0, args.long_runs,
+                                   args.seed, long=True, matrix=True)
+        settings["long-quantile"] = Setting("long-quantile", 100, args.long_T, True, 1.1,
+                                            args.long_runs, args.seed, long=True, matrix=True)
+    return settings
+
+
+def tune(runner: Runner, settings: dict[str, Setting], args, c_grid, sgd_grid,
+         timing: dict) -> tuple[dict, dict, dict]:
+    """On the tuning seed set: SAEW's (C, center) sweep (the settings of DEFAULT_SETTINGS), the
+    SGD rate and RDA's (lam, gamma) of every setting. The chosen SGD and RDA join each setting's
+    methods as "sgd" and "rda"."""
+    tuning: dict[str, dict[str, Record]] = {k: {} for k in settings}
+    sgd_best, rda_best = {}, {}
+    for sname, s in settings.items():
+        t0 = time.perf_counter()
+        methods = {f"sgd-l{lr:g}": {"learning_rate": lr} for lr in sgd_grid}
+        if sname in DEFAULT_SETTINGS:
+            methods.update({n: o for n, o in s.methods.items() if n.count("-") == 2
+                            and n.startswith("saew-C")})
+        tune_s = Setting(s.name, s.d, s.T, s.quantile, s.radius, args.tune_runs, args.tune_seed,
+                         s.long, methods, s.cps, s.d0, s.sigma, s.matrix)
+        run_sweep(runner, [tune_s], tune_s.runs, None, tuning, None)
+        sgd = {n: np.median([c[-1] for c in tuning[sname][n].curves]) for n in methods
+               if n.startswith("sgd-l")}
+        sgd_best[sname] = min(sgd, key=sgd.get)
+        pair, table = tune_rda(s, args.tune_runs, args.tune_seed)
+        rda_best[sname] = {"lam": pair[0], "gamma": pair[1], "medians": table}
+        progress(f"{sname}: tuned sgd {sgd_best[sname]}, rda lam {pair[0]:g} gamma {pair[1]:g}")
+        s.methods = {"sgd": {"learning_rate": float(sgd_best[sname][5:])},
+                     "rda": {"rda_lam": pair[0], "rda_gamma": pair[1]}, **s.methods}
+        timing[f"{sname} tuning"] = time.perf_counter() - t0
+    return tuning, sgd_best, rda_best
 
 
 def main(argv=None) -> int:
@@ -607,20 +776,11 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     c_grid = (2.0, 0.5) if args.quick else C_GRID
     sgd_grid = (0.3, 1.0) if args.quick else SGD_GRID
-    settings = {
-        "square": Setting("square", 500, 2000, False, 1.0, args.runs, args.seed),
-        "quantile": Setting("quantile", 500, 2000, True, 1.1, args.runs, args.seed),
-    }
-    if not args.skip_long:
-        settings["long"] = Setting("long", 100, args.long_T, False, 1.0, args.long_runs,
-                                   args.seed, long=True)
-        settings["long-quantile"] = Setting("long-quantile", 100, args.long_T, True, 1.1,
-                                            args.long_runs, args.seed, long=True)
+    settings = make_settings(args)
     for s in settings.values():
         s.methods = sweep_methods(s, args.quick, c_grid, sgd_grid)
         s.cps = checkpoints(s.T, s.long)
     records: dict[str, dict[str, Record]] = {k: {} for k in settings}
-    tuning: dict[str, dict[str, Record]] = {k: {} for k in settings}
     timing = {}
     with tempfile.TemporaryDirectory(prefix="saew-experiment-") as tmp:
         workdir = Path(tmp)
@@ -628,102 +788,72 @@ def main(argv=None) -> int:
         progress("warm-up (compiles numba kernels for a new snapshot)")
         t0 = time.perf_counter()
         runner.indices(500)
-        runner.indices(100)
-        warm = vw_lines(*make_data(50, 50, 0)[:2])
+        warm = make_data(50, 50, 0)[:2]
         for s in settings.values():
             for opts in list(s.methods.values())[:1] + [{"eg": True}, {"boa": True},
                                                          {"saew": True, "saew_sub": "eg"},
                                                          {"saew_calibrate": True}]:
-                olearn.Learner(**{**s.base(), **opts}).fit(warm)
+                olearn.Learner(**{**s.base(), **opts}).fit(vw_lines(*warm))
+                olearn.Learner(**{**s.base(), **opts}).fit(*warm)
         timing["warm-up"] = time.perf_counter() - t0
 
-        # the defaults are chosen on their own seed set: every setting's (C, center) pairs
-        for sname, s in settings.items():
-            t0 = time.perf_counter()
-            tune = Setting(s.name, s.d, s.T, s.quantile, s.radius, args.tune_runs,
-                           args.tune_seed, s.long,
-                           {n: o for n, o in s.methods.items() if n.count("-") == 2
-                            and n.startswith("saew-C")}, s.cps)
-            run_sweep(runner, tune, tune.runs, None, tuning, s.cps, None)
-            timing[f"{sname} tuning sweep"] = time.perf_counter() - t0
-
-        caches = {}
-        for sname in ("square", "quantile"):
-            s = settings[sname]
-            t0 = time.perf_counter()
-            caches[sname] = {}
-            run_sweep(runner, s, s.runs, None, records, s.cps, caches[sname])
-            timing[f"{sname} API sweep"] = time.perf_counter() - t0
-        for sname in ("long", "long-quantile"):
-            if sname not in settings:
-                continue
-            s = settings[sname]
-            short = records["quantile" if s.quantile else "square"]
-            best_lr = min((n for n in short if n.startswith("sgd-l")),
-                          key=lambda n: np.median([c[-1] for c in short[n].curves]))
-            s.methods = {best_lr: settings["square"].methods[best_lr], **s.methods}
-            t0 = time.perf_counter()
-            n = run_sweep(runner, s, s.runs, t0 + 60 * args.long_minutes, records, s.cps, None)
-            s.runs = n
-            timing[f"{sname} API sweep"] = time.perf_counter() - t0
-
-        scored_best, default_rows = choose_defaults(tuning, list(settings), c_grid)
+        tuning, sgd_best, rda_best = tune(runner, settings, args, c_grid, sgd_grid, timing)
+        scored_best, default_rows = choose_defaults(
+            tuning, [k for k in DEFAULT_SETTINGS if k in settings], c_grid)
         _, rec_C, rec_center, _ = scored_best
         rec_name = f"saew-C{rec_C:g}-{rec_center}"
         progress(f"recommended: {rec_name}")
 
-        sgd_best = {}
+        caches = {}
+        for sname in ("square", "quantile", "small"):
+            s = settings[sname]
+            t0 = time.perf_counter()
+            caches[sname] = {}
+            run_sweep(runner, [s], s.runs, None, records, caches[sname])
+            timing[f"{sname} API sweep"] = time.perf_counter() - t0
+
         headline = {}
         for sname in ("square", "quantile"):
             s = settings[sname]
-            sgd = {n: np.median([c[-1] for c in records[sname][n].curves])
-                   for n in s.methods if n.startswith("sgd-l")}
-            sgd_best[sname] = min(sgd, key=sgd.get)
-            cli_methods = {"sgd": s.methods[sgd_best[sname]], "boa": s.methods["boa"],
+            cli_methods = {"sgd": s.methods["sgd"], "boa": s.methods["boa"],
                            rec_name: s.methods[rec_name],
                            "calibrated": {"saew_calibrate": True}}
-            # the API records of the CLI's sgd are the tuned rate's
-            records[sname]["sgd"] = Record(curves=records[sname][sgd_best[sname]].curves)
-            records[sname]["sgd"].api_theta_T = records[sname][sgd_best[sname]].api_theta_T
             t0 = time.perf_counter()
             run_cli(runner, s, s.runs, records, cli_methods, args.calib_runs, caches[sname],
                     workdir)
             timing[f"{sname} CLI runs"] = time.perf_counter() - t0
-            others = ["saew-C16-average", "saew-C2-average", "saew-C0.5-last"]
-            headline[sname] = (["sgd", "eg", "boa"]
-                               + [n for n in others if n in records[sname] and n != rec_name]
-                               + [rec_name, "calibrated"])
-            # best SAEW of the sweep
-            best_saew = min((n for n in records[sname] if n.startswith("saew-")
-                             and records[sname][n].curves),
-                            key=lambda n: np.median([c[-1] for c in records[sname][n].curves]))
-            if best_saew not in headline[sname]:
-                headline[sname].insert(-1, best_saew)
             caches[sname].clear()
+        for sname in settings:
+            headline[sname] = ["sgd", "eg", "rda", "boa", "boa-average", rec_name, "calibrated"]
+        longs = [settings[k] for k in ("long", "long-quantile") if k in settings]
+        if longs:
+            t0 = time.perf_counter()
+            n = run_sweep(runner, longs, args.long_runs, t0 + 60 * args.long_minutes, records,
+                          None)
+            for s in longs:
+                s.runs = n
+            timing["long + long-quantile API sweep"] = time.perf_counter() - t0
 
     timing["total"] = time.perf_counter() - wall0
-    state = (settings, records, headline, rec_name, default_rows, scored_best, sgd_best, timing,
-             digest, snapshot)
+    state = (settings, records, headline, rec_name, default_rows, scored_best, sgd_best,
+             rda_best, timing, digest, snapshot)
     with open(PICKLE, "wb") as f:
         pickle.dump(state, f)
     return report(args, argv, *state)
 
 
 def report(args, argv, settings, records, headline, rec_name, default_rows, scored_best,
-           sgd_best, timing, digest, snapshot) -> int:
+           sgd_best, rda_best, timing, digest, snapshot) -> int:
     out = args.out
     c_grid = sorted({float(n.split("-C")[1].split("-")[0]) for n in records["square"]
                      if n.startswith("saew-C") and n.count("-") == 2}, reverse=True)
     progress("counting SAEW sessions on the first runs")
     sessions = session_counts(import_snapshot(snapshot), settings, c_grid)
     plots = plot_all(out, records, settings, headline, rec_name,
-                     [n for n in records.get("long", {}) if n.startswith("sgd")]
-                     + ["boa", "saew-C16-average", "saew-C2-average", "saew-C2-last",
-                      "saew-C0.5-average", "saew-C0.5-last", rec_name,
-                      f"{rec_name}-outaverage", "saew-C2-last-outaverage",
-                      "saew-C0.5-last-outsparse"] if "long" in settings else [])
+                     ["sgd", "rda", "boa", "boa-average", "saew-C16-last", "saew-C2-last",
+                      rec_name, f"{rec_name}-outaverage", "calibrated"])
     text, results = summary(args, argv, settings, records, rec_name, default_rows, scored_best,
-                            sgd_best, timing, plots, digest, snapshot, sessions)
+                            sgd_best, rda_best, timing, plots, digest, snapshot, sessions)
     (out / "summary.md").write_text(text)
     (out / "results.json").write_text(json.dumps(results, indent=1))
     print(text)
@@ -736,8 +866,43 @@ def final_values(rec: Record) -> tuple[list, str]:
     return [c[-1] for c in rec.curves], "API"
 
 
+def comparison(results: dict, settings: dict, rec_name: str) -> list[str]:
+    """Where SAEW (the recommended fixed parameters, and calibrated) beats each baseline: the
+    difference of medians and the runs it ends below the baseline (paired by run; calibrated
+    by the CLI has fewer runs), in final ln error and in cumulative risk at T."""
+    L = ["## Where SAEW beats the baselines (fresh seeds)\n",
+         "Final ln error: difference of medians (SAEW minus baseline; negative: SAEW better) and "
+         "runs where SAEW ends below the baseline. Cumulative risk at T: ratio of medians "
+         "(SAEW / baseline) and runs below.\n",
+         "| setting | SAEW | baseline | ln error: median diff | runs below | cum. risk: ratio "
+         "| runs below |", "|---|---|---|---|---|---|---|"]
+    for sname in settings:
+        m = results["settings"].get(sname, {}).get("methods", {})
+        for who in (rec_name, "calibrated"):
+            if who not in m:
+                continue
+            for base in ("boa-average", "boa", "rda", "sgd", "eg"):
+                if base not in m:
+                    continue
+                a, b = m[who]["final_ln_err"], m[base]["final_ln_err"]
+                n = min(len(a), len(b))
+                wins = sum(x < y for x, y in zip(a[:n], b[:n]))
+                diff = float(np.median(a[:n]) - np.median(b[:n]))
+                risk = ""
+                if "api_cumrisk_T" in m[who] and "api_cumrisk_T" in m[base]:
+                    ra, rb = m[who]["api_cumrisk_T"], m[base]["api_cumrisk_T"]
+                    k = min(len(ra), len(rb))
+                    risk = (f"{np.median(ra[:k]) / np.median(rb[:k]):.2f} | "
+                            f"{sum(x < y for x, y in zip(ra[:k], rb[:k]))}/{k}")
+                else:
+                    risk = "n/a | n/a"
+                L.append(f"| {sname} | {who} | {base} | {diff:+.2f} | {wins}/{n} | {risk} |")
+    L.append("")
+    return L
+
+
 def summary(args, argv, settings, records, rec_name, default_rows, scored_best, sgd_best,
-            timing, plots, digest, snapshot, sessions):
+            rda_best, timing, plots, digest, snapshot, sessions):
     L = []
     results = {"settings": {}, "recommended": rec_name, "timing_s": timing}
     cmd = shlex.join(["python", "scripts/saew_experiment.py",
@@ -748,34 +913,53 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
              f"{timing['total'] / 60:.1f} min; {os.cpu_count()} CPUs, load average "
              f"{os.getloadavg()[0]:.2f} at end; olearn sources sha1 {digest[:16]} (snapshot "
              f"{snapshot})")
-    L.append(f"- protocol: the defaults (C, center) are chosen on seed set {args.tune_seed} "
-             f"({args.tune_runs} runs per setting, the (C, center) sweep only: 'Defaults "
-             f"evidence' below); every other figure is on the fresh seed set {args.seed}")
-    L.append("- data: X ~ N(0, I_d), theta* with 5 nonzeros (random support, N(0,1) values scaled "
-             "to ||theta*||_1 = 1), sigma = 0.1; square: d = 500, T = 2000, --noconstant; "
-             "quantile: the same files, --loss_function quantile --quantile_tau 0.8 with the "
-             "constant feature as intercept (true value 0.1 Phi^-1(0.8) = 0.0842), error over "
-             "theta and intercept, l1 methods with --radius 1.1 (>= ||(theta*, b*)||_1 ~ 1.084); "
-             f"long: d = 100, T = {settings['long'].T if 'long' in settings else 'n/a'}, "
-             f"square loss, {settings['long'].runs if 'long' in settings else 0} runs "
-             f"(as many as fit in {args.long_minutes:g} min); long-quantile: the long data "
-             f"with the quantile setting's loss, intercept and radius, "
-             f"{settings['long-quantile'].runs if 'long-quantile' in settings else 0} runs. "
-             "boa-average: --boa --saew_output average (the averaged estimator of the paper's "
+    L.append(f"- protocol: SAEW's defaults (C, center), the SGD rate and RDA's (lam, gamma) are "
+             f"chosen on seed set {args.tune_seed} ({args.tune_runs} runs per setting: 'Tuning' "
+             f"below); every other number and figure is on the fresh seed set {args.seed}")
+    lg = settings.get("long")
+    sm = settings["small"]
+    L.append("- data: X ~ N(0, I_d), theta* with d0 nonzeros (random support, N(0,1) values "
+             "scaled to ||theta*||_1 = 1), noise N(0, sigma^2); square: d = 500, d0 = 5, "
+             "sigma = 0.1, T = 2000, --noconstant; quantile: the same data, --loss_function "
+             "quantile --quantile_tau 0.8 with the constant feature as intercept (true value "
+             "0.1 Phi^-1(0.8) = 0.0842), error over theta and intercept, l1 methods with --radius "
+             "1.1 (>= ||(theta*, b*)||_1 ~ 1.084); "
+             f"small (the paper's Fig. 4): d0 = d = {sm.d}, sigma = {sm.sigma:g}, T = {sm.T} "
+             "(the paper does not say its T), square loss, SAEW with --saew_d0 2, "
+             f"{sm.runs} runs; "
+             + (f"long (the paper's Figs. 5-7): d = 100, d0 = 5, sigma = 0.1, T = {lg.T}, square "
+                f"loss, {lg.runs} runs (as many as fit in {args.long_minutes:g} min, long and "
+                "long-quantile by turns); long-quantile: the long data with the quantile "
+                f"setting's loss, intercept and radius, {settings['long-quantile'].runs} runs. "
+                if lg else "long: not run. ")
+             + "boa-average: --boa --saew_output average (the averaged estimator of the paper's "
              "long-horizon figures)")
-    L.append("- metric: ln ||theta_hat - theta*||^2. Finals of sgd / boa / the recommended SAEW / "
-             "calibrated come from the CLI (`--invert_hash`, parsed by name); curves and all other "
-             "finals from the Python API (`partial_fit` to 25 log-spaced checkpoints, "
-             "`weights[:, 0]` after `sync()`; the long setting adds 40 checkpoints in [T/10, T]). "
-             "The exported theta is the instantaneous iterate unless the name says -outaverage / "
-             "-outsparse. Cumulative risk: sum_t (yhat_t - x_t' theta* [- b*])^2 from the CLI's "
-             "`-p` progressive predictions.")
-    L.append("- plain SGD = olearn's default learner (adaptive, normalized, invariant GD) with -l "
+    L.append("- metric: ln ||theta_hat - theta*||^2. In square and quantile, the finals of sgd / "
+             "boa / the recommended SAEW / calibrated come from the CLI (`--invert_hash`, parsed "
+             "by name) on VW text files (6 significant digits); every curve and all other finals "
+             "from the Python API (partial fit up to 25 log-spaced checkpoints, `weights[:, 0]` "
+             "after `sync()`; long settings add 40 checkpoints in [T/10, T]), on the same text "
+             "lines in square and quantile and on the numpy matrices in small, long and "
+             "long-quantile (where calibrated SAEW runs by the API too). The exported theta is "
+             "the instantaneous iterate unless the name says -outaverage / -outsparse. "
+             "Cumulative risk: sum_t (yhat_t - x_t' theta* [- b*])^2 over the progressive "
+             "predictions (each example predicted before it is learnt; API, and the CLI's `-p` "
+             "for the CLI methods' table line).")
+    L.append("- sgd = olearn's default learner (adaptive, normalized, invariant GD) with -l "
              "tuned over " + ", ".join(f"{x:g}" for x in (SGD_GRID if not args.quick else (0.3, 1)))
-             + " by median final error; the paper's RDA is not implemented. "
-             + "; ".join(f"{k}: chose {v}" for k, v in sgd_best.items()))
-    L.append(f"- calibrated = `--saew_calibrate` with none of d0/alpha/radius/B given (CLI only, "
-             f"first {args.calib_runs} runs per setting; no curve)")
+             + " on the tuning seeds: " + "; ".join(f"{k}: {v}" for k, v in sgd_best.items()))
+    L.append("- rda = l1-RDA (Xiao 2010; scripts/saew_rda.py, plain numpy on the unrounded "
+             "matrices; square loss 0.5 (yhat - y)^2 or pinball 0.8 with a column of ones as "
+             "intercept; no l1 ball: it is not told ||theta*||_1), (lam, gamma) tuned over "
+             f"lam in {{{', '.join(f'{x:g}' for x in RDA_LAM)}}} x gamma in "
+             f"{{{', '.join(f'{x:g}' for x in RDA_GAMMA)}}} on the tuning seeds (the best "
+             "median final ln error among the pairs whose cumulative risk stays below the zero "
+             "predictor's): "
+             + "; ".join(f"{k}: lam {v['lam']:g}, gamma {v['gamma']:g}"
+                         for k, v in rda_best.items()))
+    L.append(f"- calibrated = `--saew_calibrate` with none of d0/alpha/radius/B given (square and "
+             f"quantile: CLI only, first {args.calib_runs} runs, no curve; small and long: API, "
+             "every run)")
     diffs = [d for s in records.values() for r in s.values() for d in r.api_cli_diff]
     if diffs:
         L.append(f"- CLI vs API check at T: max |theta_api - theta_cli| over {len(diffs)} runs = "
@@ -786,8 +970,8 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
         L.append(f"## {sname}: ln error at T = {s.T} ({s.runs} runs)\n")
         ref = sname == "square"
         L.append("| method | source | n | median | IQR | mean |"
-                 + (" median - (-8.8) |" if ref else "") + " slope [T/10,T] |")
-        L.append("|---|---|---|---|---|---|" + ("---|" if ref else "") + "---|")
+                 + (" median - (-8.8) |" if ref else "") + " slope [T/10,T] | cum. risk at T |")
+        L.append("|---|---|---|---|---|---|" + ("---|" if ref else "") + "---|---|")
         rows = {}
         order = sorted(recs, key=lambda n: np.median(final_values(recs[n])[0])
                        if final_values(recs[n])[0] else 1e9)
@@ -805,6 +989,9 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
             st["final_ln_err"] = [float(v) for v in vals]
             if recs[n].cumrisk:
                 st["cumrisk_T_median"] = float(np.median([c[-1] for c in recs[n].cumrisk]))
+            if recs[n].api_cumrisk:
+                st["api_cumrisk_T"] = [float(c[-1]) for c in recs[n].api_cumrisk]
+                st["api_cumrisk_T_median"] = float(np.median(st["api_cumrisk_T"]))
             if recs[n].cli_seconds:
                 st["cli_seconds_median"] = float(np.median(recs[n].cli_seconds))
             st["api_seconds_per_run"] = recs[n].seconds / max(len(recs[n].curves), 1)
@@ -812,98 +999,36 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
             L.append(f"| {n} | {src} | {st['n']} | {fmt(st['median'])} | [{fmt(st['q25'])}, "
                      f"{fmt(st['q75'])}] | {fmt(st['mean'])} |"
                      + (f" {fmt(st['median'] - LASSO_REF):>5} |" if ref else "")
-                     + f" {fmt(sl)} |")
+                     + f" {fmt(sl)} | {st.get('api_cumrisk_T_median', float('nan')):.3g} |")
         results["settings"][sname] = {"d": s.d, "T": s.T, "runs": s.runs, "methods": rows}
         if any(recs[n].cumrisk for n in recs):
-            L.append("\nCumulative risk at T (median over runs, CLI -p): " + ", ".join(
+            L.append("\nCumulative risk at T by the CLI's -p (median over runs): " + ", ".join(
                 f"{n} {np.median([c[-1] for c in recs[n].cumrisk]):.3g}"
                 for n in recs if recs[n].cumrisk))
         L.append("")
 
-    # pass / fail
-    L.append("## Done-when criteria\n")
-    sq = results["settings"].get("square", {}).get("methods", {})
-    if sq:
-        boa = sq["boa"]["median"]
-        # configurations exporting the iterate with d0 = 5, as BOA's (-outsparse etc. below)
-        saew_best_name = min((n for n in sq if n.startswith("saew-") and "-out" not in n
-                              and "-d0" not in n), key=lambda n: sq[n]["median"])
-        saew_best = sq[saew_best_name]["median"]
-        sgd = sq["sgd"]["median"]
-        ok1 = boa < -6.7
-        ok2 = saew_best <= boa
-        ok3 = boa <= sgd - 2 and saew_best <= sgd - 2
-        L.append(f"- [{'PASS' if ok1 else 'FAIL'}] square: BOA median {boa:.2f} < -6.7")
-        L.append(f"- [{'PASS' if ok2 else 'FAIL'}] square: best SAEW ({saew_best_name}) median "
-                 f"{saew_best:.2f} <= BOA {boa:.2f}")
-        L.append(f"- [{'PASS' if ok3 else 'FAIL'}] square: BOA and best SAEW at least 2 below "
-                 f"plain SGD ({sgd:.2f}): gaps {sgd - boa:.2f}, {sgd - saew_best:.2f}")
-        out_best = min((n for n in sq if "-out" in n), key=lambda n: sq[n]["median"],
-                       default=None)
-        if out_best:
-            L.append(f"- (info) square: best exported estimate other than the iterate: {out_best} "
-                     f"median {sq[out_best]['median']:.2f}")
-        rec = sq.get(rec_name)
-        if rec:
-            L.append(f"- (info) square: recommended {rec_name} median {rec['median']:.2f}; "
-                     f"distance to the Lasso's -8.8: BOA {boa - LASSO_REF:+.2f}, best SAEW "
-                     f"{saew_best - LASSO_REF:+.2f}, recommended {rec['median'] - LASSO_REF:+.2f}, "
-                     f"SGD {sgd - LASSO_REF:+.2f}")
-    for sname in ("long", "long-quantile"):
-        lg = results["settings"].get(sname, {}).get("methods", {})
-        if lg and rec_name in lg:
-            rec, avg = lg[rec_name], lg["boa-average"]
-            above = sum(a > b for a, b in zip(rec["final_ln_err"], avg["final_ln_err"]))
-            L.append(f"- [{'PASS' if rec['median'] <= avg['median'] else 'FAIL'}] {sname}: "
-                     f"recommended {rec_name} median {rec['median']:.2f} <= averaged BOA's "
-                     f"{avg['median']:.2f}; slopes {rec['slope_mean_curve']:.2f} vs "
-                     f"{avg['slope_mean_curve']:.2f}; runs above averaged BOA: {above} of "
-                     f"{rec['n']}")
-    lg = results["settings"].get("long", {}).get("methods", {})
-    if lg:
-        boa = lg["boa"]["median"]
-        for n in [rec_name] + [m for m in lg if m.startswith("saew-") and m != rec_name]:
-            if n not in lg:
-                continue
-            st = lg[n]
-            okm = st["median"] <= boa - 1.0
-            oks = st["slope_mean_curve"] <= -0.9
-            tag = "recommended" if n == rec_name else "variant"
-            if n == rec_name:
-                L.append(f"- [{'PASS' if okm else 'FAIL'}] long ({tag} {n}): median "
-                         f"{st['median']:.2f} at least 1.0 below BOA's {boa:.2f} "
-                         f"(gap {boa - st['median']:.2f})")
-                L.append(f"- [{'PASS' if oks else 'FAIL'}] long ({tag} {n}): slope of the mean "
-                         f"ln-error curve over [T/10, T] = {st['slope_mean_curve']:.2f} <= -0.9 "
-                         f"(median per-run slope {fmt(st['slope_runs_median'])}); "
-                         f"BOA's {lg['boa']['slope_mean_curve']:.2f}")
-        passing = [n for n in lg if n.startswith("saew-") and lg[n]["median"] <= boa - 1.0
-                   and lg[n]["slope_mean_curve"] <= -0.9]
-        L.append(f"- (info) long: SAEW variants meeting both long-horizon criteria: "
-                 f"{', '.join(passing) if passing else 'none'}")
-    qu = results["settings"].get("quantile", {}).get("methods", {})
-    if qu:
-        L.append(f"- [PASS] quantile variant ran ({settings['quantile'].runs} runs, "
-                 f"{len(qu)} methods) and is in Figs. 1-3 and the table above")
-    cal = [results["settings"][k]["methods"].get("calibrated") for k in ("square", "quantile")
-           if k in results["settings"]]
-    cal = [c for c in cal if c]
-    if cal:
-        L.append("- [PASS] `--saew_calibrate` ran with none of d0/alpha/U/B given: "
-                 + "; ".join(f"{k} median {c['median']:.2f} over {c['n']} runs" for k, c in
-                             zip(("square", "quantile"), cal)))
-    L.append("")
-
+    L.extend(comparison(results, settings, rec_name))
     # defaults evidence
-    L.append(f"## Defaults evidence (tuning seed set {args.tune_seed}, {args.tune_runs} runs per "
-             "setting; median ln error at T; BOA subroutine, d0 = 5)\n")
-    names = list(settings)
-    L.append("| C | center | " + " | ".join(names) + " | worst gap to best |")
-    L.append("|---|---|" + "---|" * len(names) + "---|")
+    L.append(f"## Tuning (seed set {args.tune_seed}, {args.tune_runs} runs per setting)\n")
+    L.append("SAEW's defaults: median ln error at T; BOA subroutine, d0 = 5\n")
+    tuned = [k for k in DEFAULT_SETTINGS if k in settings]
+    L.append("| C | center | " + " | ".join(tuned) + " | worst gap to best |")
+    L.append("|---|---|" + "---|" * len(tuned) + "---|")
     for C, center, meds, gap in default_rows:
-        L.append(f"| {C:g} | {center} | " + " | ".join(fmt(meds.get(k)) for k in names)
+        L.append(f"| {C:g} | {center} | " + " | ".join(fmt(meds.get(k)) for k in tuned)
                  + f" | {fmt(gap)} |")
     L.append("")
+    L.append("RDA: the five best (lam, gamma) pairs by median ln error at T; * marks an "
+             "unstable pair (cumulative risk above the zero predictor's in a tuning run), which "
+             "is not chosen (full table in results.json)\n")
+    L.append("| setting | pairs (lam, gamma): median |")
+    L.append("|---|---|")
+    for sname, v in rda_best.items():
+        top = sorted(v["medians"].items(), key=lambda kv: kv[1])[:5]
+        L.append(f"| {sname} | " + "; ".join(f"({k}): {fmt(x)}" for k, x in top) + " |")
+    results["rda_tuning"] = rda_best
+    L.append("")
+    names = list(settings)
     L.append("Sessions started by T (SAEW restarts; 0 = identical to BOA), first 3 runs "
              "(long: first run):\n")
     L.append("| C | center | " + " | ".join(names) + " |")
@@ -941,7 +1066,7 @@ def summary(args, argv, settings, records, rec_name, default_rows, scored_best, 
         L.append("")
     L.append(f"**Recommended: `{rec_name}`** (--saew_C {scored_best[1]:g} --saew_center "
              f"{scored_best[2]}): the smallest worst-case gap ({scored_best[0]:.2f}) to the best "
-             f"(C, center) pair over {', '.join(names)}.\n")
+             f"(C, center) pair over {', '.join(tuned)} (tuning seeds).\n")
     L.append("## Runtime\n")
     L.append("| phase | seconds |")
     L.append("|---|---|")
