@@ -82,6 +82,12 @@ class _Checked:
         if self.eg + self.boa + self.saew > 1:
             raise OptionError("choose one of --eg, --boa and --saew "
                               "(--saew_sub chooses SAEW's subroutine)")
+        sgd = self.saew and self.saew_sub == "sgd"
+        for name, needs, ok in (("saew_sub", "--saew", self.saew),
+                                ("saew_sgd_eta", "--saew_sub sgd", sgd),
+                                ("saew_sgd_l1", "--saew_sub sgd", sgd)):
+            if not ok and (name in self.explicit or getattr(self, name) != REGISTRY[name].default):
+                raise OptionError(f"{REGISTRY[name].flag} needs {needs}")
         if self.experts:
             for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
                              ("stage_poly", self.stage_poly),
