@@ -286,7 +286,7 @@ class _Instance:
         self.G, self.eta, self.var, self.range = np.zeros(n), 0.0, 0.0, 0.0
         # SGD: θ̂ - center with every step's L1 shrinkage applied to every coordinate, and as
         # of each coordinate's last touch (what the session average counts between touches)
-        self.dev, self.held, self.g2 = np.zeros(n), np.zeros(n), 0.0
+        self.dev, self.held, self.sq = np.zeros(n), np.zeros(n), np.zeros(n)
 
     def weights(self, active):
         """(π+, π-) over the coordinates, 0 outside ``active``."""
@@ -350,11 +350,12 @@ class _Instance:
         self.end_session_if_over(active, settings)
 
     def sgd_step(self, g, touched):
-        """SGD with L1 towards the center on the box around it (optim/sgd.py), every coordinate
-        shrunk at every step."""
+        """AdaGrad (sums of ||g||∞²) with L1 towards the center on the box around it
+        (optim/sgd.py), every coordinate shrunk at every step."""
         self.avg += np.where(touched, self.dev, self.held)
-        self.g2 += float(g @ g)
-        eta = self.sgd_eta * self.eps / math.sqrt(self.g2) if self.g2 > 0 else 0.0
+        self.sq += np.where(touched, np.abs(g).max() ** 2, 0.0)
+        with np.errstate(divide="ignore"):
+            eta = np.where(self.sq > 0, self.sgd_eta * self.eps / np.sqrt(self.sq), 0.0)
         step = np.clip(self.dev - eta * g, -self.eps, self.eps)
         self.dev = np.where(touched, step, self.dev)
         self.held = np.where(touched, self.dev, self.held)
@@ -406,12 +407,14 @@ class _Instance:
         return out
 
     def estimate(self, active, output):
+        """The model: SGD's projected onto the session's ball."""
         if output == "iterate":
-            return self.theta(active)
-        average = self.center + (self.avg / self.steps if self.steps else 0.0)
-        if output == "average":
-            return average
-        return self.truncated(self.projected(average) if self.sub == "sgd" else average)
+            estimate = self.theta(active)
+        else:
+            estimate = self.center + (self.avg / self.steps if self.steps else 0.0)
+        if self.sub == "sgd":
+            estimate = self.projected(estimate)
+        return self.truncated(estimate) if output == "sparse" else estimate
 
 
 def _dense_stream(examples):
@@ -503,6 +506,6 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
         if learn:
             t += 1
             for inst, f in zip(insts, forecasts):
-                inst.learn(imp * 2 * (f - label) * x, active, settings)
+                inst.learn(imp * 2 * (f - label) * x, active, settings, touched=x != 0)
             pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts[mixed]))
     return out

@@ -51,13 +51,13 @@ CASES = {
                  "saew_center": "average"},
                 {"sub": "eg", "sessions": True, "C": 0.05, "d0": 3, "radius": 2.0}),
     "saew-sgd-last": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_center": "last",
-                       "saew_sgd_l1": 0.5},
+                       "saew_sgd_l1": 0.1},
                       {"sub": "sgd", "sessions": True, "C": 0.05, "center_last": True,
-                       "sgd_l1": 0.5}),
+                       "sgd_l1": 0.1}),
     "saew-sgd-average": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_d0": 3,
-                          "saew_center": "average", "saew_sgd_eta": 2.0, "saew_sgd_l1": 2.0},
+                          "saew_center": "average", "saew_sgd_eta": 2.0, "saew_sgd_l1": 0.3},
                          {"sub": "sgd", "sessions": True, "C": 0.05, "d0": 3, "sgd_eta": 2.0,
-                          "sgd_l1": 2.0}),
+                          "sgd_l1": 0.3}),
 }
 
 
@@ -343,7 +343,14 @@ def test_sgd_model_resumes_exactly(tmp_path, halves):
 def test_sgd_model_keeps_its_subroutine(tmp_path, halves):
     model = tmp_path / "m.olearn"
     assert run_olearn("--quiet", "-d", halves[0], "--saew", "--saew_sub", "sgd", "-f", model)[0] == 0
-    code, _, err = run_olearn("-d", halves[1], "-i", model)
-    assert code == 0 and "saew (sgd, eta 1, l1 " in err
+    code, _, err = run_olearn("-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25")
+    assert code == 0 and "saew (sgd, eta 0.1, l1 0.25," in err
     assert "--saew --saew_sub sgd, the command line asks for --saew --saew_sub boa" in _error_line(
         run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sub", "boa"))
+
+
+def test_sgd_options_are_refused_for_a_model_of_another_subroutine(tmp_path, halves):
+    model = tmp_path / "m.olearn"
+    assert run_olearn("--quiet", "-d", halves[0], "--saew", "-f", model)[0] == 0
+    assert "--saew_sgd_l1 needs --saew_sub sgd" in _error_line(
+        run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25"))

@@ -225,6 +225,7 @@ class ExponentialWeights:
         if config.subroutine == "sgd":  # in the box, snapshots of the session's counters
             snap, shrunk = coord[:, L.K_SNAP], coord[:, L.K_SHRUNK]
             require(bool(np.all(np.abs(coord[:, L.K_G]) <= es[:, L.E_EPS, None]))
+                    and bool(np.all(coord[:, L.K_SQ] >= 0))
                     and bool(np.all((snap >= 0) & (snap <= es[:, L.E_N, None])))
                     and bool(np.all((shrunk >= 0) & (shrunk <= es[:, L.E_SHRINK, None]))),
                     "SGD's deviations or snapshots out of range")

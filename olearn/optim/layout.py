@@ -29,9 +29,11 @@ COORD = Layout(
     Field("avg", "Σ over the session of (θ̂ - center)"),
     Field("g", "EG: -eps Σ g; SGD: θ̂ - center as of the last touch (before the shrinkage since)"),
     Field("snap", "EG: the average's A at the last touch; SGD: the session's step count then"),
-    Field("shrunk", "SGD: the session's L1 shrinkage total at the last touch"),
+    Field("shrunk", "SGD: the session's Σ λ at the last touch"),
+    Field("sq", "SGD: Σ ||g||∞² over the session's examples that touched the coordinate (its "
+                "step is eta eps / the square root)"),
     Field("scratch", saved=False))
-K_CENTER, K_AVG, K_G, K_SNAP, K_SHRUNK, K_SCRATCH = range(len(COORD))
+K_CENTER, K_AVG, K_G, K_SNAP, K_SHRUNK, K_SQ, K_SCRATCH = range(len(COORD))
 K_ROWS = len(COORD)
 COORD.check_constants(globals(), "K_")
 
@@ -46,7 +48,7 @@ ES = Layout(
     Field("d0"), Field("alpha"), Field("u"),
     Field("b", "B given (0: the running max of ||g||∞ times b_scale)"),
     Field("b_scale"),
-    Field("eta", "EG: learning rate (0: not calibrated yet)"),
+    Field("eta", "EG: learning rate (0: not calibrated yet); SGD: eta × eps of the session"),
     Field("var", "EG: Σ variance of the corners' losses"),
     Field("range", "EG: range of the corners' losses (a power of 2)"),
     Field("off", "EG: offset of Z"),
@@ -56,10 +58,9 @@ ES = Layout(
     Field("b_max", "running max of ||g||∞"),
     Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"),
     Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"),
-    Field("g2", "SGD: Σ ||g||₂² in the session (the step size is eps / its square root)"),
-    Field("shrink", "SGD: Σ η λ in the session, the L1 shrinkage every coordinate owes"))
+    Field("shrink", "SGD: Σ λ over the session's steps (a coordinate owes its step × the rest)"))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
- E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_G2, E_SHRINK) = range(len(ES))
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_SHRINK) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 
@@ -91,7 +92,8 @@ SETTINGS = Layout(
                     "(0: exactly its d0 largest coordinates)", saved=False),
     Field("constant", "the constant feature's weight index, never truncated (-1: none)",
           saved=False),
-    Field("sgd_eta", "SGD: the step size's factor (of eps / sqrt(Σ ||g||₂²))", saved=False),
+    Field("sgd_eta", "SGD: the step size's factor (of eps / sqrt(Σ g²), per coordinate)",
+          saved=False),
     Field("sgd_l1", "SGD: the L1 level's factor (of the session's RMS ||g||∞)", saved=False))
 (S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE, S_REGROW,
  S_CONSTANT, S_SGD_ETA, S_SGD_L1) = range(len(SETTINGS))

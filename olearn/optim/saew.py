@@ -32,7 +32,7 @@ REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64
 MAX_GRID = 16  # --saew_calibrate's d0 values 1, 4, ..., 4^15 = 2^30 cover -b 30
 _GRID = {"kind": int, "default": 3, "low": 1, "high": MAX_GRID, "model": True}
 # --saew_d0, --saew_C and --saew_center were chosen by scripts/saew_experiment.py
-# (BENCHMARKS.md, "SAEW")
+# (BENCHMARKS.md, "SAEW"); --saew_sgd_eta and --saew_sgd_l1 by experiments/saew-sub/run.py
 OPTIONS = (
     flag("--eg", model=True,
          help="EG±: exponential weights on the 2d corners of the l1 ball of --radius, "
@@ -47,10 +47,10 @@ OPTIONS = (
     choice("--saew_sub", choices=tuple(L.SUBS), default="boa", model=True,
            help="SAEW's subroutine: BOA (O(features seen) per example), EG± or lazy SGD with "
                 "L1 (O(features of the example) per example)."),
-    number("--saew_sgd_eta", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
-           help="--saew_sub sgd: step size eta × radius / sqrt(Σ ||gradient||₂²) over the "
-                "session."),
-    number("--saew_sgd_l1", kind=float, default=0.0, low=0.0, model=True,
+    number("--saew_sgd_eta", kind=float, default=0.1, low=0.0, low_allowed=False, model=True,
+           help="--saew_sub sgd: a coordinate's step is eta × radius / sqrt(Σ ||gradient||∞²) "
+                "over the session's examples that have it."),
+    number("--saew_sgd_l1", kind=float, default=0.03, low=0.0, model=True,
            help="--saew_sub sgd: L1 level (towards the center) l1 × the session's RMS of "
                 "||gradient||∞; 0: none."),
     number("--saew_d0", kind=int, default=5, low=1, high=MAX_COUNT, model=True,
@@ -143,10 +143,11 @@ def _add_coordinate(corners, coord, es, sub, s):
 
 
 @njit(cache=True, nogil=True)
-def _fresh_subroutine(corners, coord, es, sub, n):
+def _fresh_subroutine(corners, coord, es, settings, n):
     """A new subroutine on the ball of the current session (uniform weights, or θ̂ = center)."""
+    sub = settings[L.S_SUB]
     if sub == L.SGD:
-        sgd.reset(coord, es, n)
+        sgd.reset(coord, es, n, settings[L.S_SGD_ETA])
         return
     if sub == L.EG:
         eg.reset(coord, es, n)
@@ -159,7 +160,7 @@ def _fresh_subroutine(corners, coord, es, sub, n):
 
 
 @njit(cache=True, nogil=True)
-def _restart(corners, coord, es, sub, n):
+def _restart(corners, coord, es, settings, n):
     """Session 0: center 0, radius U."""
     es[L.E_SESSION] = 0.0
     es[L.E_EPS] = es[L.E_U]
@@ -167,7 +168,7 @@ def _restart(corners, coord, es, sub, n):
     for s in range(n):
         coord[L.K_CENTER, s] = 0.0
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, sub, n)
+    _fresh_subroutine(corners, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -283,7 +284,8 @@ def _iterate(sub, corners, coord, es, n, out):
 @njit(cache=True, nogil=True)
 def _estimate(corners, coord, es, settings, n, kind, keep, out):
     """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2, as
-    the next center would be; ``keep``: the constant's coordinate)."""
+    the next center would be; ``keep``: the constant's coordinate). SGD's, which keep to the
+    box around the center, are projected onto the session's ball (O(n))."""
     sub = int(settings[L.S_SUB])
     if kind != 0:  # the iterate does not read the lazy session sums
         if sub == L.EG:
@@ -300,9 +302,9 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
         steps = es[L.E_N]
         for s in range(n):
             out[s] = coord[L.K_CENTER, s] + (coord[L.K_AVG, s] / steps if steps > 0 else 0.0)
+    if sub == L.SGD:
+        sgd.project(out, coord[L.K_CENTER], n, es[L.E_EPS])
     if kind == 2:
-        if sub == L.SGD:
-            sgd.project(out, coord[L.K_CENTER], n, es[L.E_EPS])
         scratch = coord[L.K_SCRATCH]
         scratch[:n] = out[:n]
         _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings))
@@ -313,9 +315,6 @@ def _next_session(corners, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
     _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
               keep, source)
-    sub = int(settings[L.S_SUB])
-    if sub == L.SGD:  # SGD's iterates keep to the box around the center: back into the ball
-        sgd.project(source, coord[L.K_CENTER], n, es[L.E_EPS])
     kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings))
     es[L.E_GROWN] = max(es[L.E_GROWN], kept)
     es[L.E_SESSION] += 1.0
@@ -323,7 +322,7 @@ def _next_session(corners, coord, es, settings, n, keep):
     es[L.E_N] = es[L.E_Q] = 0.0
     for s in range(n):
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, sub, n)
+    _fresh_subroutine(corners, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True)
@@ -350,7 +349,7 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
         return
     sub = settings[L.S_SUB]
     if sub == L.SGD:
-        sgd.learn(coord, es, settings, x_buf, touched, nt, d1)
+        sgd.learn(coord, es, settings, x_buf, touched, nt, d1, g_inf)
     elif sub == L.EG:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
     else:
@@ -414,7 +413,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     if learn:
         if t == 1:
             for k in range(instances):
-                _restart(corners[k], coord[k], es[k], sub, n)
+                _restart(corners[k], coord[k], es[k], settings, n)
         if calibrate and (t & (t - 1)) == 0:  # a block starts: only the aggregation restarts
             total = 0.0
             for k in range(instances):
