@@ -477,7 +477,8 @@ def _boa_step(V, B2, R, regrets):
     return w / w.sum()
 
 
-def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
+def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False, sgd_eta=1.0,
+                           sgd_l1=0.0):
     """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
     instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
     from their own clipped forecasts; the BOA restarts at learned examples 1, 2, 4, 8, ...,
@@ -485,7 +486,8 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
     stream = _dense_stream(examples)
     coords = next(stream)
     settings = {"sessions": True, "C": C, "center_last": center_last}
-    insts = [_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b, _ in grid]
+    insts = [_Instance(len(coords), sub, int(d0), a, u, b, sgd_eta=sgd_eta, sgd_l1=sgd_l1)
+             for d0, a, u, b, _ in grid]
     join = grid[:, 4]
     t = 0
     out = []

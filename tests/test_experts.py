@@ -51,9 +51,9 @@ CASES = {
                  "saew_center": "average"},
                 {"sub": "eg", "sessions": True, "C": 0.05, "d0": 3, "radius": 2.0}),
     "saew-sgd-last": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_center": "last",
-                       "saew_sgd_l1": 0.1},
+                       "saew_sgd_eta": 0.5, "saew_sgd_l1": 0.1},
                       {"sub": "sgd", "sessions": True, "C": 0.05, "center_last": True,
-                       "sgd_l1": 0.1}),
+                       "sgd_eta": 0.5, "sgd_l1": 0.1}),
     "saew-sgd-average": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_d0": 3,
                           "saew_center": "average", "saew_sgd_eta": 2.0, "saew_sgd_l1": 0.3},
                          {"sub": "sgd", "sessions": True, "C": 0.05, "d0": 3, "sgd_eta": 2.0,
@@ -97,13 +97,15 @@ def test_calibration_matches_dense_reference(sub):
     from olearn.optim.experts import calibration_grid
     from reference import calibrated_predictions
     examples = _sparse_regression(n=150)
+    sgd = {"sgd_eta": 0.5, "sgd_l1": 0.1} if sub == "sgd" else {}
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
                     saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=3, saew_grid_B=1,
-                    saew_C=0.05, saew_center="average")
+                    saew_C=0.05, saew_center="average",
+                    **{f"saew_{name}": value for name, value in sgd.items()})
     grid = calibration_grid(config)
     assert grid.shape == (6, 5) and sorted(grid[:, 4]) == [0, 0, 1, 1, 1, 1]
     got = kernel_predictions(examples, config)
-    want = calibrated_predictions(examples, grid, sub=sub, C=0.05)
+    want = calibrated_predictions(examples, grid, sub=sub, C=0.05, **sgd)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
