@@ -41,7 +41,7 @@ OPTIONS = (
          help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
               "per-corner adaptive rates, O(features seen) per example."),
     flag("--saew", model=True,
-         help="SAEW: sessions of BOA or EG on shrinking l1 balls around sparse centers."),
+         help="SAEW: sessions of BOA, EG or SGD on shrinking l1 balls around sparse centers."),
     number("--radius", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
            help="--eg/--boa/--saew: l1 radius U of the ball the weights live in."),
     choice("--saew_sub", choices=tuple(L.SUBS), default="boa", model=True,
@@ -101,7 +101,8 @@ def fits(ew, size):
     instances = es.shape[0]
     columns = corners.shape[2]
     boa_sub = settings[L.S_SUB] == L.BOA
-    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
+    known_sub = boa_sub or settings[L.S_SUB] == L.EG or settings[L.S_SUB] == L.SGD
+    return (known_sub and slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
             and x_buf.shape[0] >= cap
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
