@@ -291,8 +291,9 @@ class Learner:
     def load(cls, path: str | os.PathLike, names: bool = False, **options) -> "Learner":
         """A learner from a model file (as ``olearn -i``); ``options`` override the model's;
         ``names`` as for a new Learner (the file holds no names)."""
-        given = Config(**{"quiet": True, **options})
+        # checked as options beside -i: the model may supply what they need (--saew_sub: --saew)
+        given = Config(**{"quiet": True, **options}, initial_regressor=os.fspath(path))
         learner = cls.__new__(cls)
         learner._start(OnlineLearner.start(dataclasses.replace(
-            given, explicit=frozenset(options), initial_regressor=os.fspath(path))), names)
+            given, explicit=frozenset(options))), names)
         return learner

@@ -267,9 +267,10 @@ class _Instance:
     """One SAEW instance over every coordinate of the data, updated densely; only the active
     ones (seen in a learned example) count in the normalization, as olearn's compact index."""
 
-    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0, regrow=0.75):
+    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0, regrow=0.75, sgd_eta=1.0,
+                 sgd_l1=0.0):
         self.sub, self.d0, self.alpha, self.radius, self.b_scale = sub, d0, alpha, radius, b_scale
-        self.regrow = regrow
+        self.regrow, self.sgd_eta, self.sgd_l1 = regrow, sgd_eta, sgd_l1
         self.n = n_coords
         self.session, self.b_max, self.grown = 0, 0.0, 0
         self.center = np.zeros(n_coords)
@@ -283,6 +284,9 @@ class _Instance:
         self.V, self.B2, self.R = np.zeros((2, n)), np.full((2, n), 2.0 ** -20), np.zeros((2, n))
         self.eta_b = np.full((2, n), 2.0 ** 20)
         self.G, self.eta, self.var, self.range = np.zeros(n), 0.0, 0.0, 0.0
+        # SGD: θ̂ - center with every step's L1 shrinkage applied to every coordinate, and as
+        # of each coordinate's last touch (what the session average counts between touches)
+        self.dev, self.held, self.sq = np.zeros(n), np.zeros(n), np.zeros(n)
 
     def weights(self, active):
         """(π+, π-) over the coordinates, 0 outside ``active``."""
@@ -295,16 +299,23 @@ class _Instance:
         return w / w.sum()
 
     def theta(self, active):
+        if self.sub == "sgd":
+            return self.center + self.dev
         pi = self.weights(active)
         return self.center + self.eps * (pi[0] - pi[1])
 
-    def learn(self, g, active, settings):
+    def learn(self, g, active, settings, touched=None):
+        """One example's gradient ``g`` (dense); ``touched``: its features (default: g != 0)."""
         n_active = active.sum()
         g_inf = np.abs(g).max() if len(g) else 0.0
         self.b_max = max(self.b_max, g_inf)
         self.q += g_inf ** 2
         self.steps += 1
         if n_active == 0:  # no corner yet: nothing to weigh, nothing to stop
+            return
+        if self.sub == "sgd":
+            self.sgd_step(g, g != 0 if touched is None else touched)
+            self.end_session_if_over(active, settings)
             return
         pi = self.weights(active)
         theta = self.center + self.eps * (pi[0] - pi[1])
@@ -336,6 +347,36 @@ class _Instance:
                     self.eta_b[s, k] = eta
                     self.R[s, k] += 0.5 * (r[s, k] - eta * r[s, k] ** 2
                                            + (b if eta * r[s, k] > 0.5 else 0.0))
+        self.end_session_if_over(active, settings)
+
+    def sgd_step(self, g, touched):
+        """AdaGrad (sums of ||g||∞²) with L1 towards the center on the box around it
+        (optim/sgd.py), every coordinate shrunk at every step."""
+        self.avg += np.where(touched, self.dev, self.held)
+        self.sq += np.where(touched, np.abs(g).max() ** 2, 0.0)
+        with np.errstate(divide="ignore"):
+            eta = np.where(self.sq > 0, self.sgd_eta * self.eps / np.sqrt(self.sq), 0.0)
+        step = np.clip(self.dev - eta * g, -self.eps, self.eps)
+        self.dev = np.where(touched, step, self.dev)
+        self.held = np.where(touched, self.dev, self.held)
+        shrink = eta * self.sgd_l1 * math.sqrt(self.q / self.steps)
+        self.dev = np.sign(self.dev) * np.maximum(np.abs(self.dev) - shrink, 0.0)
+
+    def projected(self, values):
+        """values - center projected onto the l1 ball of radius eps (sort-based, Duchi et al.
+        2008), plus the center: SGD's sessions end in the ball."""
+        dev = values - self.center
+        a = np.abs(dev)
+        if a.sum() <= self.eps:
+            return values
+        u = np.sort(a)[::-1]
+        ks = np.arange(1, len(u) + 1)
+        rho = ks[u - (np.cumsum(u) - self.eps) / ks > 0][-1]
+        tau = (u[:rho].sum() - self.eps) / rho
+        return self.center + np.sign(dev) * np.maximum(a - tau, 0.0)
+
+    def end_session_if_over(self, active, settings):
+        n_active = active.sum()
         if settings.get("sessions"):
             log_2d = math.log(2 * n_active)
             need = (settings["C"] * max(self.d0, self.grown) * 2 ** (self.session / 2)
@@ -344,6 +385,8 @@ class _Instance:
             if self.steps >= need:
                 source = (self.theta(active) if settings.get("center_last")
                           else self.center + self.avg / self.steps)
+                if self.sub == "sgd":
+                    source = self.projected(source)
                 self.center = self.truncated(source)
                 self.grown = max(self.grown, np.count_nonzero(self.center))
                 self.session += 1
@@ -364,10 +407,14 @@ class _Instance:
         return out
 
     def estimate(self, active, output):
+        """The model: SGD's projected onto the session's ball."""
         if output == "iterate":
-            return self.theta(active)
-        average = self.center + (self.avg / self.steps if self.steps else 0.0)
-        return self.truncated(average) if output == "sparse" else average
+            estimate = self.theta(active)
+        else:
+            estimate = self.center + (self.avg / self.steps if self.steps else 0.0)
+        if self.sub == "sgd":
+            estimate = self.projected(estimate)
+        return self.truncated(estimate) if output == "sparse" else estimate
 
 
 def _dense_stream(examples):
@@ -392,7 +439,7 @@ def _dense_stream(examples):
 
 
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
-                        output="iterate", regrow=0.75, **settings):
+                        output="iterate", regrow=0.75, sgd_eta=1.0, sgd_l1=0.0, **settings):
     """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in optim/saew.py) in plain numpy,
     squared loss: progressive predictions of (label or None, importance, [(index, value)])
     examples. Every corner is updated at every step, including those of features not seen yet.
@@ -400,7 +447,8 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     center_last."""
     stream = _dense_stream(examples)
     coords = next(stream)
-    inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow)
+    inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow, sgd_eta=sgd_eta,
+                     sgd_l1=sgd_l1)
     active = np.zeros(len(coords), dtype=bool)
     out = []
     for label, imp, learn, x, active, (lo, hi) in stream:
@@ -408,7 +456,7 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
         p = min(max(raw, lo), hi)
         out.append(p)
         if learn:
-            inst.learn(imp * 2 * (p - label) * x, active, settings)
+            inst.learn(imp * 2 * (p - label) * x, active, settings, touched=x != 0)
     if final is not None:
         theta = inst.estimate(active, output)
         final.update({j: theta[i] for i, j in enumerate(coords) if active[i]})
@@ -429,7 +477,8 @@ def _boa_step(V, B2, R, regrets):
     return w / w.sum()
 
 
-def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
+def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False, sgd_eta=1.0,
+                           sgd_l1=0.0):
     """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
     instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
     from their own clipped forecasts; the BOA restarts at learned examples 1, 2, 4, 8, ...,
@@ -437,7 +486,8 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
     stream = _dense_stream(examples)
     coords = next(stream)
     settings = {"sessions": True, "C": C, "center_last": center_last}
-    insts = [_Instance(len(coords), sub, int(d0), a, u, b) for d0, a, u, b, _ in grid]
+    insts = [_Instance(len(coords), sub, int(d0), a, u, b, sgd_eta=sgd_eta, sgd_l1=sgd_l1)
+             for d0, a, u, b, _ in grid]
     join = grid[:, 4]
     t = 0
     out = []
@@ -458,6 +508,6 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False):
         if learn:
             t += 1
             for inst, f in zip(insts, forecasts):
-                inst.learn(imp * 2 * (f - label) * x, active, settings)
+                inst.learn(imp * 2 * (f - label) * x, active, settings, touched=x != 0)
             pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts[mixed]))
     return out

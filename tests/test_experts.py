@@ -50,6 +50,14 @@ CASES = {
     "saew-eg": ({"saew": True, "saew_sub": "eg", "saew_C": 0.05, "saew_d0": 3, "radius": 2.0,
                  "saew_center": "average"},
                 {"sub": "eg", "sessions": True, "C": 0.05, "d0": 3, "radius": 2.0}),
+    "saew-sgd-last": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_center": "last",
+                       "saew_sgd_eta": 0.5, "saew_sgd_l1": 0.1},
+                      {"sub": "sgd", "sessions": True, "C": 0.05, "center_last": True,
+                       "sgd_eta": 0.5, "sgd_l1": 0.1}),
+    "saew-sgd-average": ({"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_d0": 3,
+                          "saew_center": "average", "saew_sgd_eta": 2.0, "saew_sgd_l1": 0.3},
+                         {"sub": "sgd", "sessions": True, "C": 0.05, "d0": 3, "sgd_eta": 2.0,
+                          "sgd_l1": 0.3}),
 }
 
 
@@ -84,18 +92,20 @@ def test_examples_without_features_before_any_feature_are_learned_as_nothing(cas
                                [want_theta.get(j, 0.0) for j in keys], rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("sub", ["boa", "eg"])
+@pytest.mark.parametrize("sub", ["boa", "eg", "sgd"])
 def test_calibration_matches_dense_reference(sub):
     from olearn.optim.experts import calibration_grid
     from reference import calibrated_predictions
     examples = _sparse_regression(n=150)
+    sgd = {"sgd_eta": 0.5, "sgd_l1": 0.1} if sub == "sgd" else {}
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
                     saew_grid_d0=2, saew_grid_alpha=1, saew_grid_radius=3, saew_grid_B=1,
-                    saew_C=0.05, saew_center="average")
+                    saew_C=0.05, saew_center="average",
+                    **{f"saew_{name}": value for name, value in sgd.items()})
     grid = calibration_grid(config)
     assert grid.shape == (6, 5) and sorted(grid[:, 4]) == [0, 0, 1, 1, 1, 1]
     got = kernel_predictions(examples, config)
-    want = calibrated_predictions(examples, grid, sub=sub, C=0.05)
+    want = calibrated_predictions(examples, grid, sub=sub, C=0.05, **sgd)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -137,6 +147,8 @@ def halves(tmp_path):
 LEARNERS = [("--boa",), ("--eg", "--radius", "2"), ("--saew", "--saew_C", "0.05"),
             ("--saew", "--saew_sub", "eg", "--saew_C", "0.05", "--saew_output", "sparse"),
             ("--saew", "--saew_d0", "1", "--saew_regrow", "0.5"),
+            ("--saew", "--saew_sub", "sgd", "--saew_C", "0.05", "--saew_sgd_l1", "0.5",
+             "--saew_center", "average", "--saew_output", "average"),
             ("--saew_calibrate", "--saew_grid_d0", "2", "--saew_grid_alpha", "1",
              "--saew_grid_B", "1")]
 
@@ -245,6 +257,18 @@ def test_the_sparse_model_keeps_the_constant():
     (("--saew", "--l1", "1e-6"), "--l1 works with gradient descent, not with --saew"),
     (("--boa", "--stage_poly"), "--stage_poly works with gradient descent, not with --boa"),
     (("--saew", "--radius", "0"), "--radius must be finite and > 0, got 0.0"),
+    (("--saew_sub", "sgd"), "--saew_sub needs --saew"),
+    (("--boa", "--saew_sub", "sgd"), "--saew_sub needs --saew"),
+    (("--eg", "--saew_sub", "eg"), "--saew_sub needs --saew"),
+    (("--saew", "--saew_sgd_l1", "0.5"), "--saew_sgd_l1 needs --saew_sub sgd"),
+    (("--saew", "--saew_sub", "eg", "--saew_sgd_eta", "2"),
+     "--saew_sgd_eta needs --saew_sub sgd"),
+    (("--saew", "--saew_sub", "sgd", "--saew_sgd_eta", "0"),
+     "--saew_sgd_eta must be finite and > 0, got 0.0"),
+    (("--saew", "--saew_sub", "sgd", "--saew_sgd_l1", "-1"),
+     "--saew_sgd_l1 must be finite and >= 0, got -1.0"),
+    (("--saew", "--saew_sub", "adam"), "argument --saew_sub: invalid choice: 'adam' (choose from "
+                                        "'boa', 'eg', 'sgd')"),
 ])
 def test_conflicting_options_are_one_line_errors(halves, args, message):
     assert _error_line(run_olearn("--quiet", "-d", halves[2], *args), 2).startswith(
@@ -290,3 +314,72 @@ def test_audit_shows_the_theta_each_example_is_predicted_with(halves):
     assert all(entry.rsplit(":", 1)[1] == "0" for entry in first.split("\t")[1:])
     weights = [float(entry.rsplit(":", 1)[1]) for entry in later.split("\t")[1:]]
     assert any(w != 0 for w in weights) and not any("@" in e for e in later.split("\t"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sgd_projection_onto_the_l1_ball_matches_the_sorting_one(seed):
+    from olearn.optim.sgd import project
+    from reference import _Instance
+    rng = np.random.default_rng(seed)
+    n = 50
+    inst = _Instance(n, "sgd", 5, 1.0, 1.0)
+    inst.center = rng.normal(size=n) * (rng.random(n) < 0.2)
+    inst.eps = [0.3, 1.0, 5.0, 1e3][seed]  # the last leaves the values as they are
+    values = inst.center + rng.laplace(scale=0.2, size=n)
+    got = np.append(values, 9.0)  # past n: left alone
+    project(got, inst.center, n, inst.eps)
+    assert got[n] == 9.0
+    want = inst.projected(values)
+    np.testing.assert_allclose(got[:n], want, rtol=1e-12, atol=1e-14)
+    assert np.abs(got[:n] - inst.center).sum() <= inst.eps * (1 + 1e-12)
+
+
+def test_sgd_session_touches_only_the_example_coordinates():
+    """Lazy SGD (no session end, C huge): an example changes the state of its own coordinates
+    only, so its cost does not grow with the features seen."""
+    from olearn.optim import layout
+    examples = _sparse_regression(n=200)
+    config = Config(bit_precision=8, noconstant=True, saew=True, saew_sub="sgd", saew_C=1e9,
+                    saew_sgd_l1=1.0)
+    learner = OnlineLearner(config)
+    kernel_predictions(examples, config, learner)
+    slot, coord = learner.ew[0], learner.ew[5]
+    before = coord.copy()
+    feats = [(3, 0.5), (7, -1.0)]
+    kernel_predictions([(0.4, 1.0, feats)], config, learner)
+    changed = np.flatnonzero((coord[0, :layout.K_SCRATCH] != before[0, :layout.K_SCRATCH])
+                             .any(axis=0))
+    assert sorted(changed) == sorted(slot[j] for j, _ in feats)
+
+
+def test_sgd_model_resumes_exactly(tmp_path, halves):
+    """A model saved mid-run with --saew_sub sgd continues bit for bit as the run would have."""
+    import olearn
+    first, second, whole = halves
+    options = {"saew": True, "saew_sub": "sgd", "saew_C": 0.05, "saew_sgd_l1": 0.5,
+               "saew_center": "average", "saew_output": "sparse"}
+    uninterrupted = olearn.Learner(**options)
+    uninterrupted.fit(str(first))
+    uninterrupted.save(tmp_path / "m.olearn")
+    uninterrupted.fit(str(second))
+    resumed = olearn.Learner.load(tmp_path / "m.olearn")
+    resumed.fit(str(second))
+    for a, b in zip(uninterrupted._learner.ew, resumed._learner.ew):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(uninterrupted.predict(str(whole)), resumed.predict(str(whole)))
+
+
+def test_sgd_model_keeps_its_subroutine(tmp_path, halves):
+    model = tmp_path / "m.olearn"
+    assert run_olearn("--quiet", "-d", halves[0], "--saew", "--saew_sub", "sgd", "-f", model)[0] == 0
+    code, _, err = run_olearn("-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25")
+    assert code == 0 and "saew (sgd, eta 0.1, l1 0.25," in err
+    assert "--saew --saew_sub sgd, the command line asks for --saew --saew_sub boa" in _error_line(
+        run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sub", "boa"))
+
+
+def test_sgd_options_are_refused_for_a_model_of_another_subroutine(tmp_path, halves):
+    model = tmp_path / "m.olearn"
+    assert run_olearn("--quiet", "-d", halves[0], "--saew", "-f", model)[0] == 0
+    assert "--saew_sgd_l1 needs --saew_sub sgd" in _error_line(
+        run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25"))

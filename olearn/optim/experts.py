@@ -92,7 +92,7 @@ def new_experts(config: Config) -> tuple:
     for k in range(count):
         boa.reset(meta, k)
     settings = np.zeros(L.S_SIZE)
-    settings[L.S_SUB] = config.subroutine == "eg"
+    settings[L.S_SUB] = L.SUBS[config.subroutine]
     settings[L.S_SESSIONS] = config.saew
     settings[L.S_C] = config.saew_C
     settings[L.S_A] = config.saew_a
@@ -102,6 +102,8 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CALIBRATE] = config.saew_calibrate
     settings[L.S_REGROW] = config.saew_regrow
     settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
+    settings[L.S_SGD_ETA] = config.saew_sgd_eta
+    settings[L.S_SGD_L1] = config.saew_sgd_l1
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
             np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
             np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
@@ -131,9 +133,12 @@ class ExponentialWeights:
         """The learner as the header's "Enabled learners" names it."""
         if not config.saew:
             return f"{config.subroutine} (radius {config.radius:g})"
+        sub = config.subroutine
+        if sub == "sgd":
+            sub = f"sgd, eta {config.saew_sgd_eta:g}, l1 {config.saew_sgd_l1:g}"
         if config.saew_calibrate:
-            return f"saew calibrated ({config.subroutine})"
-        return (f"saew ({config.subroutine}, radius {config.radius:g}, d0 {config.saew_d0}, "
+            return f"saew calibrated ({sub})"
+        return (f"saew ({sub}, radius {config.radius:g}, d0 {config.saew_d0}, "
                 f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
@@ -200,9 +205,10 @@ class ExponentialWeights:
                 and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
                 "ew_es does not hold the model's options")
         # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
-        # sum (a divisor once there are coordinates) or a non-negative offset
+        # sum (BOA's and EG's divisor once there are coordinates) or a non-negative offset
         require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
-                and (n == 0 or bool(np.all(es[:, L.E_SUM] > 0))), "malformed ew_es")
+                and (n == 0 or config.subroutine == "sgd" or bool(np.all(es[:, L.E_SUM] > 0))),
+                "malformed ew_es")
         # the calibration's BOA over the instances of the current block (its weight sum divides)
         mixed = es[:, L.E_JOIN] <= saew.block(max(int(shared[L.SH_T]), 1))
         require(mixed.any() and _boa_weights_fit(meta[:boa.ROWS, mixed], None,
@@ -216,7 +222,14 @@ class ExponentialWeights:
                          and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
                                          rel_tol=REL_TOL) for i in range(k)),
                      "BOA's corner weights are not those of their state")
-        if not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
+        if config.subroutine == "sgd":  # in the box, snapshots of the session's counters
+            snap, shrunk = coord[:, L.K_SNAP], coord[:, L.K_SHRUNK]
+            require(bool(np.all(np.abs(coord[:, L.K_G]) <= es[:, L.E_EPS, None]))
+                    and bool(np.all(coord[:, L.K_SQ] >= 0))
+                    and bool(np.all((snap >= 0) & (snap <= es[:, L.E_N, None])))
+                    and bool(np.all((shrunk >= 0) & (shrunk <= es[:, L.E_SHRINK, None]))),
+                    "SGD's deviations or snapshots out of range")
+        elif not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
             log_weights = np.abs(es[:, L.E_ETA, None] * coord[:, L.K_G])
             require(bool(np.all(log_weights <= es[:, L.E_OFF, None])),
                      "EG's offset below its log-weights")

@@ -11,7 +11,8 @@ the calibration grid) sharing that index. Arrays of the ``ew`` tuple:
     corners  float64 (K, ROWS, 2 cap + 1)  BOA's experts: corner 2s is +, 2s + 1 is -; the
                                      last column is the "ghost", a corner no gradient has touched
                                      (new coordinates start from its state)
-    coord    float64 (K, K_ROWS, cap)  per coordinate: center, session sum of θ̂ - center, EG's state
+    coord    float64 (K, K_ROWS, cap)  per coordinate: center, session sum of θ̂ - center, EG's or
+                                     SGD's state
     es       float64 (K, E_SIZE)     per-instance scalars
     shared   float64 (SH_SIZE,)      scalars of the whole learner
     meta     float64 (ROWS + 1, K)   the calibration's BOA over the instances (last row: forecasts)
@@ -26,10 +27,13 @@ COORD = Layout(
     "ew_coord",  # rows of ``coord``, per coordinate
     Field("center"),
     Field("avg", "Σ over the session of (θ̂ - center)"),
-    Field("g", "EG: -eps Σ g"),
-    Field("snap", "EG: the average's A at the last touch"),
+    Field("g", "EG: -eps Σ g; SGD: θ̂ - center as of the last touch (before the shrinkage since)"),
+    Field("snap", "EG: the average's A at the last touch; SGD: the session's step count then"),
+    Field("shrunk", "SGD: the session's Σ λ at the last touch"),
+    Field("sq", "SGD: Σ ||g||∞² over the session's examples that touched the coordinate (its "
+                "step is eta eps / the square root)"),
     Field("scratch", saved=False))
-K_CENTER, K_AVG, K_G, K_SNAP, K_SCRATCH = range(len(COORD))
+K_CENTER, K_AVG, K_G, K_SNAP, K_SHRUNK, K_SQ, K_SCRATCH = range(len(COORD))
 K_ROWS = len(COORD)
 COORD.check_constants(globals(), "K_")
 
@@ -44,7 +48,7 @@ ES = Layout(
     Field("d0"), Field("alpha"), Field("u"),
     Field("b", "B given (0: the running max of ||g||∞ times b_scale)"),
     Field("b_scale"),
-    Field("eta", "EG: learning rate (0: not calibrated yet)"),
+    Field("eta", "EG: learning rate (0: not calibrated yet); SGD: eta × eps of the session"),
     Field("var", "EG: Σ variance of the corners' losses"),
     Field("range", "EG: range of the corners' losses (a power of 2)"),
     Field("off", "EG: offset of Z"),
@@ -53,9 +57,10 @@ ES = Layout(
     Field("touches", "EG: coordinates updated since Z was re-summed"),
     Field("b_max", "running max of ||g||∞"),
     Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"),
-    Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"))
+    Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"),
+    Field("shrink", "SGD: Σ λ over the session's steps (a coordinate owes its step × the rest)"))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
- E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN) = range(len(ES))
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_SHRINK) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 
@@ -71,7 +76,7 @@ SHARED.check_constants(globals(), "SH_")
 
 SETTINGS = Layout(
     "ew_settings",  # the run's options (the last array of the ``ew`` tuple), never saved
-    Field("sub", "0 BOA, 1 EG", saved=False),
+    Field("sub", "the subroutine: SUBS", saved=False),
     Field("sessions", "SAEW's sessions (0: a single session, plain BOA or EG)", saved=False),
     Field("c", "the stopping rule's constant", saved=False),
     Field("a", "the subroutine's constants a and b in (6) (0: sqrt(ln 2d) and ln 2d)",
@@ -86,10 +91,15 @@ SETTINGS = Layout(
     Field("regrow", "a center drops at most this fraction of the next radius in l1 mass "
                     "(0: exactly its d0 largest coordinates)", saved=False),
     Field("constant", "the constant feature's weight index, never truncated (-1: none)",
-          saved=False))
+          saved=False),
+    Field("sgd_eta", "SGD: the step size's factor (of eps / sqrt(Σ g²), per coordinate)",
+          saved=False),
+    Field("sgd_l1", "SGD: the L1 level's factor (of the session's RMS ||g||∞)", saved=False))
 (S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE, S_REGROW,
- S_CONSTANT) = range(len(SETTINGS))
+ S_CONSTANT, S_SGD_ETA, S_SGD_L1) = range(len(SETTINGS))
 S_SIZE = len(SETTINGS)
 SETTINGS.check_constants(globals(), "S_")
 
 OUTPUTS = {"iterate": 0, "average": 1, "sparse": 2}
+BOA, EG, SGD = range(3)  # the subroutines' codes (settings[S_SUB])
+SUBS = {"boa": BOA, "eg": EG, "sgd": SGD}

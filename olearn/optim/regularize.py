@@ -82,6 +82,13 @@ def _caught_up(w, lam1, phi, s, phi_j, s_j, l2):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def soft_threshold(w, amount):
+    """``w`` after L1 proximal steps (λ1 = 1) whose sizes add up to ``amount``: the L1-only
+    catch-up, for SAEW's lazy SGD subroutine (optim/sgd.py)."""
+    return _caught_up(w, 1.0, 0.0, amount, 0.0, 0.0, False)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _current(W, lazy, j, lam1, l2, phi, s):
     """Coordinate ``j``'s weight with the steps since its snapshot applied (0 stays 0)."""
     w = np.float64(W[j, W_W])

@@ -1,7 +1,8 @@
 """SAEW, sparse accelerated exponential weights (docs/algorithms.md §4), and plain BOA / EG± as its
 single-session case; with calibration (Algorithm 3), BOA over a grid of SAEW instances.
 
-An instance runs a subroutine (BOA on the 2d corners of B1(center, eps), or EG±) in sessions:
+An instance runs a subroutine (BOA on the 2d corners of B1(center, eps), EG±, or lazy SGD with
+L1 on the ball) in sessions:
 session i has radius eps = U 2^(-i/2) and is centered on the previous session's average (or
 last iterate) truncated to its d0 largest coordinates. A session ends at the first example
 where its length n satisfies the stopping rule (docs/algorithms.md §4, constant C):
@@ -11,7 +12,9 @@ where its length n satisfies the stopping rule (docs/algorithms.md §4, constant
 The learner kernel (gd.learn_batch) calls :func:`predict` then :func:`learn` per example; the
 state layout is in layout.py. Coordinates are the features seen so far: a new one starts in
 every instance as if it had been there all along with a zero gradient (BOA: the ghost corner's
-state; EG: weight e^0), so the result does not depend on when a feature first appears.
+state; EG: weight e^0; SGD: θ̂ = center), so the result does not depend on when a feature first
+appears. The subroutine's code (``sub``, layout.SUBS) is read once per call and the loops over
+coordinates are compiled for each (no per-feature branch on it).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from numba import njit
 
 from olearn.arrays import heapsort
 from olearn.losses import derivative
-from olearn.optim import boa, eg, vmath
+from olearn.optim import boa, eg, sgd, vmath
 from olearn.optim import layout as L
 from olearn.optim.weights import W_W
 from olearn.options import MAX_COUNT, choice, flag, number
@@ -30,7 +33,7 @@ REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64
 MAX_GRID = 16  # --saew_calibrate's d0 values 1, 4, ..., 4^15 = 2^30 cover -b 30
 _GRID = {"kind": int, "default": 3, "low": 1, "high": MAX_GRID, "model": True}
 # --saew_d0, --saew_C and --saew_center were chosen by scripts/saew_experiment.py
-# (BENCHMARKS.md, "SAEW")
+# (BENCHMARKS.md, "SAEW"); --saew_sgd_eta and --saew_sgd_l1 by experiments/saew-sub/run.py
 OPTIONS = (
     flag("--eg", model=True,
          help="EG±: exponential weights on the 2d corners of the l1 ball of --radius, "
@@ -39,11 +42,18 @@ OPTIONS = (
          help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
               "per-corner adaptive rates, O(features seen) per example."),
     flag("--saew", model=True,
-         help="SAEW: sessions of BOA or EG on shrinking l1 balls around sparse centers."),
+         help="SAEW: sessions of BOA, EG or SGD on shrinking l1 balls around sparse centers."),
     number("--radius", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
            help="--eg/--boa/--saew: l1 radius U of the ball the weights live in."),
-    choice("--saew_sub", choices=("boa", "eg"), default="boa", model=True,
-           help="SAEW's subroutine."),
+    choice("--saew_sub", choices=tuple(L.SUBS), default="boa", model=True,
+           help="SAEW's subroutine: BOA (O(features seen) per example), EG± or lazy SGD with "
+                "L1 (O(features of the example) per example)."),
+    number("--saew_sgd_eta", kind=float, default=0.1, low=0.0, low_allowed=False, model=True,
+           help="--saew_sub sgd: a coordinate's step is eta × radius / sqrt(Σ ||gradient||∞²) "
+                "over the session's examples that have it."),
+    number("--saew_sgd_l1", kind=float, default=0.03, low=0.0, model=True,
+           help="--saew_sub sgd: L1 level (towards the center) l1 × the session's RMS of "
+                "||gradient||∞; 0: none."),
     number("--saew_d0", kind=int, default=5, low=1, high=MAX_COUNT, model=True,
            help="SAEW: centers keep their d0 largest coordinates besides the constant (the "
                 "sparsity sought)."),
@@ -91,8 +101,9 @@ def fits(ew, size):
     cap = hashes.shape[0]
     instances = es.shape[0]
     columns = corners.shape[2]
-    boa_sub = settings[L.S_SUB] == 0
-    return (slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
+    boa_sub = settings[L.S_SUB] == L.BOA
+    known_sub = boa_sub or settings[L.S_SUB] == L.EG or settings[L.S_SUB] == L.SGD
+    return (known_sub and slot.shape[0] == size and -1 <= settings[L.S_CONSTANT] < size and cap == size
             and x_buf.shape[0] >= cap
             and touched.shape[0] >= cap and 0 <= shared[L.SH_ACTIVE] <= cap
             and 0 <= shared[L.SH_TOUCHED] <= cap and instances >= 1
@@ -107,18 +118,23 @@ def fits(ew, size):
 # --- one instance -------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
-def _deviation(corners, coord, es, eg_sub, s):
+def _deviation(corners, coord, es, sub, s):
     """θ̂_s - center_s of one instance."""
-    if eg_sub:
+    if sub == L.SGD:
+        return sgd.deviation(coord, es, s)
+    if sub == L.EG:
         return eg.deviation(coord, es, s)
     return es[L.E_EPS] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / es[L.E_SUM]
 
 
 @njit(cache=True, nogil=True)
-def _add_coordinate(corners, coord, es, eg_sub, s):
+def _add_coordinate(corners, coord, es, sub, s):
     coord[L.K_CENTER, s] = 0.0
     coord[L.K_AVG, s] = 0.0
-    if eg_sub:
+    if sub == L.SGD:
+        sgd.add_coordinate(coord, es, s)
+        return
+    if sub == L.EG:
         eg.add_coordinate(coord, es, s)
         return
     ghost = corners.shape[1] - 1
@@ -129,9 +145,13 @@ def _add_coordinate(corners, coord, es, eg_sub, s):
 
 
 @njit(cache=True, nogil=True)
-def _fresh_subroutine(corners, coord, es, eg_sub, n):
-    """A new subroutine on the ball of the current session (uniform weights)."""
-    if eg_sub:
+def _fresh_subroutine(corners, coord, es, settings, n):
+    """A new subroutine on the ball of the current session (uniform weights, or θ̂ = center)."""
+    sub = settings[L.S_SUB]
+    if sub == L.SGD:
+        sgd.reset(coord, es, n, settings[L.S_SGD_ETA])
+        return
+    if sub == L.EG:
         eg.reset(coord, es, n)
         return
     for j in range(2 * n):
@@ -142,7 +162,7 @@ def _fresh_subroutine(corners, coord, es, eg_sub, n):
 
 
 @njit(cache=True, nogil=True)
-def _restart(corners, coord, es, eg_sub, n):
+def _restart(corners, coord, es, settings, n):
     """Session 0: center 0, radius U."""
     es[L.E_SESSION] = 0.0
     es[L.E_EPS] = es[L.E_U]
@@ -150,7 +170,7 @@ def _restart(corners, coord, es, eg_sub, n):
     for s in range(n):
         coord[L.K_CENTER, s] = 0.0
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, eg_sub, n)
+    _fresh_subroutine(corners, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -270,20 +290,36 @@ def _budget(es, settings):
     return regrow * es[L.E_U] * 2.0 ** (-(es[L.E_SESSION] + 1.0) / 2.0)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _iterate(sub, corners, coord, es, n, out):
+    """out[:n] = θ̂ of one instance (``sub`` a constant: a loop compiled per subroutine)."""
+    for s in range(n):
+        out[s] = coord[L.K_CENTER, s] + _deviation(corners, coord, es, sub, s)
+
+
 @njit(cache=True, nogil=True)
 def _estimate(corners, coord, es, settings, n, kind, keep, out):
     """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2, as
-    the next center would be; ``keep``: the constant's coordinate)."""
-    eg_sub = settings[L.S_SUB] != 0
-    if eg_sub and kind != 0:  # the iterate does not read the lazy session sums
-        eg.settle_all(coord, es, n)
-    steps = es[L.E_N]
-    for s in range(n):
-        if kind == 0:
-            dev = _deviation(corners, coord, es, eg_sub, s)
-        else:
-            dev = coord[L.K_AVG, s] / steps if steps > 0 else 0.0
-        out[s] = coord[L.K_CENTER, s] + dev
+    the next center would be; ``keep``: the constant's coordinate). SGD's, which keep to the
+    box around the center, are projected onto the session's ball (O(n))."""
+    sub = int(settings[L.S_SUB])
+    if kind != 0:  # the iterate does not read the lazy session sums
+        if sub == L.EG:
+            eg.settle_all(coord, es, n)
+        elif sub == L.SGD:
+            sgd.settle_all(coord, es, n)
+    if kind == 0 and sub == L.SGD:
+        _iterate(L.SGD, corners, coord, es, n, out)
+    elif kind == 0 and sub == L.EG:
+        _iterate(L.EG, corners, coord, es, n, out)
+    elif kind == 0:
+        _iterate(L.BOA, corners, coord, es, n, out)
+    else:
+        steps = es[L.E_N]
+        for s in range(n):
+            out[s] = coord[L.K_CENTER, s] + (coord[L.K_AVG, s] / steps if steps > 0 else 0.0)
+    if sub == L.SGD:
+        sgd.project(out, coord[L.K_CENTER], n, es[L.E_EPS])
     if kind == 2:
         scratch = coord[L.K_SCRATCH]
         for s in range(n):  # (not a slice copy, which could allocate)
@@ -298,13 +334,12 @@ def _next_session(corners, coord, es, settings, n, keep):
               keep, source)
     kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings))
     es[L.E_GROWN] = max(es[L.E_GROWN], kept)
-    eg_sub = settings[L.S_SUB] != 0
     es[L.E_SESSION] += 1.0
     es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)
     es[L.E_N] = es[L.E_Q] = 0.0
     for s in range(n):
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, eg_sub, n)
+    _fresh_subroutine(corners, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True)
@@ -329,8 +364,10 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
     es[L.E_N] += 1.0
     if n == 0:  # no feature seen yet (examples without features): no corner to weigh
         return
-    eg_sub = settings[L.S_SUB] != 0
-    if eg_sub:
+    sub = settings[L.S_SUB]
+    if sub == L.SGD:
+        sgd.learn(coord, es, settings, x_buf, touched, nt, d1, g_inf)
+    elif sub == L.EG:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
     else:
         _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n)
@@ -338,14 +375,24 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
         _next_session(corners, coord, es, settings, n, keep)
 
 
-@njit(cache=True, nogil=True)
-def _instance_raw(corners, coord, es, eg_sub, slot, f_idx, f_val, lo, hi):
+@njit(cache=True, nogil=True, inline="always")
+def _raw(sub, corners, coord, es, slot, f_idx, f_val, lo, hi):
     raw = 0.0
     for k in range(lo, hi):
         s = slot[f_idx[k]]
         if s >= 0:
-            raw += (coord[L.K_CENTER, s] + _deviation(corners, coord, es, eg_sub, s)) * f_val[k]
+            raw += (coord[L.K_CENTER, s] + _deviation(corners, coord, es, sub, s)) * f_val[k]
     return raw
+
+
+@njit(cache=True, nogil=True)
+def _instance_raw(corners, coord, es, sub, slot, f_idx, f_val, lo, hi):
+    """One instance's θ̂ · x (``sub``'s loop compiled for it)."""
+    if sub == L.SGD:
+        return _raw(L.SGD, corners, coord, es, slot, f_idx, f_val, lo, hi)
+    if sub == L.EG:
+        return _raw(L.EG, corners, coord, es, slot, f_idx, f_val, lo, hi)
+    return _raw(L.BOA, corners, coord, es, slot, f_idx, f_val, lo, hi)
 
 
 # --- the learner: K instances sharing the active index ----------------------------------------
@@ -374,7 +421,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     forecast (clipped to [y_min, y_max]) is kept for :func:`learn`.
     """
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
-    eg_sub = settings[L.S_SUB] != 0
+    sub = int(settings[L.S_SUB])
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
     n = int(shared[L.SH_ACTIVE])
@@ -383,7 +430,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     if learn:
         if t == 1:
             for k in range(instances):
-                _restart(corners[k], coord[k], es[k], eg_sub, n)
+                _restart(corners[k], coord[k], es[k], settings, n)
         if calibrate and (t & (t - 1)) == 0:  # a block starts: only the aggregation restarts
             total = 0.0
             for k in range(instances):
@@ -400,7 +447,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
                 hashes[s] = h
                 n += 1
                 for k in range(instances):
-                    _add_coordinate(corners[k], coord[k], es[k], eg_sub, s)
+                    _add_coordinate(corners[k], coord[k], es[k], sub, s)
             if x_buf[s] == 0.0:
                 touched[nt] = s
                 nt += 1
@@ -410,10 +457,10 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
         shared[L.SH_ACTIVE] = n
         shared[L.SH_TOUCHED] = nt
     if not calibrate:
-        return _instance_raw(corners[0], coord[0], es[0], eg_sub, slot, f_idx, f_val, lo, hi)
+        return _instance_raw(corners[0], coord[0], es[0], sub, slot, f_idx, f_val, lo, hi)
     raw = 0.0
     for k in range(instances):
-        f = _instance_raw(corners[k], coord[k], es[k], eg_sub, slot, f_idx, f_val, lo, hi)
+        f = _instance_raw(corners[k], coord[k], es[k], sub, slot, f_idx, f_val, lo, hi)
         f = min(max(f, y_min), y_max)
         meta[boa.ROWS, k] = f
         if _mixed(es, k, j):
