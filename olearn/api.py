@@ -119,7 +119,7 @@ class Learner:
         self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
         self._names = NameCollector(self.config) if names else None
         learner.parse_names = learner.parse_names or names
-        self._dicts = matrices.DictExamples(self.config, names)
+        self._dicts: matrices.DictExamples | None = None  # learn_one's: made on its first call
         self._one = np.empty((1, learner.prediction_columns()), dtype=np.float32)  # learn_one's
 
     def _locked(self) -> threading.Lock:
@@ -212,7 +212,7 @@ class Learner:
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
-            batch = self._dicts.batch(x, y, weight)
+            batch = self._dict_examples().batch(x, y, weight)
             self._learner.learn(batch, self._one, fixed_types=True)
             self._remember_names(batch)
         return self
@@ -220,10 +220,17 @@ class Learner:
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
-            batch = self._dicts.batch(x)
+            batch = self._dict_examples().batch(x)
             self._learner.predict(batch, self._one, fixed_types=True)
             self._remember_names(batch)
             return float(self._one[0, 0])
+
+    def _dict_examples(self) -> matrices.DictExamples:
+        """learn_one's and predict_one's examples (their kept arrays: made once, when first
+        needed, so that a Learner only used with fit pays nothing for them)."""
+        if self._dicts is None:
+            self._dicts = matrices.DictExamples(self.config, self._names is not None)
+        return self._dicts
 
     def weights(self) -> dict:
         """The model's nonzero weights (the experts' θ with --eg/--boa/--saew) by feature name,

@@ -29,6 +29,7 @@ from olearn.report import warning_lines, warning_text
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
+KEPT_CALLS = 256  # the most argument tuples _kernel keeps (DictExamples' fast path has 64)
 
 
 class OnlineLearner:
@@ -53,7 +54,9 @@ class OnlineLearner:
         # the reduction between them: one scalar problem, or --oaa's K classes
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
-        self._entry = None  # _kernel's compiled code for fixed types: (ids, arrays, function)
+        # _kernel's compiled code for fixed types: (ids, arrays, function, kept calls)
+        self._entry = None
+        self._kept_rows = np.empty((ROWS_PER_BATCH, gd.ROW_COLS))  # learn's, for fixed types
         self.state = gd.STATE.defaults()
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -241,7 +244,9 @@ class OnlineLearner:
         """
         self._see_namespaces(batch)
         n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
-        rows = np.empty((n_rows, gd.ROW_COLS))
+        # the kept array, for fixed types (the history copies its rows)
+        rows = (self._kept_rows if fixed_types and n_rows <= ROWS_PER_BATCH
+                else np.empty((n_rows, gd.ROW_COLS)))
         self._exported = False
         rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats,
                                   fixed_types)]
@@ -302,26 +307,51 @@ class OnlineLearner:
         as long as the learner's own arrays are the same objects: the dispatcher types each of
         the 19 arguments (and the tuples' 16 arrays) on every call, about a microsecond, a third
         of a call on one example. Only the types are taken on trust: the kernel checks the
-        shapes and indices itself."""
-        args = (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, state,
-                stats, params, self.terms, self.linear, batch.numbers, batch.offsets,
-                self.reduction.widen(batch.index), batch.value, batch.namespace, batch.lines,
-                batch.pass_line, preds, rows)
+        shapes and indices itself.
+
+        A fixed-types call on the learner's own state, statistics and parameters also keeps its
+        argument tuple for the same batch, ``preds`` and ``rows`` objects (DictExamples' kept
+        batches: their arrays are the same objects each call), unless --oaa widens the batch's
+        indices into a new array: the next such call builds nothing."""
         if not fixed_types:
-            return gd.learn_batch(*args)
+            return gd.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
         own = (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, self.state,
                self.stats, self.params, self.terms, self.linear)
         key = tuple(map(id, own))
-        if self._entry is not None and self._entry[0] == key:
-            return self._entry[2](*args)
-        count = gd.learn_batch(*args)
-        overloads = getattr(gd.learn_batch, "overloads", None)  # none: the AOT module's
-        if overloads is not None:
-            from numba import typeof  # the Python API's numba (the command line may have none)
-            compiled = overloads.get(tuple(typeof(a) for a in args))
-            # ``own`` is kept with its ids: while cached, no other object can take one of them
-            self._entry = (key, own, compiled.entry_point) if compiled is not None else None
-        return count
+        entry = self._entry
+        if entry is None or entry[0] != key:
+            args = self._arguments(batch, preds, rows, params, state, stats)
+            count = gd.learn_batch(*args)
+            overloads = getattr(gd.learn_batch, "overloads", None)  # none: the AOT module's
+            if overloads is not None:
+                from numba import typeof  # the Python API's numba (the CLI may have none)
+                compiled = overloads.get(tuple(typeof(a) for a in args))
+                # ``own`` is kept with its ids: while cached, no other object can take one of
+                # them
+                self._entry = ((key, own, compiled.entry_point, {}) if compiled is not None
+                               else None)
+            return count
+        kept = entry[3]
+        call = (id(batch), id(preds), id(rows))
+        found = kept.get(call)
+        if found is not None:
+            return entry[2](*found[1])
+        args = self._arguments(batch, preds, rows, params, state, stats)
+        if (params is self.params and state is self.state and stats is self.stats
+                and not self.reduction.on):
+            if len(kept) >= KEPT_CALLS:  # the general path's batches: a new one each call
+                kept.clear()
+            # the objects are kept with their ids: no other object can take one of them
+            kept[call] = ((batch, preds, rows), args)
+        return entry[2](*args)
+
+    def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
+                   params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
+        """gd.learn_batch's arguments."""
+        return (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, state,
+                stats, params, self.terms, self.linear, batch.numbers, batch.offsets,
+                self.reduction.widen(batch.index), batch.value, batch.namespace, batch.lines,
+                batch.pass_line, preds, rows)
 
     @property
     def average_loss(self) -> float:

@@ -3,9 +3,10 @@
 A loss is a :class:`Loss` in :data:`LOSSES` (its name, the option holding its parameter, the
 clipping range before any label, how the header and the summary name it, its best constant)
 plus three numba functions: its value, its derivative and its importance-invariant update. The
-dispatchers :func:`loss_value`, :func:`derivative` and :func:`invariant_update` are the only
-code that branches on a loss's code; the learner kernel calls them once per example, and its
-entry point refuses a code outside the table.
+dispatchers (:func:`loss_value`, :func:`derivative`, :func:`invariant_update`, and the last two's
+``_shared`` forms, which take the term they share, :func:`shared_term`, computed once) are the
+only code that branches on a loss's code; the learner kernel calls them once per example, and
+its entry point refuses a code outside the table.
 
 Every function takes the loss's parameter (``param``: τ for quantile, unused by the others),
 ``p`` the clipped prediction and ``y`` the label; ``s`` is the update scale and ``q`` the
@@ -76,10 +77,18 @@ def _logistic(p, y):
 
 
 @njit(cache=True, nogil=True)
-def _logistic_derivative(p, y):
+def _class_exp(p, y):
+    """e^(y·p) for a class label (±1), which the derivative and the invariant update share
+    (:func:`shared_term`); else -1 (none: each computes its own)."""
+    return np.exp(y * p) if y == 1.0 or y == -1.0 else -1.0
+
+
+@njit(cache=True, nogil=True)
+def _logistic_derivative(p, y, e):
+    """``e``: :func:`_class_exp` of (p, y)."""
     share = (y + 1.0) / 2.0
-    up = -1.0 / (1.0 + np.exp(p)) if share > 0 else 0.0
-    down = 1.0 / (1.0 + np.exp(-p)) if share < 1 else 0.0
+    up = -1.0 / (1.0 + (e if y == 1.0 else np.exp(p))) if share > 0 else 0.0
+    down = 1.0 / (1.0 + (e if y == -1.0 else np.exp(-p))) if share < 1 else 0.0
     return share * up + (1.0 - share) * down
 
 
@@ -118,24 +127,25 @@ def lambert_w_exp(z: float) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _logistic_toward(label: float, p: float, s: float, q: float) -> float:
-    """Invariant update toward class ``label`` = ±1.
+def _logistic_toward(label: float, p: float, s: float, q: float, e: float) -> float:
+    """Invariant update toward class ``label`` = ±1; ``e`` = e^(label·p).
 
     With v = label·p the gradient flow is dv/dh = s·q / (1 + e^v), so v + e^v grows by s·q;
     its end point is v1 = ln W(e^C) with C = s·q + v + e^v.
     """
     if s * q < SMALL_STEP:
-        return label * s / (1.0 + np.exp(label * p))
-    v = label * p
-    w = lambert_w_exp(s * q + v + np.exp(v))
+        return label * s / (1.0 + e)
+    w = lambert_w_exp(s * q + label * p + e)
     return (label * np.log(w) - p) / q
 
 
 @njit(cache=True, nogil=True)
-def _logistic_invariant(p, y, s, q):
+def _logistic_invariant(p, y, s, q, e):
+    """``e``: :func:`_class_exp` of (p, y)."""
     share = (y + 1.0) / 2.0
-    up = _logistic_toward(1.0, p, s, q) if share > 0 else 0.0
-    down = _logistic_toward(-1.0, p, s, q) if share < 1 else 0.0
+    up = _logistic_toward(1.0, p, s, q, e if y == 1.0 else np.exp(p)) if share > 0 else 0.0
+    down = (_logistic_toward(-1.0, p, s, q, e if y == -1.0 else np.exp(-p)) if share < 1
+            else 0.0)
     return share * up + (1.0 - share) * down
 
 
@@ -287,12 +297,25 @@ def loss_value(code: int, param: float, p: float, y: float) -> float:
 
 
 @njit(cache=True, nogil=True)
+def shared_term(code: int, p: float, y: float) -> float:
+    """What :func:`derivative_shared` and :func:`invariant_update_shared` of one example share,
+    computed once: e^(y·p) for the logistic loss of a class label (±1); else -1 (nothing)."""
+    return _class_exp(p, y) if code == LOGISTIC else -1.0
+
+
+@njit(cache=True, nogil=True)
 def derivative(code: int, param: float, p: float, y: float) -> float:
     """d loss / d p."""
+    return derivative_shared(code, param, p, y, shared_term(code, p, y))
+
+
+@njit(cache=True, nogil=True)
+def derivative_shared(code: int, param: float, p: float, y: float, shared: float) -> float:
+    """:func:`derivative`, given the example's :func:`shared_term`."""
     if code == SQUARED:
         return _squared_derivative(p, y)
     if code == LOGISTIC:
-        return _logistic_derivative(p, y)
+        return _logistic_derivative(p, y, shared)
     if code == HINGE:
         return _hinge_derivative(p, y)
     if code == QUANTILE:
@@ -305,10 +328,17 @@ def derivative(code: int, param: float, p: float, y: float) -> float:
 @njit(cache=True, nogil=True)
 def invariant_update(code: int, param: float, p: float, y: float, s: float, q: float) -> float:
     """Importance-invariant update: the closed form of infinitely many tiny gradient steps."""
+    return invariant_update_shared(code, param, p, y, s, q, shared_term(code, p, y))
+
+
+@njit(cache=True, nogil=True)
+def invariant_update_shared(code: int, param: float, p: float, y: float, s: float, q: float,
+                            shared: float) -> float:
+    """:func:`invariant_update`, given the example's :func:`shared_term`."""
     if code == SQUARED:
         return _squared_invariant(p, y, s, q)
     if code == LOGISTIC:
-        return _logistic_invariant(p, y, s, q)
+        return _logistic_invariant(p, y, s, q, shared)
     if code == HINGE:
         return _hinge_invariant(p, y, s, q)
     if code == QUANTILE:
@@ -316,12 +346,6 @@ def invariant_update(code: int, param: float, p: float, y: float, s: float, q: f
     if code == POISSON:
         return _poisson_invariant(p, y, s, q)
     raise ValueError("unknown loss code")
-
-
-@njit(cache=True, nogil=True)
-def gradient_update(code: int, param: float, p: float, y: float, s: float) -> float:
-    """Plain (non-invariant) step: minus the derivative times the scale."""
-    return -derivative(code, param, p, y) * s
 
 
 def constant_loss(code: int, param: float, constant: float, label: float) -> float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from operator import itemgetter
 from typing import Iterator
 
 import numpy as np
@@ -329,7 +330,9 @@ class DictExamples:
     (its values and indices into C arrays, copied into arrays kept for it: no numpy array made
     per call, no grouping as they are all in namespace ``f``); anything else the general one.
     Both give the same batch; its label row and the fast path's features are arrays kept here,
-    which the next call overwrites (the learner is done with a batch before its next call)."""
+    which the next call overwrites (the learner is done with a batch before its next call). The
+    fast path's batch of each size is itself kept: the same object, with the same arrays, each
+    time (so that the learner can keep its kernel call's arguments too)."""
 
     def __init__(self, config, names: bool = False):
         self.config = config
@@ -355,6 +358,13 @@ class DictExamples:
         self._tags = np.full((1, 2), -1, dtype=np.int64)
         self._lines = np.zeros(1, dtype=np.int64)
         self._warnings = np.empty((0, 4), dtype=np.int64)
+        self._fast = [self._one(self._offsets[n], *self._features[n], self._spaces[n - extra],
+                                NO_TEXT, NO_NAMES) for n in range(extra, FAST_FEATURES + extra)]
+
+    def _one(self, offsets, index, value, spaces, text, audit) -> ExampleBatch:
+        """A batch of one example, with the kept label row."""
+        return ExampleBatch(text, SOURCE, 0, self._numbers, self._tags, self._lines, offsets,
+                            index, value, spaces, audit, self._warnings, 0, 0, 0, 1)
 
     @staticmethod
     def _words(key) -> tuple[bytes, bytes]:
@@ -394,27 +404,29 @@ class DictExamples:
                     end += len(word)
         return np.frombuffer(b"".join(words), dtype=np.uint8), audit
 
-    def _numbers_only(self, x: dict) -> tuple[np.ndarray, np.ndarray] | None:
-        """The index and value arrays of ``x``, its constant last, if it takes the fast path:
+    def _numbers_only(self, x: dict) -> ExampleBatch | None:
+        """The kept batch of ``x``'s features, its constant last, if it takes the fast path:
         plain keys seen before with nonzero numbers (``__float__``: a string has none) within
         float32's range; else None (a zero, NaN or None goes the general way, which drops it).
-        The values go straight into a C float array: no Python float per value."""
+        The values go straight into a C float array: no Python float per value; the indices
+        are looked up by one itemgetter (in C), which a single key would not give as a tuple."""
+        k = len(x)
+        if not 2 <= k < FAST_FEATURES:
+            return None
         try:
-            value = array("f", x.values())  # a value beyond float32 becomes inf
-            index = array("I", map(self._plain.__getitem__, x))
+            value = array("f", list(x.values()))  # a value beyond float32 becomes inf
+            index = array("I", itemgetter(*x)(self._plain))
         except (KeyError, TypeError):
             return None
-        k = len(value)
         total = sum(value)  # in float64: finite exactly when every float32 value is
-        if k >= FAST_FEATURES or total - total != 0 or 0.0 in value:
+        if total - total != 0 or 0.0 in value:
             return None
         self._index_view[:k] = index
         self._value_view[:k] = value
         if self._constant is not None:
             self._index_view[k] = self._constant
             self._value_view[k] = 1.0
-            k += 1
-        return self._features[k]
+        return self._fast[k]
 
     def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
         """``x``'s features (index, value, space, key, string value), grouped by namespace, the
@@ -446,20 +458,15 @@ class DictExamples:
                                                                 and weight >= 0):
             raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
                               SOURCE)
-        fast = None if self.names else self._numbers_only(x)
-        if fast is not None:
-            index, value = fast
-            spaces = self._spaces[len(index) - (self._constant is not None)]
-            text, audit = NO_TEXT, NO_NAMES
-        else:
-            features, text, audit = self._general(x)
-            index = np.array([f[0] for f in features], dtype=np.uint32)
-            value = np.array([f[1] for f in features], dtype=np.float32)
-            spaces = np.array([f[2] for f in features], dtype=np.uint8)
-        k = len(index)
         self._numbers_view[0] = label
         self._numbers_view[1] = weight
-        return ExampleBatch(text, SOURCE, 0, self._numbers, self._tags, self._lines,
-                            self._offsets[k] if k < len(self._offsets)
-                            else np.array([0, k], dtype=np.int64),
-                            index, value, spaces, audit, self._warnings, 0, 0, 0, 1)
+        fast = None if self.names else self._numbers_only(x)
+        if fast is not None:
+            return fast
+        features, text, audit = self._general(x)
+        k = len(features)
+        return self._one(self._offsets[k] if k < len(self._offsets)
+                         else np.array([0, k], dtype=np.int64),
+                         np.array([f[0] for f in features], dtype=np.uint32),
+                         np.array([f[1] for f in features], dtype=np.float32),
+                         np.array([f[2] for f in features], dtype=np.uint8), text, audit)

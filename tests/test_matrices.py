@@ -160,6 +160,39 @@ def test_learn_one_follows_the_interactions_a_new_namespace_adds():
     assert one.average_loss == Learner("-q ::").fit(lines).average_loss
 
 
+def test_learn_one_past_the_kept_calls_learns_what_the_lines_learn():
+    # the general path (a string value) makes a new batch each call, whose kernel arguments
+    # the learner keeps until it holds KEPT_CALLS of them, then drops them all; the fast
+    # path's kept batches come back among them
+    from olearn.learner import KEPT_CALLS
+    examples, lines = [], []
+    for k in range(KEPT_CALLS + 100):
+        x = 1 + k % 7
+        if k % 3:
+            examples.append(({"a": x, "b": 2.0}, k % 2))
+            lines.append(f"{k % 2} |f a:{x} b:2.0")
+        else:
+            examples.append(({"a": x, "c": "s" + str(k % 5)}, k % 2))
+            lines.append(f"{k % 2} |f a:{x} c:s{k % 5}")
+    one = Learner()
+    for x, y in examples:
+        one.learn_one(x, y)
+    assert one.average_loss == Learner().fit(lines).average_loss
+
+
+def test_learn_one_with_oaa_learns_what_the_lines_learn():
+    # --oaa widens each batch's indices into a new array: no call is kept (the next dict of
+    # as many features, under other keys, takes the same kept batch)
+    rows = [(1 + k % 4 % 3, 1 + k % 5, k % 4) for k in range(200)]  # z tells the label
+    one = Learner("--oaa 3")
+    for label, x, z in rows:
+        one.learn_one({"x": x, f"z{z}": 1}, label)
+    lines = [f"{label} |f x:{x} z{z}:1" for label, x, z in rows]
+    from_lines = Learner("--oaa 3").fit(lines)
+    assert one.average_loss == from_lines.average_loss
+    assert one.predict_one({"x": 2, "z": 1}) == from_lines.predict(["|f x:2 z:1"])[0]
+
+
 def test_learn_one_refuses_non_finite_numbers():
     with pytest.raises(OlearnError, match="not a finite number"):
         Learner().learn_one({"a": float("inf")}, 1.0)

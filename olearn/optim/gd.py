@@ -19,7 +19,8 @@ from olearn.fields import Field, Layout
 from olearn.options import choice, flag, number
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
-from olearn.losses import derivative, gradient_update, invariant_update, known, loss_value
+from olearn.losses import (derivative_shared, invariant_update_shared, known, loss_value,
+                           shared_term)
 from olearn import oaa
 from olearn.optim import regularize, saew
 from olearn.optim.vmath import prefetch_row
@@ -201,8 +202,9 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
     least one column: the features are taken that many at a time). VW's default rule
-    (adaptive, normalized, power_t 0.5) runs a copy compiled for it (literal flags: no
-    per-feature branch on them). ``prefetch`` (literal): see PREFETCH_AHEAD.
+    (adaptive, normalized, power_t 0.5) and plain SGD (neither adaptive nor normalized, any
+    power_t) run copies compiled for them (literal flags: no per-feature branch on them).
+    ``prefetch`` (literal): see PREFETCH_AHEAD.
     """
     literally(prefetch)
     adaptive = params[P_ADAPTIVE] != 0
@@ -211,6 +213,9 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
     if adaptive and normalized and sqrt_rate:
         return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
                             work, prefetch)
+    if not adaptive and not normalized:  # sqrt_rate only matters to a per-feature state
+        return _update_rule(False, False, False, W, state, params, index, value, lo, hi, p, y,
+                            imp, work, prefetch)
     return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
                         p, y, imp, work, prefetch)
 
@@ -223,19 +228,22 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
     sees its earlier occurrences), each feature's rate (:func:`_rates`: no memory but
     ``work``'s, so that LLVM can vectorize its divisions and square roots), then the rates'
-    sums, in order; then one pass of weight steps."""
+    sums, in order (none of them when no feature has a state and the update is not
+    invariant: nothing would read their sums); then one pass of weight steps. ``work``'s rows
+    (x², the sums then the rates, the norms then the normalizer's terms) are indexed in place,
+    never taken as views: a view takes and drops a reference, atomically, per example."""
     invariant = params[P_INVARIANT] != 0
     loss = int(params[P_LOSS])
     param = params[P_LOSS_PARAM]
     power_t = params[P_POWER_T]
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
-    d1 = derivative(loss, param, p, y)
+    shared = shared_term(loss, p, y)  # computed once for the derivative and the update
+    d1 = derivative_shared(loss, param, p, y, shared)
     g2 = imp * d1 * d1 if adaptive else 0.0
     stateful = adaptive or normalized
-    x2s, gs, ns = work[0], work[1], work[2]
     norm_x = 0.0
     ppu = 0.0
-    for first in range(lo, hi, work.shape[1]):
+    for first in range(lo, hi if stateful or invariant else lo, work.shape[1]):
         n = min(work.shape[1], hi - first)
         for k in range(n):
             if prefetch:
@@ -246,10 +254,10 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
             if x2 < X2_MIN:
                 x = X_MIN if x > 0 else -X_MIN
                 x2 = X2_MIN
-            x2s[k] = x2
+            work[0, k] = x2
             if adaptive:
                 W[j, W_G] += g2 * x2
-                gs[k] = W[j, W_G]
+                work[1, k] = W[j, W_G]
             if normalized:
                 ax = abs(x)
                 n_j = np.float64(W[j, W_N])
@@ -262,16 +270,16 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
                             W[j, W_W] *= ((ax / n_j) ** 2) ** neg_norm_power
                     W[j, W_N] = ax
                     n_j = ax
-                ns[k] = n_j
+                work[2, k] = n_j
         if stateful:
-            _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n)
+            _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n)
         for k in range(n):
-            rate = gs[k] if stateful else 1.0
+            rate = work[1, k] if stateful else 1.0
             if normalized:
-                norm_x += ns[k]
+                norm_x += work[2, k]
             if stateful:
                 W[index[first + k], W_RATE] = rate
-            ppu += x2s[k] * rate
+            ppu += work[0, k] * rate
     multiplier = 1.0
     if normalized:
         state[S_NORM] += imp * norm_x
@@ -288,9 +296,9 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     if not adaptive:
         scale *= (state[S_T] + imp) ** -power_t
     if invariant:
-        u = invariant_update(loss, param, p, y, scale, ppu)
+        u = invariant_update_shared(loss, param, p, y, scale, ppu, shared)
     else:
-        u = gradient_update(loss, param, p, y, scale)
+        u = -d1 * scale
     if np.isnan(u):
         u = 0.0
     eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
@@ -307,27 +315,28 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
 
 
 # numpy's error model: no division-by-zero check (a branch per division, which stops LLVM
-# from vectorizing the loop); no divisor here can be 0 (gs[k] > 0 is tested, ns[k] >= X_MIN)
+# from vectorizing the loop); no divisor here can be 0 (the sum is tested > 0, the norm >= X_MIN)
 @njit(cache=True, nogil=True, error_model="numpy")
-def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, x2s, gs, ns, n):
-    """Each feature's rate into ``gs`` (from its sum of squared gradients ``gs[k]`` and norm
-    ``ns[k]``) and, normalized, its term x²/N² of the normalizer into ``ns``."""
+def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n):
+    """Each feature's rate into ``work[1]`` (from its sum of squared gradients ``work[1, k]``
+    and norm ``work[2, k]``) and, normalized, its term x²/N² of the normalizer (x² is
+    ``work[0, k]``) into ``work[2]``."""
     for k in range(n):
         rate = 1.0
         if adaptive:
-            g = np.float32(gs[k])
+            g = np.float32(work[1, k])
             if g > 0:
                 rate = 1.0 / np.sqrt(g) if sqrt_rate else g ** -power_t
             else:  # gradients so small that their squares vanish in float32: no step
                 rate = 0.0
         if normalized:
-            n_j = ns[k]
-            ns[k] = x2s[k] / (n_j * n_j)
+            n_j = work[2, k]
+            work[2, k] = work[0, k] / (n_j * n_j)
             if sqrt_rate:
                 rate *= 1.0 / n_j if adaptive else 1.0 / (n_j * n_j)
             else:
                 rate *= (n_j * n_j) ** neg_norm_power
-        gs[k] = rate
+        work[1, k] = rate
 
 
 @njit(cache=True, nogil=True)
