@@ -117,3 +117,27 @@ def test_a_first_example_without_features_learns_nothing(options):
     learner.fit(["1 |a", "0 |b x", "1 |"])
     assert learner.average_loss == pytest.approx((1 + 0 + 1) / 3)
     assert not learner._learner.weights[:, 0].any()
+
+
+@pytest.mark.parametrize("argv", [[], ["-q", "ab"], ["--stage_poly", "--batch_sz", "2"],
+                                  ["--oaa", "3"], ["--boa"], ["--saew"], ["--l1", "1e-4"],
+                                  ["--ignore_linear", "a", "-q", "ab"]])
+def test_a_learned_batch_is_freed(argv):
+    """No reference to a batch's arrays outlives the kernel call (a reference counted and
+    never given back kept every parsed batch alive: memory grew with the input)."""
+    import gc
+    import weakref
+    from olearn.cli import config_of
+    from olearn.io import sources
+    from olearn.io.parse import FORMAT_VW
+    learner = OnlineLearner(config_of(["--quiet", *argv]))
+    lines = [f"{i % 3 + 1} |a x{i} y |b z{i % 5}:0.5 w" for i in range(40)]
+    block = next(sources.blocks_of_lines(lines))
+    for _ in range(2):  # the second batch meets every state the first one left
+        batch = learner.parse_block(block, FORMAT_VW)
+        arrays = [weakref.ref(a) for a in (batch.numbers, batch.offsets, batch.index,
+                                           batch.value, batch.namespace, batch.lines)]
+        learner.learn(batch, learner.new_predictions(batch))
+        del batch
+        gc.collect()
+        assert all(a() is None for a in arrays)

@@ -562,7 +562,11 @@ def _expansion_scratch(terms, rows):
             np.empty((0, terms.shape[1]), dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
+# inline: a function compiled on its own with numba's runtime counts a reference to an array it
+# returns, which the example loop (without the runtime) would never give back: the batch's
+# arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
+# callees return numbers only.)
+@njit(cache=True, nogil=True, inline="always")
 def _example_features(e, offsets, index, value, namespace, terms, mask, permutations, linear,
                       some_not_linear, interacting, scratch):
     """Example ``e``'s features: the batch's own, or (``interacting``) after the interactions
