@@ -133,8 +133,8 @@ class Server:
         (an empty line's is empty). Good lines are predicted, and learned unless -t."""
         if n_lines == 0:
             return b"", np.zeros(0, dtype=np.int64)
-        batch = self.learner.parse_block(
-            sources.Block(text, SOURCE, 0, n_lines, self.bytes, self.lines), self.format)
+        batch = self.learner.parse_block(sources.Block(text, SOURCE, self.bytes), self.format)
+        batch.pass_line = self.lines
         overflow = batch.n_warnings > len(batch.warnings)  # more than the parser records
         warned = batch.n_warnings > 0
         if warned:  # the first warning of each line that has any

@@ -153,8 +153,7 @@ class Partition:
 
     def blocks(self) -> Iterator[sources.Block]:
         for block in sources.blocks_of(self.path, [0], byte_range=self.byte_range):
-            block.source = str(self)
-            block.pass_line = block.first_line  # a pass over a partition is a pass over one source
+            block.source = str(self)  # a pass over a partition is a pass over one source
             yield block
 
 

@@ -187,10 +187,12 @@ class OnlineLearner:
         (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
         cfg = self.config
         selection = self._selection  # --ignore, --keep, --redefine
-        batch = parse(np.frombuffer(block.data, dtype=np.uint8), fmt, cfg.mask,
-                      cfg.hash_seed, cfg.hash == "all", not cfg.noconstant, self.parse_names,
-                      self._ns_hash[fmt], block.source, block.first_line, block.bytes_read,
-                      block.pass_line, selection.index_of if selection else IDENTITY)
+        text = np.frombuffer(block.data, dtype=np.uint8)
+        text.flags.writeable = False  # a bytearray's too: the kernels' one type for the bytes
+        batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
+                      not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
+                      bytes_read=block.bytes_read,
+                      index_of=selection.index_of if selection else IDENTITY)
         if selection is not None:
             batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
@@ -198,25 +200,39 @@ class OnlineLearner:
         return batch
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
-        """Parsed batches, in order: blocks read ahead on one thread, parsed on two."""
+        """Parsed batches, in order, their lines numbered (each source's from 0, the pass's
+        across sources): blocks read ahead on one thread, parsed on two."""
         from concurrent.futures import ThreadPoolExecutor  # here: runs from a cache never parse
 
         reader = sources.ReadAhead(blocks)
         pool = ThreadPoolExecutor(PARSE_THREADS)
         pending: deque = deque()
         fmt_of: dict[str, int] = {}
+        line = pass_line = 0
+
+        def numbered(starts_source: bool, batch: ExampleBatch) -> ExampleBatch:
+            nonlocal line, pass_line
+            line = 0 if starts_source else line
+            batch.first_line, batch.pass_line = line, pass_line
+            line += batch.n_lines
+            pass_line += batch.n_lines
+            return batch
+
         try:
             for block in reader:
-                if block.first_line == 0 or block.source not in fmt_of:
+                if block.starts_source or block.source not in fmt_of:
                     fmt_of[block.source] = formats.detect(self.config.format, block.source,
                                                           block.data)
-                pending.append(pool.submit(self.parse_block, block, fmt_of[block.source]))
+                pending.append((block.starts_source,
+                                pool.submit(self.parse_block, block, fmt_of[block.source])))
                 if len(pending) >= IN_FLIGHT:
-                    yield pending.popleft().result()
+                    starts, future = pending.popleft()
+                    yield numbered(starts, future.result())
             while pending:
-                yield pending.popleft().result()
+                starts, future = pending.popleft()
+                yield numbered(starts, future.result())
         finally:
-            for future in pending:
+            for _, future in pending:
                 future.cancel()
             pool.shutdown(wait=True)
             reader.close()

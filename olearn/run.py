@@ -67,7 +67,7 @@ def run(config: Config) -> OnlineLearner:
     if config.learning_curve:
         require_matplotlib()  # before training, not after
     if config.stages:  # the schedule needs a pass's length: a first read of the data
-        config = stage_poly.with_stages(config, sum(b.n_lines for b in sources.all_blocks(paths)))
+        config = stage_poly.with_stages(config, sources.count_lines(paths))
     learner = OnlineLearner.start(config)
     config = learner.config
     multiclass = config.oaa is not None

@@ -10,7 +10,9 @@ import pytest
 
 import olearn
 from conftest import olearn_cmd, run_cmd
+from olearn.config import Config
 from olearn.io import sources
+from olearn.learner import OnlineLearner
 
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
 PROBE = ["|a x:1 y:2 |b z1", "|a x:4", "|b z3"]
@@ -65,9 +67,28 @@ def test_a_string_holding_newlines_is_several_examples(kind):
 
 
 def test_blocks_of_lines_count_embedded_newlines():
-    blocks = list(sources.blocks_of_lines(["1 |a\n2 |b", "3 |c", "4 |d\n\n5 |e"], block_size=8))
-    assert [(b.first_line, b.n_lines, b.pass_line) for b in blocks] == [(0, 2, 0), (2, 4, 2)]
-    assert sum(b.data.count(b"\n") for b in blocks) == 6
+    blocks = sources.blocks_of_lines(["1 |a\n2 |b", "3 |c", "4 |d\n\n5 |e"], block_size=8)
+    batches = list(OnlineLearner(Config(quiet=True)).batches(blocks))
+    assert [(b.first_line, b.n_lines, b.pass_line) for b in batches] == [(0, 2, 0), (2, 4, 2)]
+
+
+def test_batches_number_each_sources_lines_and_the_passes(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "READ_SIZE", 12)  # several blocks per source
+    paths = [tmp_path / "a.vw", tmp_path / "b.vw"]
+    paths[0].write_text("1 |a x\n\n2 |a y\n3 |a z\n4 |a w\n")
+    paths[1].write_text("5 |b x\n6 |b y\n7 |b z")  # its last line without a newline
+    blocks = sources.all_blocks(map(str, paths), block_size=12)
+    batches = list(OnlineLearner(Config(quiet=True)).batches(blocks))
+    assert len(batches) > len(paths)
+    line, pass_line, lines_of = 0, 0, {}
+    for batch, previous in zip(batches, [None, *batches]):
+        line = 0 if previous is None or previous.source != batch.source else line
+        assert (batch.first_line, batch.pass_line) == (line, pass_line)
+        line += batch.n_lines
+        pass_line += batch.n_lines
+        lines_of[batch.source[-4:]] = line
+    assert lines_of == {"a.vw": 5, "b.vw": 3}
+    assert sources.count_lines(map(str, paths)) == 8
 
 
 def test_warnings_name_the_line_counting_embedded_newlines():

@@ -31,6 +31,21 @@ def test_fast_path_equals_general_reader(text, tail, more):
     assert fast.tobytes() == general.tobytes() or (np.isnan(fast) and np.isnan(general))
 
 
+@settings(max_examples=1000, deadline=None)
+@given(numbers, st.sampled_from([b"", b" ", b"\t", b"\n", b"\r", b":", b"|", b"x", b"."]),
+       st.binary(max_size=9), st.integers(0, 30))
+def test_fast_path_reads_nothing_beyond_its_end(text, tail, more, end):
+    """The 8-byte fast path may look past ``end`` (the next token, the next line), but the
+    value and the bytes used are those of the general reader, which stops at ``end``."""
+    buf = np.frombuffer(text + tail + more, dtype=np.uint8)
+    end = min(end, len(buf))
+    fast, fast_used = parse_float(buf, 0, end)
+    general, general_used = parse_float_general(buf, 0, end)
+    assert fast_used == general_used
+    assert np.float32(fast).tobytes() == np.float32(general).tobytes() or (
+        np.isnan(fast) and np.isnan(general))
+
+
 @pytest.mark.parametrize("text, bits", [
     (b"3.9656971e-02", "0x1.44deaep-5"),   # VW's float32 digit loop, not correctly rounded
     (b"0.5", "0x1.0000000000000p-1"),

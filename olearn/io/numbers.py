@@ -248,18 +248,19 @@ def parse_float(buf: np.ndarray, start: int, end: int):
     """VW's ``parse_float`` on ``buf[start:end]``: (float32 value, bytes consumed).
 
     The common case, ``[-]digits[.digits]`` with at most 7 digits ending at a blank or a
-    newline, is read inline from 8 bytes at once when they lie inside ``buf[start:end]``
-    (exactly: such a value fits float32's 24-bit significand); anything else, including a
-    number at the very end, is a call of :func:`parse_float_general`, which gives the same
-    result (an inline byte loop here halved the speed of a micro-benchmark's feature loop).
+    newline at or before ``end``, is read inline from 8 bytes at once when they lie inside
+    ``buf`` (exactly: such a value fits float32's 24-bit significand); the bytes after ``end``
+    decide nothing, as the number ends before them. Anything else, including a number at the
+    very end of ``buf``, is a call of :func:`parse_float_general`, which gives the same result
+    (an inline byte loop here halved the speed of a micro-benchmark's feature loop).
     """
     p = start
     negative = p < end and at(buf, p) == 45
     if negative:
         p += 1
-    if p + 8 <= end:
+    if p + 8 <= buf.shape[0]:  # a line's last number and a label: their 8 bytes pass ``end``
         acc, decimals, used = _eight_bytes(buf, p)
-        if used >= 0:
+        if used >= 0 and p + used <= end:
             value = np.float32(acc) * POW10_DOWN[decimals]
             return (-value if negative else value), p + used - start
     return parse_float_general(buf, start, end)

@@ -127,14 +127,14 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
 
 
 def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
-          add_constant: bool, audit: bool, ns_hash: int, source: str = "", first_line: int = 0,
-          bytes_read: int = 0, pass_line: int = 0,
-          index_of: np.ndarray = IDENTITY) -> ExampleBatch:
+          add_constant: bool, audit: bool, ns_hash: int, source: str = "",
+          bytes_read: int = 0, index_of: np.ndarray = IDENTITY) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch` (the batch counts the lines
-    the parser found; ``index_of``: the namespaces' indices, see :func:`parse_block`)."""
+    the parser found; its first line is line 0 until the caller numbers it; ``index_of``: the
+    namespaces' indices, see :func:`parse_block`)."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
      n_warnings, n_lines) = parse_block(text, fmt, mask, seed, hash_all,
                                         add_constant, audit, ns_hash, index_of)
-    return ExampleBatch(text, source, first_line, numbers, tags, lines, offsets, index, value,
-                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, pass_line,
+    return ExampleBatch(text, source, 0, numbers, tags, lines, offsets, index, value,
+                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, 0,
                         int(n_lines))

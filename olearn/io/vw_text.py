@@ -147,6 +147,7 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
             ns = np.uint8(32)
             ns_hash = default_ns_hash
         anon = 0
+        ranked = False  # whether this segment has added a feature (then its namespace is ranked)
         while True:
             while p < e and is_blank(at(buf, p)):
                 p += 1
@@ -186,13 +187,15 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
                 h = hash_name(buf, ss, se, h, hash_all)
             if value != 0:
                 # namespaces are ordered by the first segment that adds a feature (VW's rule)
-                if ns_rank[ns, 0] != stamp:
-                    ns_rank[ns, 0] = stamp
-                    ns_rank[ns, 1] = n_ranks
-                    n_ranks += 1
-                elif ns != previous_ns:
-                    regroup = True
-                previous_ns = ns
+                if not ranked:
+                    if ns_rank[ns, 0] != stamp:
+                        ns_rank[ns, 0] = stamp
+                        ns_rank[ns, 1] = n_ranks
+                        n_ranks += 1
+                    elif ns != previous_ns:
+                        regroup = True
+                    previous_ns = ns
+                    ranked = True
                 nf = push_feature(f_idx, f_val, f_ns, f_audit, nf, h & mask, value, ns, fs, fe,
                                   ss, se, ns_s, ns_e)
             if malformed:
