@@ -82,7 +82,7 @@ class _Checked:
         if self.eg + self.boa + self.saew > 1:
             raise OptionError("choose one of --eg, --boa and --saew "
                               "(--saew_sub chooses SAEW's subroutine)")
-        self._check_subroutine()
+        self.check_subroutine()
         if self.experts:
             for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
                              ("stage_poly", self.stage_poly),
@@ -92,10 +92,11 @@ class _Checked:
                     raise OptionError(f"--{name} works with gradient descent, not with "
                                       f"--{self.expert_learner}")
 
-    def _check_subroutine(self) -> None:
+    def check_subroutine(self, merged: bool = False) -> None:
         """--saew_sub needs --saew, and SGD's options --saew_sub sgd. With -i and no learner
-        named, the model's options may supply them: model.merged_config checks the merge."""
-        if self.initial_regressor is not None and not self.experts:
+        named, the model's options may supply them: model.merged_config checks the merge
+        (``merged``)."""
+        if self.initial_regressor is not None and not self.experts and not merged:
             return
         sgd = self.saew and self.saew_sub == "sgd"
         for name, needs, ok in (("saew_sub", "--saew", self.saew),

@@ -325,6 +325,7 @@ def merged_config(config: Config, model: Model, path: str, warn) -> Config:
                           f"{_learner(options)} (a model continues with its own learner)", path)
     try:
         merged = dataclasses.replace(config, **options)
+        merged.check_subroutine(merged=True)  # a model of gradient descent has no subroutine
     except OlearnError as exc:  # the model's options with the command line's
         raise OlearnError(exc.message, path) from None
     for name in given:

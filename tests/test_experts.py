@@ -378,6 +378,14 @@ def test_sgd_model_keeps_its_subroutine(tmp_path, halves):
         run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sub", "boa"))
 
 
+@pytest.mark.parametrize("option", [["--saew_sub", "sgd"], ["--saew_sgd_eta", "0.5"]])
+def test_subroutine_options_are_refused_for_a_gradient_descent_model(tmp_path, halves, option):
+    model = tmp_path / "m.olearn"
+    assert run_olearn("--quiet", "-d", halves[0], "-f", model)[0] == 0
+    assert f"{option[0]} needs --saew" in _error_line(
+        run_olearn("--quiet", "-d", halves[1], "-i", model, *option))
+
+
 def test_sgd_options_are_refused_for_a_model_of_another_subroutine(tmp_path, halves):
     model = tmp_path / "m.olearn"
     assert run_olearn("--quiet", "-d", halves[0], "--saew", "-f", model)[0] == 0
