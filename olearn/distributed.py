@@ -265,7 +265,7 @@ def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
     whether examples follow (--dask_sync) and ``power`` the normalizer's (norm_power). Arrays
     stay float32 on the wire; combine() works in float64."""
     depth, flags, ssm, counters = snap.poly
-    gradient = None if start_g is None else snap.weights[:, W_G] - start_g
+    gradient = None if start_g is None else _change(snap.weights[:, W_G], start_g)
     # flags hold only the PARENT bit between examples, so their max is the union of parents
     return Partial(float(stats[gd.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
                    [snap.state[S_MEAN], ssm, counters],
@@ -291,11 +291,41 @@ def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def _change(x: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """x - start, in x's dtype; 0 where they are equal (an adaptive sum that overflowed float32
+    to inf and stayed there did not change: inf - inf would be NaN)."""
+    return np.subtract(x, start, out=np.zeros_like(x), where=x != start)
+
+
+def _added(x: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """``start`` plus the changes to x and to y from it, x + y - start, in float64. Where that
+    is inf - inf (an adaptive sum overflowed float32): start if it was infinite (it stayed),
+    else the infinite side."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore"):
+        total = x + y - start
+    undefined = np.isnan(total) & ~(np.isnan(x) | np.isnan(y) | np.isnan(start))
+    if undefined.any():
+        begun = np.broadcast_to(start, total.shape)[undefined]
+        total[undefined] = np.where(np.isinf(begun), begun, x[undefined] + np.broadcast_to(
+            y, total.shape)[undefined])
+    return total
+
+
 def _mix(x: np.ndarray, y: np.ndarray, share) -> np.ndarray:
     """The running weighted mean: x moved ``share`` of the way to y, in float64 (exactly x
-    where share is 0)."""
+    where share is 0). Where a side is infinite (an adaptive sum overflowed float32), so is the
+    mean: the infinite side's value, y's only where share is 1."""
     x = np.asarray(x, np.float64)
-    return x + share * (np.asarray(y, np.float64) - x)
+    y = np.asarray(y, np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf, 0·inf: NaN, replaced below
+        mixed = x + share * (y - x)
+    undefined = np.isnan(mixed) & ~np.isnan(x) & ~np.isnan(y)
+    if undefined.any():
+        to_y = np.broadcast_to(share, mixed.shape)[undefined] == 1
+        mixed[undefined] = np.where(to_y, np.broadcast_to(y, mixed.shape)[undefined],
+                                    np.broadcast_to(x, mixed.shape)[undefined])
+    return mixed
 
 
 def _in_frame(w: np.ndarray, norm: np.ndarray, top: np.ndarray, power: float) -> np.ndarray:
@@ -328,9 +358,9 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
     w_by_examples = None
     gradient = None
     if start is not None:
-        rows = rows_of(a) + rows_of(b) - rows_of(start)
+        rows = _added(rows_of(a), rows_of(b), rows_of(start))
         begin = [start.state[S_MEAN], *start.poly[2:4]]
-        means = [np.asarray(x, np.float64) + y - z for x, y, z in zip(a.means, b.means, begin)]
+        means = [_added(x, y, z) for x, y, z in zip(a.means, b.means, begin)]
     else:
         means = [_mix(x, y, share) for x, y in zip(a.means, b.means)]
         if a.gradient is None:
@@ -338,7 +368,11 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
         else:
             gradient = a.gradient.astype(np.float64) + b.gradient
             to_b = np.divide(b.gradient, gradient, out=np.zeros_like(gradient),
-                             where=gradient > 0)
+                             where=(gradient > 0) & np.isfinite(gradient))
+            overflowed = np.isinf(gradient)  # the infinite increases share (inf / inf is NaN)
+            infinite_a, infinite_b = np.isinf(a.gradient[overflowed]), np.isinf(
+                b.gradient[overflowed])
+            to_b[overflowed] = infinite_b / (infinite_a.astype(np.float64) + infinite_b)
             rows = _mix(rows_of(a), rows_of(b), to_b[:, None])
             w_by_examples = _mix(*(_in_frame(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
                                              else p.w_by_examples, p.highs[0][:, 0], norm,

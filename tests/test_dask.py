@@ -245,6 +245,31 @@ def test_weights_learned_with_a_smaller_normalizer_are_rescaled_before_averaging
     assert olearn_dask.combine(a, b).rows[0, 0] == pytest.approx((2.0 / 4 + 3.0) / 2)
 
 
+@pytest.mark.parametrize("g_b, w, share", [(5.0, 2.0, "a's"), (np.inf, 2.5, "equal")])
+def test_an_overflowed_gradient_sum_weights_the_average_without_nan(g_b, w, share):
+    """G over float32's range is inf: the partition whose G overflowed takes the whole weight
+    against a finite one (inf / inf would make the merged w NaN), equal shares against another
+    infinite one; the merged G stays inf."""
+    a, _ = _leaf(2.0, np.inf, 1.0, start_g=np.zeros(2))
+    b, _ = _leaf(3.0, g_b, 1.0, start_g=np.zeros(2))
+    rows = olearn_dask.combine(a, b).rows
+    assert rows[0, 0] == w and rows[0, 1] == np.inf, share
+
+
+def test_a_gradient_sum_that_stays_inf_has_not_changed():
+    a, _ = _leaf(2.0, np.inf, 1.0, start_g=np.array([np.inf, 0.0], dtype=np.float32))
+    assert a.gradient[0] == 0
+
+
+@pytest.mark.parametrize("g_start", [0.5, np.inf])
+def test_sync_adds_an_overflowed_gradient_sum_as_inf(g_start):
+    a, _ = _leaf(2.0, np.inf, 1.0)
+    b, _ = _leaf(3.0, np.inf if g_start == np.inf else 1.0, 1.0)
+    _, start = _leaf(1.0, g_start, 1.0)
+    merged = olearn_dask.combine(a, b, olearn_dask.Snapshot.of(start))
+    assert merged.rows[0, 0] == 4.0 and merged.rows[0, 1] == np.inf
+
+
 def test_sync_adds_changes_in_the_largest_normalizers_units():
     """From w = 1 at N = 1: partitions reaching w = 2 at N = 1 and w = 3 at N = 4 add up to
     1/4 + (2/4 - 1/4) + (3 - 1/4)."""
