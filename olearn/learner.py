@@ -58,9 +58,12 @@ class OnlineLearner:
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
         # kept calls (_kept_kernel) by batch, predictions and test-only; None: none possible
-        # (the command line's compiled kernels, olearn/aot.py, have no numba: a plain call)
-        self._kept_calls: dict | None = {} if hasattr(gd.learn_batch, "overloads") else None
+        # (--oaa widens a batch's indices into a new array each call; the command line's
+        # compiled kernels, olearn/aot.py, have no numba)
+        self._kept_calls: dict | None = ({} if hasattr(gd.learn_batch, "overloads")
+                                         and not self.reduction.on else None)
         self._kept_rows = np.empty((ROWS_PER_BATCH, gd.ROW_COLS))  # kept learning calls' rows
+        self._no_rows = self._kept_rows[:0]
         self.state = gd.STATE.defaults()
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -249,8 +252,9 @@ class OnlineLearner:
             self._see_namespaces(batch)
         if self._exported:
             self._exported = False
-        if kept and self._kept_calls is not None and not self.reduction.on:
-            rows = self._kept_rows[:self._kept_kernel(batch, preds, False)]
+        if kept and self._kept_calls is not None:
+            n = self._kept_kernel(batch, preds, False)
+            rows = self._kept_rows[:n] if n else self._no_rows  # a table row: once in a while
         else:
             rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
                              gd.ROW_COLS))
@@ -271,7 +275,7 @@ class OnlineLearner:
             self._see_namespaces(batch)
         if self.config.experts and not self._exported:  # test-only prediction reads weights
             self.sync()
-        if kept and self._kept_calls is not None and not self.reduction.on:
+        if kept and self._kept_calls is not None:
             self._kept_kernel(batch, preds, True)
             return
         params = self.params.copy()
