@@ -219,19 +219,21 @@ class Learner:
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
-            dicts = self._dict_examples()
+            dicts = self._dicts or self._dict_examples()
             batch = dicts.batch(x, y, weight)
             self._learner.learn(batch, self._one, dicts.kept(batch))
-            self._remember_names(batch)
+            if self._names is not None:
+                self._remember_names(batch)
         return self
 
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
-            dicts = self._dict_examples()
+            dicts = self._dicts or self._dict_examples()
             batch = dicts.batch(x)
             self._learner.predict(batch, self._one, dicts.kept(batch))
-            self._remember_names(batch)
+            if self._names is not None:
+                self._remember_names(batch)
             return float(self._one[0, 0])
 
     def _dict_examples(self) -> matrices.DictExamples:

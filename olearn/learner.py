@@ -29,7 +29,7 @@ from olearn.report import warning_lines, warning_text
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
-KEPT_CALLS = 256  # the most kept calls a learner holds (DictExamples' fast path makes 128)
+KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
 # the learner's arrays a kept call holds: rebinding one drops the kept calls
 KEPT_ARRAYS = frozenset({"weights", "lazy", "poly", "ew", "reduction", "state", "stats", "params",
                          "terms", "linear", "_kept_rows"})
@@ -57,11 +57,11 @@ class OnlineLearner:
         # the reduction between them: one scalar problem, or --oaa's K classes
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
-        # kept calls (_kept_kernel) by batch, predictions and test-only; None: none possible
+        # kept calls (_kept_kernel) by batch: learning's, then test-only's; None: none possible
         # (--oaa widens a batch's indices into a new array each call; the command line's
         # compiled kernels, olearn/aot.py, have no numba)
-        self._kept_calls: dict | None = ({} if hasattr(gd.learn_batch, "overloads")
-                                         and not self.reduction.on else None)
+        self._kept_calls: tuple[dict, dict] | None = (
+            ({}, {}) if hasattr(gd.learn_batch, "overloads") and not self.reduction.on else None)
         self._kept_rows = np.empty((ROWS_PER_BATCH, gd.ROW_COLS))  # kept learning calls' rows
         self._no_rows = self._kept_rows[:0]
         self.state = gd.STATE.defaults()
@@ -254,7 +254,9 @@ class OnlineLearner:
             self._exported = False
         if kept and self._kept_calls is not None:
             n = self._kept_kernel(batch, preds, False)
-            rows = self._kept_rows[:n] if n else self._no_rows  # a table row: once in a while
+            if not n and self.auc is None:  # a table row comes once in a while
+                return self._no_rows
+            rows = self._kept_rows[:n]
         else:
             rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
                              gd.ROW_COLS))
@@ -318,14 +320,14 @@ class OnlineLearner:
         dispatcher): the table row count. A kept batch and ``preds`` are the caller's, made
         once and handed again each call with new contents: their arrays and line are the same
         objects each time (matrices.DictExamples' kept batches). The learner keeps a call per
-        batch, ``preds`` and mode, and drops them all when one of its own arrays is replaced
-        (``terms`` with a ``:`` wildcard, for one: :meth:`__setattr__`)."""
-        key = (id(batch), id(preds), test_only)
-        found = self._kept_calls.get(key)
-        if found is None:
+        batch (for its last ``preds``) in each mode, and drops them all when one of its own
+        arrays is replaced (``terms`` with a ``:`` wildcard, for one: :meth:`__setattr__`)."""
+        calls = self._kept_calls[test_only]
+        found = calls.get(id(batch))
+        if found is None or found[1] is not preds:
             from olearn import kept  # numba's structrefs: the Python API's only
-            if len(self._kept_calls) >= KEPT_CALLS:
-                self._kept_calls.clear()
+            if len(calls) >= KEPT_CALLS:
+                calls.clear()
             if test_only:
                 arguments = self._arguments(batch, preds, np.empty((0, gd.ROW_COLS)),
                                             self.params.copy(), self.state.copy(),
@@ -334,14 +336,15 @@ class OnlineLearner:
             else:
                 call = kept.kept(self._arguments(batch, preds, self._kept_rows, self.params,
                                                  self.state, self.stats))
-            # the batch and predictions are kept with the call: no other object takes their ids
-            found = self._kept_calls[key] = (batch, preds, *call)
+            # the batch is kept with its call: no other object takes its id
+            found = calls[id(batch)] = (batch, preds, *call)
         return found[2](found[3])
 
     def __setattr__(self, name: str, value) -> None:
         """Replacing one of the learner's arrays a kept call holds drops the kept calls."""
         if name in KEPT_ARRAYS and self.__dict__.get("_kept_calls"):
-            self._kept_calls.clear()
+            for calls in self._kept_calls:
+                calls.clear()
         object.__setattr__(self, name, value)
 
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,

@@ -463,8 +463,8 @@ class DictExamples:
     def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
         """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
         label = math.nan if y is None else float(y)
-        if (y is not None and not math.isfinite(label)) or not (math.isfinite(weight)
-                                                                and weight >= 0):
+        # label - label: 0 exactly when finite; the chain fails for NaN too
+        if not ((y is None or label - label == 0) and 0 <= weight < math.inf):
             raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
                               SOURCE)
         self._numbers_view[0] = label
