@@ -32,9 +32,16 @@ from olearn.optim.weights import W_W
 from olearn.passes import DataPlan, run_passes
 
 Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
-# The Learner whose data a thread is producing (the user's iterable runs on the read-ahead
-# thread): a call back into that Learner would wait forever for the lock fit holds.
-_producing = threading.local()
+
+
+class _Producing(threading.local):
+    """The Learner whose data a thread is producing (the user's iterable runs on the read-ahead
+    thread): a call back into that Learner would wait forever for the lock fit holds."""
+
+    learner = None  # a class attribute: reading it in a thread that never set it raises nothing
+
+
+_producing = _Producing()
 
 
 def _produced_for(learner: "Learner", lines: Iterable) -> Iterator:
@@ -125,7 +132,7 @@ class Learner:
     def _locked(self) -> threading.Lock:
         """The lock, unless this thread is producing this learner's data: it would wait for
         itself (fit holds the lock while it reads the data)."""
-        if getattr(_producing, "learner", None) is self:
+        if _producing.learner is self:
             raise OlearnError("the data given to fit() or predict() uses the same Learner, "
                               "which is busy reading it: give a list, or use another Learner")
         return self._lock
@@ -212,17 +219,21 @@ class Learner:
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
-            batch = self._dict_examples().batch(x, y, weight)
-            self._learner.learn(batch, self._one, fixed_types=True)
-            self._remember_names(batch)
+            dicts = self._dicts or self._dict_examples()
+            batch = dicts.batch(x, y, weight)
+            self._learner.learn(batch, self._one, dicts.kept(batch))
+            if self._names is not None:
+                self._remember_names(batch)
         return self
 
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
-            batch = self._dict_examples().batch(x)
-            self._learner.predict(batch, self._one, fixed_types=True)
-            self._remember_names(batch)
+            dicts = self._dicts or self._dict_examples()
+            batch = dicts.batch(x)
+            self._learner.predict(batch, self._one, dicts.kept(batch))
+            if self._names is not None:
+                self._remember_names(batch)
             return float(self._one[0, 0])
 
     def _dict_examples(self) -> matrices.DictExamples:

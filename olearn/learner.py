@@ -29,7 +29,10 @@ from olearn.report import warning_lines, warning_text
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
-KEPT_CALLS = 256  # the most argument tuples _kernel keeps (DictExamples' fast path has 64)
+KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
+# the learner's arrays a kept call holds: rebinding one drops the kept calls
+KEPT_ARRAYS = frozenset({"weights", "lazy", "poly", "ew", "reduction", "state", "stats", "params",
+                         "terms", "linear", "_kept_rows"})
 
 
 class OnlineLearner:
@@ -54,9 +57,13 @@ class OnlineLearner:
         # the reduction between them: one scalar problem, or --oaa's K classes
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
-        # _kernel's compiled code for fixed types: (ids, arrays, function, kept calls)
-        self._entry = None
-        self._kept_rows = np.empty((ROWS_PER_BATCH, gd.ROW_COLS))  # learn's, for fixed types
+        # kept calls (_kept_kernel) by batch: learning's, then test-only's; None: none possible
+        # (--oaa widens a batch's indices into a new array each call; the command line's
+        # compiled kernels, olearn/aot.py, have no numba)
+        self._kept_calls: tuple[dict, dict] | None = (
+            ({}, {}) if hasattr(gd.learn_batch, "overloads") and not self.reduction.on else None)
+        self._kept_rows = np.empty((ROWS_PER_BATCH, gd.ROW_COLS))  # kept learning calls' rows
+        self._no_rows = self._kept_rows[:0]
         self.state = gd.STATE.defaults()
         self.state[gd.S_T] = t0
         self.state[gd.S_MIN], self.state[gd.S_MAX] = config.loss.start_range
@@ -250,22 +257,26 @@ class OnlineLearner:
             self.terms = interactions.encode(interactions.with_wildcards(
                 self.config.terms, np.flatnonzero(self._namespaces).tolist()))
 
-    def learn(self, batch: ExampleBatch, preds: np.ndarray, fixed_types: bool = False
-              ) -> np.ndarray:
+    def learn(self, batch: ExampleBatch, preds: np.ndarray, kept: bool = False) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
 
         ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
-        score (with --oaa, then each class's score or probability). ``fixed_types``: see
-        :meth:`_kernel`.
+        score (with --oaa, then each class's score or probability). ``kept``: see
+        :meth:`_kept_kernel`.
         """
-        self._see_namespaces(batch)
-        n_rows = len(batch) if self.config.progress_add else ROWS_PER_BATCH
-        # the kept array, for fixed types (the history copies its rows)
-        rows = (self._kept_rows if fixed_types and n_rows <= ROWS_PER_BATCH
-                else np.empty((n_rows, gd.ROW_COLS)))
-        self._exported = False
-        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats,
-                                  fixed_types)]
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self._exported:
+            self._exported = False
+        if kept and self._kept_calls is not None:
+            n = self._kept_kernel(batch, preds, False)
+            if not n and self.auc is None:  # a table row comes once in a while
+                return self._no_rows
+            rows = self._kept_rows[:n]
+        else:
+            rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
+                             gd.ROW_COLS))
+            rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
         self._learned(batch, preds, rows)
         return rows
 
@@ -275,17 +286,20 @@ class OnlineLearner:
         if self.auc is not None:
             self.auc.add(batch, preds)
 
-    def predict(self, batch: ExampleBatch, preds: np.ndarray, fixed_types: bool = False
-                ) -> None:
+    def predict(self, batch: ExampleBatch, preds: np.ndarray, kept: bool = False) -> None:
         """Predict every example of ``batch`` without learning or touching the statistics
-        (``fixed_types``: see :meth:`_kernel`)."""
-        self._see_namespaces(batch)
+        (``kept``: see :meth:`_kept_kernel`)."""
+        if self._wildcards:
+            self._see_namespaces(batch)
         if self.config.experts and not self._exported:  # test-only prediction reads weights
             self.sync()
+        if kept and self._kept_calls is not None:
+            self._kept_kernel(batch, preds, True)
+            return
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
-                     self.new_stats(), fixed_types)
+                     self.new_stats())
 
     def prediction_columns(self) -> int:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
@@ -312,54 +326,42 @@ class OnlineLearner:
         return lines
 
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
-                params: np.ndarray, state: np.ndarray, stats: np.ndarray,
-                fixed_types: bool = False) -> int:
-        """gd.learn_batch on this learner's arrays. With ``fixed_types`` the caller vouches
-        that every argument's type (dtype, dimensions, layout) is the one it had on the
-        previous such call unless it is one of the learner's own arrays: a batch of
-        matrices.DictExamples, ``preds`` and ``rows`` made the same way each call, and the
-        state, statistics and parameters the learner's or copies of them (C arrays, as theirs).
-        The call then goes straight to the compiled code numba's dispatcher chose last time, for
-        as long as the learner's own arrays are the same objects: the dispatcher types each of
-        the 19 arguments (and the tuples' 16 arrays) on every call, about a microsecond, a third
-        of a call on one example. Only the types are taken on trust: the kernel checks the
-        shapes and indices itself.
+                params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
+        """gd.learn_batch on this learner's arrays: the table row count."""
+        return gd.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
 
-        A fixed-types call on the learner's own state, statistics and parameters also keeps its
-        argument tuple for the same batch, ``preds`` and ``rows`` objects (DictExamples' kept
-        batches: their arrays are the same objects each call), unless --oaa widens the batch's
-        indices into a new array: the next such call builds nothing."""
-        if not fixed_types:
-            return gd.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
-        own = (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, self.state,
-               self.stats, self.params, self.terms, self.linear)
-        key = tuple(map(id, own))
-        entry = self._entry
-        if entry is None or entry[0] != key:
-            args = self._arguments(batch, preds, rows, params, state, stats)
-            count = gd.learn_batch(*args)
-            overloads = getattr(gd.learn_batch, "overloads", None)  # none: the AOT module's
-            if overloads is not None:
-                from numba import typeof  # the Python API's numba (the CLI may have none)
-                compiled = overloads.get(tuple(typeof(a) for a in args))
-                # ``own`` is kept with its ids: while cached, no other object can take one of
-                # them
-                self._entry = ((key, own, compiled.entry_point, {}) if compiled is not None
-                               else None)
-            return count
-        kept = entry[3]
-        call = (id(batch), id(preds), id(rows))
-        found = kept.get(call)
-        if found is not None:
-            return entry[2](*found[1])
-        args = self._arguments(batch, preds, rows, params, state, stats)
-        if (params is self.params and state is self.state and stats is self.stats
-                and not self.reduction.on):
-            if len(kept) >= KEPT_CALLS:  # the general path's batches: a new one each call
-                kept.clear()
-            # the objects are kept with their ids: no other object can take one of them
-            kept[call] = ((batch, preds, rows), args)
-        return entry[2](*args)
+    def _kept_kernel(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> int:
+        """:meth:`learn` (or, ``test_only``, :meth:`predict`) of a kept batch by a kept call
+        (olearn/kept.py: its arguments in one object, the compiled code called without numba's
+        dispatcher): the table row count. A kept batch and ``preds`` are the caller's, made
+        once and handed again each call with new contents: their arrays and line are the same
+        objects each time (matrices.DictExamples' kept batches). The learner keeps a call per
+        batch (for its last ``preds``) in each mode, and drops them all when one of its own
+        arrays is replaced (``terms`` with a ``:`` wildcard, for one: :meth:`__setattr__`)."""
+        calls = self._kept_calls[test_only]
+        found = calls.get(id(batch))
+        if found is None or found[1] is not preds:
+            from olearn import kept  # numba's structrefs: the Python API's only
+            if len(calls) >= KEPT_CALLS:
+                calls.clear()
+            if test_only:
+                arguments = self._arguments(batch, preds, np.empty((0, gd.ROW_COLS)),
+                                            self.params.copy(), self.state.copy(),
+                                            self.new_stats())
+                call = kept.kept(arguments, self.params, self.state, self.new_stats())
+            else:
+                call = kept.kept(self._arguments(batch, preds, self._kept_rows, self.params,
+                                                 self.state, self.stats))
+            # the batch is kept with its call: no other object takes its id
+            found = calls[id(batch)] = (batch, preds, *call)
+        return found[2](found[3])
+
+    def __setattr__(self, name: str, value) -> None:
+        """Replacing one of the learner's arrays a kept call holds drops the kept calls."""
+        if name in KEPT_ARRAYS and self.__dict__.get("_kept_calls"):
+            for calls in self._kept_calls:
+                calls.clear()
+        object.__setattr__(self, name, value)
 
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:

@@ -360,6 +360,12 @@ class DictExamples:
         self._warnings = np.empty((0, 4), dtype=np.int64)
         self._fast = [self._one(self._offsets[n], *self._features[n], self._spaces[n - extra],
                                 NO_TEXT, NO_NAMES) for n in range(extra, FAST_FEATURES + extra)]
+        self._kept = frozenset(map(id, self._fast))  # they live as long as this object
+
+    def kept(self, batch: ExampleBatch) -> bool:
+        """Whether ``batch`` is one of the fast path's kept batches: the same object, with the
+        same arrays (new contents), each time the fast path takes a dict of its size."""
+        return id(batch) in self._kept
 
     def _one(self, offsets, index, value, spaces, text, audit) -> ExampleBatch:
         """A batch of one example, with the kept label row."""
@@ -407,7 +413,8 @@ class DictExamples:
     def _numbers_only(self, x: dict) -> ExampleBatch | None:
         """The kept batch of ``x``'s features, its constant last, if it takes the fast path:
         plain keys seen before with nonzero numbers (``__float__``: a string has none) within
-        float32's range; else None (a zero, NaN or None goes the general way, which drops it).
+        float32's range; else None (a zero, NaN or None goes the general way, which drops it;
+        so may a valid dict, rarely: see below).
         The values go straight into a C float array: no Python float per value; the indices
         are looked up by one itemgetter (in C), which a single key would not give as a tuple."""
         k = len(x)
@@ -418,8 +425,10 @@ class DictExamples:
             index = array("I", itemgetter(*x)(self._plain))
         except (KeyError, TypeError):
             return None
-        total = sum(value)  # in float64: finite exactly when every float32 value is
-        if total - total != 0 or 0.0 in value:
+        # in float64: nonzero and finite when every float32 value is (one pass; a product that
+        # underflows or overflows sends a valid dict the general way, which takes it as well)
+        product = math.prod(value)
+        if product == 0 or product - product != 0:
             return None
         self._index_view[:k] = index
         self._value_view[:k] = value
@@ -454,8 +463,8 @@ class DictExamples:
     def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
         """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
         label = math.nan if y is None else float(y)
-        if (y is not None and not math.isfinite(label)) or not (math.isfinite(weight)
-                                                                and weight >= 0):
+        # label - label: 0 exactly when finite; the chain fails for NaN too
+        if not ((y is None or label - label == 0) and 0 <= weight < math.inf):
             raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
                               SOURCE)
         self._numbers_view[0] = label

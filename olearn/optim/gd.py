@@ -378,7 +378,11 @@ def _holdout_averages(stats, row):
     stats[R_HOLDOUT_LOSS_SINCE] = stats[R_HOLDOUT_W_SINCE] = 0.0
 
 
-@njit(cache=True, nogil=True)
+# _nrt=False, as scratch_fits: a function compiled with numba's runtime counts a reference to
+# each array it is passed (an atomic operation each way), and learn_batch's arguments hold 32
+# arrays. On one example (the Python API's kept calls, olearn/kept.py) that was ~150 of
+# _check_arguments' ~400 ns, and all but 3 of scratch_fits' ~150 ns (in-process loops).
+@njit(cache=True, nogil=True, _nrt=False)
 def _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
                      offsets, index, value, namespace, lines, preds, rows):
     """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
@@ -440,6 +444,57 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
     """
     _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
                      offsets, index, value, namespace, lines, preds, rows)
+    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                  offsets, index, value, namespace, lines, first_line, preds, rows,
+                  new_scratch(terms, params))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn_kept(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+               index, value, namespace, lines, first_line, preds, rows, scratch):
+    """:func:`learn_batch` with the scratch of a :func:`new_scratch` the caller keeps (the Python
+    API's single examples, olearn/kept.py: a call allocates nothing then); checked as the
+    other arguments are (:func:`scratch_fits`)."""
+    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows)
+    if not scratch_fits(scratch, terms, params):
+        raise ValueError("learn_batch: scratch of the wrong shape")
+    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                  offsets, index, value, namespace, lines, first_line, preds, rows, scratch)
+
+
+@njit(cache=True, nogil=True)
+def new_scratch(terms, params):
+    """The scalar example loop's scratch (:func:`_examples`) for a learner's interaction terms
+    and (checked) parameters: _update's work, the interactions' expansion scratch (16 rows, grown
+    by :func:`_learn_scalar` as examples need), --stage_poly's synthetic example (one row per slot
+    of the table: the walk keeps each slot at most once; none without it) and its walk's
+    stack."""
+    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    return (np.empty((3, UPDATE_BLOCK)), _expansion_scratch(terms, 16),
+            np.empty(synthetic, dtype=np.uint32), np.empty(synthetic, dtype=np.float32),
+            stage_poly.new_stack())
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def scratch_fits(scratch, terms, params):
+    """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
+    parameters (at least its rows)."""
+    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = scratch
+    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    depth = stage_poly.MAX_DEPTH + 1
+    return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
+            and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
+            and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
+            and no_src.shape[1] >= terms.shape[1] and s_idx.shape[0] >= synthetic
+            and s_val.shape[0] >= synthetic and stack[0].shape[0] >= depth
+            and stack[1].shape[0] >= depth and stack[2].shape[0] >= depth)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+           index, value, namespace, lines, first_line, preds, rows, scratch):
+    """:func:`learn_batch` on checked arguments and scratch."""
     # The stack is chosen here, once per batch: the reduction (one scalar problem, or --oaa's
     # K) and the learner family are compile-time constants of the example loops, which numba
     # compiles once for each (docs/architecture.md).
@@ -450,14 +505,14 @@ def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear,
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
         return _learn_scalar(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats, params,
                              terms, linear, numbers, offsets, index, value, namespace, lines,
-                             first_line, preds, rows)
+                             first_line, preds, rows, scratch)
     if terms.shape[0] == 0 and params[P_STAGE_POLY] == 0 and not _some_not_linear(linear):
         return _learn_scalar(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
                              terms, linear, numbers, offsets, index, value, namespace, lines,
-                             first_line, preds, rows)
+                             first_line, preds, rows, scratch)
     return _learn_scalar(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
                          linear, numbers, offsets, index, value, namespace, lines, first_line,
-                         preds, rows)
+                         preds, rows, scratch)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -477,10 +532,10 @@ def _settings(params):
 @njit(cache=True, nogil=True, inline="always")
 def _some_not_linear(linear):
     """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
-    for ns in range(256):
-        if not linear[ns]:
-            return True
-    return False
+    flagged = 0
+    for ns in range(256):  # no early exit: LLVM vectorizes the sum
+        flagged += linear[ns]
+    return flagged < 256
 
 
 # The per-example helpers (_predict, _label, _count_held_out, _count_example) are plain njit
@@ -591,21 +646,17 @@ def _example_features(e, offsets, index, value, namespace, terms, mask, permutat
 
 @njit(cache=True, nogil=True, inline="always")
 def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
-                  numbers, offsets, index, value, namespace, lines, first_line, preds, rows):
-    """:func:`learn_batch` for one scalar problem: allocates the scratch of :func:`_examples`
-    (which runs without numba's runtime, so cannot) and runs it over the batch; when it stops
-    before an example, gives it a larger expansion scratch or runs the due --stage_poly stage,
-    and lets it go on. ``expanded``: see :func:`_examples`."""
-    (_, _, _, _, mask, _, _, _, _, poly_on, constant, exponent, heuristic, _, fallback,
+                  numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
+                  kept_scratch):
+    """:func:`learn_batch` for one scalar problem: runs :func:`_examples` (which runs without
+    numba's runtime, so cannot allocate) over the batch with the scratch of
+    :func:`new_scratch`; when it stops before an example, gives it a larger expansion scratch
+    (for this batch) or runs the due --stage_poly stage, and lets it go on. ``expanded``: see
+    :func:`_examples`."""
+    (_, _, _, _, _, _, _, _, _, _, constant, exponent, heuristic, _, fallback,
      normalized) = _settings(params)
     min_depth, flags, ssm, counters, _ = poly
-    work = np.empty((3, UPDATE_BLOCK))  # _update's scratch
-    scratch = _expansion_scratch(terms, 16 if expanded else 0)
-    # --stage_poly's synthetic example keeps each slot of the table at most once
-    synthetic = mask + 1 if poly_on and expanded else 0
-    s_idx = np.empty(synthetic, dtype=np.uint32)
-    s_val = np.empty(synthetic, dtype=np.float32)
-    stack = stage_poly.new_stack()
+    work, scratch, s_idx, s_val, stack = kept_scratch
     e = 0
     nrows = 0
     while True:
