@@ -172,6 +172,10 @@ def warm_cache() -> None:
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout
+    from olearn.api import Learner  # the Python API's kept calls (olearn/kept.py): ~10 s each
+    one = Learner()
+    one.learn_one({"x": 1.0, "y": 2.0}, 1.0)
+    one.predict_one({"x": 1.0, "y": 2.0})
     # Environments with PYTHONDONTWRITEBYTECODE never cache olearn's bytecode: do it here.
     import compileall  # only here: its import costs every run ~2 ms
     compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
