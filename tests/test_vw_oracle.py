@@ -42,9 +42,21 @@ def _write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def _own_cache(args: list, name: str) -> list:
+    """``args`` with ``-c`` naming a cache file of the tool's own (``name`` beside the first
+    data file): both tools' default cache is the data file's name plus ``.cache``, which two
+    runs at the same time would write together."""
+    if "-c" not in args:
+        return args
+    data = Path(args[args.index("-d") + 1])
+    return [a for a in args if a != "-c"] + ["--cache_file", data.with_name(data.name + name)]
+
+
 def _both(olearn_args: list, vw_args: list) -> tuple[tuple[int, str, str], tuple[int, str, str]]:
-    """Run olearn and VW at the same time; assert both succeeded; return (olearn, vw) results."""
-    ol, vw = run_concurrently(olearn_cmd(*olearn_args), vw_cmd(*vw_args))
+    """Run olearn and VW at the same time (each with its own ``-c`` cache); assert both
+    succeeded; return (olearn, vw) results."""
+    ol, vw = run_concurrently(olearn_cmd(*_own_cache(olearn_args, ".olearn.cache")),
+                              vw_cmd(*_own_cache(vw_args, ".vw.cache")))
     assert ol[0] == 0, f"olearn failed ({ol[0]}): {ol[2][-2000:]}"
     assert vw[0] == 0, f"vw failed ({vw[0]}): {vw[2][-2000:]}"
     return ol, vw
