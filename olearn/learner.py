@@ -298,7 +298,7 @@ class OnlineLearner:
             return
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
-        self._kernel(batch, preds, np.empty((0, gd.ROW_COLS)), params, self.state.copy(),
+        self._kernel(batch, preds, self._no_rows, params, self.state.copy(),
                      self.new_stats())
 
     def prediction_columns(self) -> int:
@@ -345,7 +345,7 @@ class OnlineLearner:
             if len(calls) >= KEPT_CALLS:
                 calls.clear()
             if test_only:
-                arguments = self._arguments(batch, preds, np.empty((0, gd.ROW_COLS)),
+                arguments = self._arguments(batch, preds, self._no_rows,
                                             self.params.copy(), self.state.copy(),
                                             self.new_stats())
                 call = kept.kept(arguments, self.params, self.state, self.new_stats())

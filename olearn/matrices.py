@@ -342,23 +342,22 @@ class DictExamples:
         self._plain: dict = {}  # a plain key's index as a numeric feature of namespace f
         self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
         extra = 0 if self._constant is None else 1
-        self._spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
-                        for k in range(FAST_FEATURES)]
-        for spaces in self._spaces:
-            spaces[len(spaces) - extra:] = CONSTANT_NAMESPACE
+        spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
+                  for k in range(FAST_FEATURES)]
+        for row in spaces:
+            row[len(row) - extra:] = CONSTANT_NAMESPACE
         self._offsets = [np.array([0, k], dtype=np.int64) for k in range(FAST_FEATURES + extra)]
         # the fast path's features, written through memoryviews (a C copy), and their first
         # n as the batch's arrays, for every n
         index = np.empty(FAST_FEATURES + extra, dtype=np.uint32)
         value = np.empty(FAST_FEATURES + extra, dtype=np.float32)
         self._index_view, self._value_view = memoryview(index), memoryview(value)
-        self._features = [(index[:n], value[:n]) for n in range(FAST_FEATURES + extra)]
         self._numbers = np.zeros((1, 3), dtype=np.float32)  # label, importance, initial
         self._numbers_view = memoryview(self._numbers.reshape(-1))
         self._tags = np.full((1, 2), -1, dtype=np.int64)
         self._lines = np.zeros(1, dtype=np.int64)
         self._warnings = np.empty((0, 4), dtype=np.int64)
-        self._fast = [self._one(self._offsets[n], *self._features[n], self._spaces[n - extra],
+        self._fast = [self._one(self._offsets[n], index[:n], value[:n], spaces[n - extra],
                                 NO_TEXT, NO_NAMES) for n in range(extra, FAST_FEATURES + extra)]
         self._kept = frozenset(map(id, self._fast))  # they live as long as this object
 
