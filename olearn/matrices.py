@@ -17,7 +17,7 @@ column j is ``f^j``, a DataFrame's column ``ns^column`` (``ns^column^value`` for
 from __future__ import annotations
 
 import math
-from array import array
+import struct
 from operator import itemgetter
 from typing import Iterator
 
@@ -326,13 +326,14 @@ class DictExamples:
     key's (and string value's) index is hashed once and remembered. With ``names``, each batch
     carries its features' names (``audit`` spans of ``text``), as matrices' do.
 
-    A dict of at most FAST_FEATURES nonzero numbers under names seen before takes a fast path
-    (its values and indices into C arrays, copied into arrays kept for it: no numpy array made
-    per call, no grouping as they are all in namespace ``f``); anything else the general one.
-    Both give the same batch; its label row and the fast path's features are arrays kept here,
-    which the next call overwrites (the learner is done with a batch before its next call). The
-    fast path's batch of each size is itself kept: the same object, with the same arrays, each
-    time (so that the learner can keep its kernel call's arguments too)."""
+    A dict of 2 to FAST_FEATURES - 1 nonzero numbers under names seen before takes a fast path
+    (C code writes its label row, values and indices straight into arrays kept for its size: no
+    Python float or array per value, no grouping as they are all in namespace ``f``); anything
+    else the general one. Both give the same batch; its label row and the fast path's features
+    are arrays kept here, which the next call overwrites (the learner is done with a batch
+    before its next call). The fast path's batch of each size is itself kept: the same object,
+    with the same arrays, each time (so that the learner can keep its kernel call's arguments
+    too)."""
 
     def __init__(self, config, names: bool = False):
         self.config = config
@@ -341,35 +342,42 @@ class DictExamples:
         self._index: dict = {}
         self._plain: dict = {}  # a plain key's index as a numeric feature of namespace f
         self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
-        extra = 0 if self._constant is None else 1
-        spaces = [np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
-                  for k in range(FAST_FEATURES)]
-        for row in spaces:
-            row[len(row) - extra:] = CONSTANT_NAMESPACE
-        self._offsets = [np.array([0, k], dtype=np.int64) for k in range(FAST_FEATURES + extra)]
-        # the fast path's features, written through memoryviews (a C copy), and their first
-        # n as the batch's arrays, for every n
-        index = np.empty(FAST_FEATURES + extra, dtype=np.uint32)
-        value = np.empty(FAST_FEATURES + extra, dtype=np.float32)
-        self._index_view, self._value_view = memoryview(index), memoryview(value)
-        self._numbers = np.zeros((1, 3), dtype=np.float32)  # label, importance, initial
-        self._numbers_view = memoryview(self._numbers.reshape(-1))
+        self._numbers = np.zeros((1, 3), dtype=np.float32)  # the general path's label row
         self._tags = np.full((1, 2), -1, dtype=np.int64)
         self._lines = np.zeros(1, dtype=np.int64)
         self._warnings = np.empty((0, 4), dtype=np.int64)
-        self._fast = [self._one(self._offsets[n], index[:n], value[:n], spaces[n - extra],
-                                NO_TEXT, NO_NAMES) for n in range(extra, FAST_FEATURES + extra)]
-        self._kept = frozenset(map(id, self._fast))  # they live as long as this object
+        self._offsets = [np.array([0, k], dtype=np.int64) for k in range(FAST_FEATURES + 1)]
+        self._fast = [None, None] + [self._fast_batch(k) for k in range(2, FAST_FEATURES)]
+        self._kept = frozenset(id(fast[0]) for fast in self._fast[2:])  # live as long as this
+
+    def _fast_batch(self, k: int) -> tuple:
+        """The fast path's kept batch of ``k`` features (then the constant's), with a packer of
+        its label row and values, the memory it writes, the values' part of it, a packer of
+        its indices and their memory. The label row (label, importance, initial) and the
+        values are one float32 array (the initial's pad bytes write its 0): one call of C code
+        writes them all."""
+        extra = 0 if self._constant is None else 1
+        numbers = np.zeros(3 + k + extra, dtype=np.float32)
+        index = np.zeros(k + extra, dtype=np.uint32)
+        if extra:
+            numbers[-1], index[-1] = 1.0, self._constant
+        namespace = np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
+        namespace[k:] = CONSTANT_NAMESPACE
+        batch = self._one(self._offsets[k + extra], index, numbers[3:], namespace, NO_TEXT,
+                          NO_NAMES, numbers[:3].reshape(1, 3))
+        row = memoryview(numbers)
+        return (batch, struct.Struct(f"2f4x{k}f").pack_into, row, row[3:3 + k],
+                struct.Struct(f"{k}I").pack_into, memoryview(index))
 
     def kept(self, batch: ExampleBatch) -> bool:
         """Whether ``batch`` is one of the fast path's kept batches: the same object, with the
         same arrays (new contents), each time the fast path takes a dict of its size."""
         return id(batch) in self._kept
 
-    def _one(self, offsets, index, value, spaces, text, audit) -> ExampleBatch:
-        """A batch of one example, with the kept label row."""
-        return ExampleBatch(text, SOURCE, 0, self._numbers, self._tags, self._lines, offsets,
-                            index, value, spaces, audit, self._warnings, 0, 0, 0, 1)
+    def _one(self, offsets, index, value, spaces, text, audit, numbers) -> ExampleBatch:
+        """A batch of one example."""
+        return ExampleBatch(text, SOURCE, 0, numbers, self._tags, self._lines, offsets, index,
+                            value, spaces, audit, self._warnings, 0, 0, 0, 1)
 
     @staticmethod
     def _words(key) -> tuple[bytes, bytes]:
@@ -409,32 +417,30 @@ class DictExamples:
                     end += len(word)
         return np.frombuffer(b"".join(words), dtype=np.uint8), audit
 
-    def _numbers_only(self, x: dict) -> ExampleBatch | None:
-        """The kept batch of ``x``'s features, its constant last, if it takes the fast path:
-        plain keys seen before with nonzero numbers (``__float__``: a string has none) within
-        float32's range; else None (a zero, NaN or None goes the general way, which drops it;
-        so may a valid dict, rarely: see below).
-        The values go straight into a C float array: no Python float per value; the indices
-        are looked up by one itemgetter (in C), which a single key would not give as a tuple."""
+    def _numbers_only(self, x: dict, label: float, weight: float) -> ExampleBatch | None:
+        """The kept batch of ``x``'s features (its constant last) with this label and
+        importance, if it takes the fast path: 2 to FAST_FEATURES - 1 plain keys seen before
+        with nonzero numbers within float32's range; else None (a zero, NaN or None goes the
+        general way, which drops it; so may a valid dict, rarely: see below).
+        C code (struct's packers, an itemgetter) converts and writes the values and indices
+        straight into the kept arrays: no Python float, array or list per value. A dict refused
+        here may have written part of a kept batch: only a call that takes the fast path with
+        this size returns that batch, and it writes the batch whole first."""
         k = len(x)
-        if not 2 <= k < FAST_FEATURES:
+        if not 2 <= k < FAST_FEATURES:  # (one key: itemgetter would not give a tuple)
             return None
+        batch, pack_values, row, values, pack_indices, index = self._fast[k]
         try:
-            value = array("f", list(x.values()))  # a value beyond float32 becomes inf
-            index = array("I", itemgetter(*x)(self._plain))
-        except (KeyError, TypeError):
+            pack_indices(index, 0, *itemgetter(*x)(self._plain))
+            pack_values(row, 0, label, weight, *x.values())  # a number beyond float32: inf
+        except (KeyError, TypeError, struct.error):
             return None
         # in float64: nonzero and finite when every float32 value is (one pass; a product that
         # underflows or overflows sends a valid dict the general way, which takes it as well)
-        product = math.prod(value)
+        product = math.prod(values)
         if product == 0 or product - product != 0:
             return None
-        self._index_view[:k] = index
-        self._value_view[:k] = value
-        if self._constant is not None:
-            self._index_view[k] = self._constant
-            self._value_view[k] = 1.0
-        return self._fast[k]
+        return batch
 
     def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
         """``x``'s features (index, value, space, key, string value), grouped by namespace, the
@@ -466,15 +472,15 @@ class DictExamples:
         if not ((y is None or label - label == 0) and 0 <= weight < math.inf):
             raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
                               SOURCE)
-        self._numbers_view[0] = label
-        self._numbers_view[1] = weight
-        fast = None if self.names else self._numbers_only(x)
+        fast = None if self.names else self._numbers_only(x, label, weight)
         if fast is not None:
             return fast
+        self._numbers[0, :2] = label, weight
         features, text, audit = self._general(x)
         k = len(features)
         return self._one(self._offsets[k] if k < len(self._offsets)
                          else np.array([0, k], dtype=np.int64),
                          np.array([f[0] for f in features], dtype=np.uint32),
                          np.array([f[1] for f in features], dtype=np.float32),
-                         np.array([f[2] for f in features], dtype=np.uint8), text, audit)
+                         np.array([f[2] for f in features], dtype=np.uint8), text, audit,
+                         self._numbers)

@@ -225,6 +225,22 @@ def test_a_dict_remembered_makes_the_batch_a_new_one_makes(examples, noconstant)
             np.testing.assert_array_equal(b, c)
 
 
+def test_the_fast_path_writes_the_label_row_and_refuses_a_value_beyond_float32():
+    remembered = DictExamples(Learner().config)
+    remembered.batch({"a": 1.0, "b": 2.0})  # the keys are seen: the next dicts take the fast path
+    fast = remembered.batch({"a": 1.0, "b": 2.0}, 2.5, 0.5)
+    assert remembered.kept(fast)
+    np.testing.assert_array_equal(fast.numbers, [[2.5, 0.5, 0.0]])
+    with pytest.raises(OlearnError, match="not a finite number"):
+        remembered.batch({"a": 5.0, "b": 1e39}, 1.0)
+    # the refused dict may have written part of the kept batch; the next one writes it all
+    again = remembered.batch({"b": 4.0, "a": 3.0}, -1.0)
+    fresh = DictExamples(Learner().config).batch({"b": 4.0, "a": 3.0}, -1.0)
+    assert again is fast
+    for a, b in zip(_dict_batch_arrays(again), _dict_batch_arrays(fresh)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_key_seen_with_a_number_is_a_string_feature_with_a_string():
     remembered = DictExamples(Learner().config)
     numeric = remembered.batch({"a": 1.5}).index[0]
