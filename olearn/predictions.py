@@ -5,35 +5,43 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, nogil=True)
+# _nrt=False (here, in format_number and _end_line, which run once per line or more): a function
+# compiled with numba's runtime counts a reference to each array it is passed, atomically, on
+# every call; these allocate nothing and return no array.
+@njit(cache=True, nogil=True, _nrt=False)
 def _put_int(out, o, v):
-    if v == 0:
-        out[o] = 48
-        return o + 1
-    digits = np.empty(20, dtype=np.uint8)
-    n = 0
-    while v > 0:
-        digits[n] = 48 + v % 10
-        v //= 10
+    """Write ``v`` >= 0 in decimal."""
+    n = 1
+    rest = v
+    while rest >= 10:
+        rest //= 10
         n += 1
     for i in range(n):
-        out[o + i] = digits[n - 1 - i]
+        out[o + n - 1 - i] = 48 + v % 10
+        v //= 10
     return o + n
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _put_word(out, o, a, b, c):
+    """Write the three bytes ``a b c`` (nan, inf)."""
+    out[o] = a
+    out[o + 1] = b
+    out[o + 2] = c
+    return o + 3
+
+
+@njit(cache=True, nogil=True, _nrt=False)
 def format_number(out, o, x):
     """Write ``x`` as VW does: an integral value with no decimals, else 6 decimals (%f)."""
     if np.isnan(x):
-        out[o:o + 3] = np.array([110, 97, 110], dtype=np.uint8)
-        return o + 3
+        return _put_word(out, o, 110, 97, 110)
     if x < 0:
         out[o] = 45
         o += 1
         x = -x
     if np.isinf(x):
-        out[o:o + 3] = np.array([105, 110, 102], dtype=np.uint8)
-        return o + 3
+        return _put_word(out, o, 105, 110, 102)
     if x >= 1e18:  # beyond int64 fixed point: integral anyway at float32 precision
         return _put_int(out, o, np.int64(9e18)) if x >= 9e18 else _put_int(out, o, np.int64(x))
     if x == np.floor(x):
@@ -133,7 +141,7 @@ def _tag_room(tags, text, n):
     return size
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _end_line(out, o, tags, e, text):
     """`` tag`` when example ``e`` has one (an empty tag prints nothing, as VW), then the end
     of the line."""

@@ -5,6 +5,8 @@ The kernels check no bounds (numba), so an access outside an array would corrupt
 crash silently; run under NUMBA_BOUNDSCHECK=1 (`make test` does, in a separate kernel cache),
 such an access is an IndexError instead, which these tests do not accept.
 """
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -289,3 +291,30 @@ def test_parse_block_holds_the_densest_lines_in_its_buffers(fmt, line, features)
 def test_batch_lines_are_the_parsers_count():
     batch = _parse(b"1 |a x\n2 |a y\n3 |a z")
     assert batch.n_lines == 3 and len(batch) == 3
+
+
+def _vw_number(x: float) -> str:
+    """VW's -p number, in plain Python: no decimals for an integral value, else 6 (rounded
+    half up on the float64 product, as the kernel rounds)."""
+    if math.isnan(x):
+        return "nan"
+    sign = "-" if x < 0 else ""
+    x = abs(x)
+    if math.isinf(x):
+        return sign + "inf"
+    if x >= 1e18:
+        return sign + str(9 * 10 ** 18 if x >= 9e18 else int(x))
+    if x == math.floor(x):
+        return sign + str(int(x))
+    micro = math.floor(x * 1e6 + 0.5)
+    return f"{sign}{micro // 10 ** 6}.{micro % 10 ** 6:06d}"
+
+
+@settings(max_examples=300)
+@given(st.lists(st.floats(width=32) | st.sampled_from([0.0, -0.0, 9.5, 1e19, 123456789.0]),
+                min_size=1, max_size=20))
+def test_prediction_numbers_are_written_as_vw_writes_them(values):
+    preds = np.array(values, dtype=np.float32)
+    tags = np.full((len(values), 2), -1, dtype=np.int64)
+    lines = bytes(format_predictions(preds, tags, np.empty(0, dtype=np.uint8))).decode()
+    assert lines.splitlines() == [_vw_number(float(v)) for v in preds]

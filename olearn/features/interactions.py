@@ -144,7 +144,7 @@ def valid_terms(terms):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def expanded_size(namespace, lo, hi, terms, ranges):
     """Upper bound on the features of one example after expansion; fills ``ranges[ns]`` with
     the (start, end) of each namespace's contiguous run of features (absent: start = end).
@@ -168,7 +168,7 @@ def expanded_size(namespace, lo, hi, terms, ranges):
     return total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src,
            pos):
     """Linear features, then every interaction of every term, into ``out_*``; returns the count.
@@ -223,7 +223,8 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
             if track:
                 for k in range(start, end):
                     out_src[n + k - start, :] = -1
-                    out_src[n + k - start, :last] = pos[:last]
+                    for i in range(last):  # (a slice copy would allocate)
+                        out_src[n + k - start, i] = pos[i]
                     out_src[n + k - start, last] = k
             n += end - start
             i = last - 1

@@ -126,7 +126,7 @@ def new_stack():
             np.empty(MAX_DEPTH + 1, dtype=np.int64))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, training, out_idx,
            out_val, stack, offset):
     """Write the synthetic example of input features ``index/value[lo:hi]`` to ``out_*``.
@@ -295,14 +295,14 @@ def run_stage(W, flags, ssm, min_depth, counters, constant, exponent, heuristic,
     counters[C_PENDING] = 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def count_input(counters, n_input):
     """Count a training example's input features (the next stage's parent count)."""
     counters[C_SPARSITY] += n_input
     counters[C_EXAMPLES] += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def after_training(counters, line, doubling):
     """VW's schedule: a stage is due after the training example on counter k = B, 2B, 4B, ...
     (B, 2B, 3B, ... without doubling); ``line`` is the example's line in the pass."""
@@ -314,7 +314,7 @@ def after_training(counters, line, doubling):
             counters[C_PERIOD] = 2 * period
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def add_ssm(ssm, index, value, lo, hi, residual):
     """Accumulate the SSM score's sums Σr²m² and Σm² for the monomials of an example."""
     r2 = residual * residual

@@ -181,7 +181,7 @@ def _prefetch_ahead(W, index, k, hi):
     prefetch_row(W, index[min(k + PREFETCH_AHEAD, hi - 1)])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _predict(W, index, value, lo, hi, initial, prefetch):
     literally(prefetch)
     raw = np.float32(initial)
@@ -195,7 +195,7 @@ def _predict(W, index, value, lo, hi, initial, prefetch):
     return raw
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
     """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
 
@@ -220,7 +220,7 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
                         p, y, imp, work, prefetch)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
                  imp, work, prefetch):
     """:func:`_update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
@@ -316,7 +316,7 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
 
 # numpy's error model: no division-by-zero check (a branch per division, which stops LLVM
 # from vectorizing the loop); no divisor here can be 0 (the sum is tested > 0, the norm >= X_MIN)
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n):
     """Each feature's rate into ``work[1]`` (from its sum of squared gradients ``work[1, k]``
     and norm ``work[2, k]``) and, normalized, its term x²/N² of the normalizer (x² is
@@ -339,7 +339,7 @@ def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n):
         work[1, k] = rate
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear):
     """Leave out of an expanded example (``n`` rows: the batch's features ``lo:hi`` in order,
     then the interactions) the linear features of namespaces ``linear`` does not flag; returns
@@ -542,7 +542,7 @@ def _some_not_linear(linear):
 # functions, which LLVM inlines: numba's own inlining (inline="always") binds their array
 # arguments to new variables, a reference count taken and dropped (atomically) per array per
 # example, which cost more than the example's other work on short examples.
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _label(e, numbers, params, first_line, lines, test_only):
     """Example ``e``'s label and importance, whether it has a label, whether it is held out
     (VW's holdout, by its line in the pass) and whether it is learned."""
@@ -566,7 +566,7 @@ def held_out(period, after, counter):
     return counter % period == 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _count_held_out(stats, reported, imp):
     for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
         stats[r] += reported
@@ -574,7 +574,7 @@ def _count_held_out(stats, reported, imp):
         stats[r] += imp
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def _count_example(stats, rows, nrows, params, y, shown, probability, n_features):
     """Count a (not held-out) example and write a table row when one is due; returns the row
     count."""
@@ -674,9 +674,13 @@ def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, ter
             return nrows
 
 
-# _nrt=False: numba's runtime is off in the example loop and in all it calls, so that no
-# reference is counted (an atomic operation per array argument per call: a fifth of the time
-# of an interaction run) and nothing is allocated; numba refuses to compile an allocation here.
+# _nrt=False: numba's runtime is off in the example loop, so that no reference is counted (an
+# atomic operation per array argument per call: a fifth of the time of an interaction run) and
+# nothing is allocated; numba refuses to compile an allocation here. Numba compiles each callee
+# with its own options, not its caller's: every function the loop calls that is not inlined
+# (_label, _update, interactions.expand, ...) is marked _nrt=False too, else it counts its
+# array arguments' references on every example. Such a function must return no array (nothing
+# would count the reference its caller drops).
 @njit(cache=True, nogil=True, _nrt=False)
 def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, params, terms,
               linear, numbers, offsets, index, value, namespace, lines, first_line, preds, rows,

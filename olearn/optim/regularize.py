@@ -99,7 +99,7 @@ def _current(W, lazy, j, lam1, l2, phi, s):
     return _caught_up(w, lam1, 0.0, s, 0.0, lazy[j, SNAP_SUM], False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
     """Bring the coordinates ``index[lo:hi]`` up to date with the accumulators ``acc``."""
     phi = acc[PHI]
@@ -113,7 +113,7 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
         lazy[j, SNAP_SUM] = s
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def predict_caught_up(W, lazy, acc, lam1, l2, index, value, lo, hi, initial):
     """The raw prediction :func:`catch_up` then ``gd._predict`` give (the same float32 weights
     and sum), writing nothing: a test-only prediction must leave the state as it found it, for
@@ -148,7 +148,7 @@ def flush(W, lazy, acc, lam1, l2):
     _flush(W, lazy, acc, lam1, l2)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def advance(W, lazy, acc, lam1, lam2, eta_bar):
     """Record one proximal step of size ``eta_bar`` for all coordinates."""
     acc[SUM] += eta_bar * np.exp(acc[PHI]) if lam2 > 0 else eta_bar

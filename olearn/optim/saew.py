@@ -412,7 +412,7 @@ def _mixed(es, k, j):
     return es[k, L.E_JOIN] <= j
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     """The raw prediction (without the example's initial value) for features ``f_idx[lo:hi]``.
 
@@ -475,7 +475,7 @@ def _constant_coordinate(slot, settings):
     return slot[h] if h >= 0 else -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def learn(ew, loss_code, loss_param, p, y, imp, initial):
     """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
     value included), its label ``y``, importance ``imp``."""
