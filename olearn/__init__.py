@@ -28,20 +28,32 @@ def _source_hash() -> str:
 SOURCE_HASH = _source_hash()
 
 
-def _use_kernel_cache_for_these_sources() -> None:
-    """Point numba's on-disk kernel cache at a folder named by a hash of olearn's sources.
+KERNEL_FOLDER_PREFIX = "kernels-"
+
+
+def _use_kernel_cache_for_these_sources() -> str | None:
+    """Point numba's on-disk kernel cache at a folder named by a hash of olearn's sources, and
+    mark it used now (its modification time: aot.prune_unused_kernel_folders reads it); returns
+    the folder holding such folders, or None when NUMBA_CACHE_DIR is set (then left alone).
 
     numba invalidates a cached kernel only when the file defining it changes, not when a kernel
     it calls (defined in another file) does; one folder per source hash never serves a stale
-    kernel. Left alone when NUMBA_CACHE_DIR is set.
+    kernel.
     """
     if "NUMBA_CACHE_DIR" in os.environ:
-        return
+        return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(base, "olearn", f"kernels-{SOURCE_HASH}")
+    parent = os.path.join(base, "olearn")
+    folder = os.path.join(parent, KERNEL_FOLDER_PREFIX + SOURCE_HASH)
+    os.environ["NUMBA_CACHE_DIR"] = folder
+    try:
+        os.utime(folder)
+    except OSError:  # not made yet (numba makes it), or not ours to touch
+        pass
+    return parent
 
 
-_use_kernel_cache_for_these_sources()
+KERNEL_FOLDERS = _use_kernel_cache_for_these_sources()
 
 
 def __getattr__(name: str):

@@ -110,7 +110,40 @@ def build() -> str:
     cc.compile()
     with open(os.path.join(_directory(), f"{MODULE}.json"), "w") as f:
         json.dump({"sources": olearn.SOURCE_HASH, "exports": exports}, f)
+    if olearn.KERNEL_FOLDERS is not None:
+        prune_unused_kernel_folders(olearn.KERNEL_FOLDERS, _directory())
     return _directory()
+
+
+UNUSED_DAYS = 30  # a kernel folder of other sources unused this long goes at the next build
+
+
+def prune_unused_kernel_folders(parent: str, keep: str, days: float = UNUSED_DAYS) -> list[str]:
+    """Remove the kernel folders under ``parent`` (``kernels-<source hash>``: 40-100 MB each)
+    other than ``keep`` that no olearn has used for ``days`` (each run marks its own folder by
+    its modification time); returns their paths. A build runs it, once per new version of the
+    sources, so that upgrades do not pile folders up. Should an old version start while its
+    folder goes, it compiles its kernels again (its loaded module keeps working)."""
+    import shutil
+    removed = []
+    cutoff = time.time() - days * 86400
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(parent, name)
+        if not name.startswith(olearn.KERNEL_FOLDER_PREFIX) or path == os.path.join(
+                parent, os.path.basename(os.path.normpath(keep))):
+            continue
+        try:
+            if os.stat(path).st_mtime >= cutoff:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 # --- using (numba not imported) ------------------------------------------------------------------

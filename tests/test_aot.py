@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -46,6 +47,38 @@ def _install_in_subprocess(cache_dir) -> str:
     code = "import sys; from olearn import aot; print(aot.install(), 'numba' in sys.modules)"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=True).stdout.strip()
+
+
+def _kernel_folder(parent, name: str, days_unused: float):
+    folder = parent / name
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "kernel.nbc").write_bytes(b"x")
+    seen = time.time() - days_unused * 86400
+    os.utime(folder, (seen, seen))
+    return folder
+
+
+def test_a_build_removes_only_other_kernel_folders_unused_for_a_month(tmp_path):
+    old = _kernel_folder(tmp_path, "kernels-00000000000000aa", 40)
+    recent = _kernel_folder(tmp_path, "kernels-00000000000000bb", 2)
+    ours = _kernel_folder(tmp_path, "kernels-00000000000000cc", 90)
+    other = _kernel_folder(tmp_path, "something-else", 90)
+    removed = aot.prune_unused_kernel_folders(str(tmp_path), str(ours) + os.sep)
+    assert removed == [str(old)]
+    assert not old.exists() and recent.exists() and ours.exists() and other.exists()
+
+
+def test_each_run_marks_its_kernel_folder_used(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    code = "import os, olearn; print(os.environ['NUMBA_CACHE_DIR'])"
+    folder = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    assert os.path.dirname(folder) == str(tmp_path / "olearn")
+    os.makedirs(folder)
+    os.utime(folder, (0, 0))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    assert os.stat(folder).st_mtime > time.time() - 3600
 
 
 def test_kernels_built_for_other_sources_are_ignored(tmp_path):
