@@ -468,10 +468,10 @@ class DictExamples:
     def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
         """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
         label = math.nan if y is None else float(y)
-        # label - label: 0 exactly when finite; the chain fails for NaN too
-        if not ((y is None or label - label == 0) and 0 <= weight < math.inf):
-            raise OlearnError("y and the weight must be finite numbers, the weight >= 0",
-                              SOURCE)
+        # both are float32 in the batch: beyond its range they would be inf (a NaN fails too)
+        if not ((y is None or abs(label) <= F32_MAX) and 0 <= weight <= F32_MAX):
+            raise OlearnError("y and the weight must be finite numbers within float32's range, "
+                              "the weight >= 0", SOURCE)
         fast = None if self.names else self._numbers_only(x, label, weight)
         if fast is not None:
             return fast

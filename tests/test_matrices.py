@@ -200,6 +200,14 @@ def test_learn_one_refuses_non_finite_numbers():
         Learner().learn_one({"a": 1.0}, float("nan"))
 
 
+@pytest.mark.parametrize("label, weight", [(1e39, 1.0), (-1e39, 1.0), (1.0, 1e39)])
+def test_learn_one_refuses_a_label_or_weight_beyond_float32(label, weight):
+    learner = Learner()
+    learner.learn_one({"a": 1.0, "b": 2.0}, 1.0)  # the keys are seen: the fast path's dict
+    with pytest.raises(OlearnError, match="float32's range"):
+        learner.learn_one({"a": 1.0, "b": 2.0}, label, weight)
+
+
 def _dict_batch_arrays(batch) -> list:
     return [batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace]
 
