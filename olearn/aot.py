@@ -131,10 +131,10 @@ def prune_unused_kernel_folders(parent: str, keep: str, days: float = UNUSED_DAY
         names = os.listdir(parent)
     except OSError:
         return removed
+    kept = os.path.basename(os.path.normpath(keep))
     for name in names:
         path = os.path.join(parent, name)
-        if not name.startswith(olearn.KERNEL_FOLDER_PREFIX) or path == os.path.join(
-                parent, os.path.basename(os.path.normpath(keep))):
+        if not name.startswith(olearn.KERNEL_FOLDER_PREFIX) or name == kept:
             continue
         try:
             if os.stat(path).st_mtime >= cutoff:
