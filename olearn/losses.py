@@ -77,6 +77,17 @@ def _logistic(p, y):
 
 
 @njit(cache=True, nogil=True)
+def _logistic_shared(p, y, e):
+    """:func:`_logistic`, given ``e`` = :func:`_class_exp` of (p, y): for a class label,
+    log(1 + e^-v) (v = y·p) is log1p(1/e), or -v + log1p(e) when v < 0 (no overflow either
+    way), which takes no exponential of its own."""
+    if e < 0:
+        return _logistic(p, y)
+    v = y * p
+    return np.log1p(1.0 / e) if v >= 0 else -v + np.log1p(e)
+
+
+@njit(cache=True, nogil=True)
 def _class_exp(p, y):
     """e^(y·p) for a class label (±1), which the derivative and the invariant update share
     (:func:`shared_term`); else -1 (none: each computes its own)."""
@@ -283,10 +294,16 @@ def known(code: int) -> bool:
 
 @njit(cache=True, nogil=True)
 def loss_value(code: int, param: float, p: float, y: float) -> float:
+    return loss_value_shared(code, param, p, y, shared_term(code, p, y))
+
+
+@njit(cache=True, nogil=True)
+def loss_value_shared(code: int, param: float, p: float, y: float, shared: float) -> float:
+    """:func:`loss_value`, given the example's :func:`shared_term`."""
     if code == SQUARED:
         return _squared(p, y)
     if code == LOGISTIC:
-        return _logistic(p, y)
+        return _logistic_shared(p, y, shared)
     if code == HINGE:
         return _hinge(p, y)
     if code == QUANTILE:

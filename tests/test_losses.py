@@ -1,6 +1,8 @@
 """Loss functions, every one of the table: derivatives against finite differences, invariant
 updates against many tiny gradient steps, best constants against brute force, and the kernel's
 refusal of a code outside the table."""
+import math
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,20 @@ def test_derivative_matches_finite_difference(code, param):
                    - losses.loss_value(code, param, p - h, y))
         numeric /= 2 * h * REPORTED_SCALE.get(code, 1.0)
         assert losses.derivative(code, param, p, y) == pytest.approx(numeric, abs=1e-5)
+
+
+def _softplus(x: float) -> float:
+    """log(1 + e^x) in plain Python, stable at any magnitude."""
+    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+@pytest.mark.parametrize("y", [1.0, -1.0, 0.3])
+@pytest.mark.parametrize("p", [-800.0, -50.0, -3.0, -1e-9, 0.0, 1e-9, 2.0, 40.0, 800.0])
+def test_logistic_loss_is_the_plain_formula_at_any_magnitude(p, y):
+    # the kernel's value shares e^(y·p) with the derivative (losses.shared_term)
+    share = (y + 1.0) / 2.0
+    want = share * _softplus(-p) + (1.0 - share) * _softplus(p)
+    assert losses.loss_value(losses.LOGISTIC, 0.0, p, y) == pytest.approx(want, rel=1e-14)
 
 
 def _many_small_steps(code, param, p, y, s, q, steps=20000):

@@ -19,7 +19,7 @@ from olearn.fields import Field, Layout
 from olearn.options import choice, flag, number
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
-from olearn.losses import (derivative_shared, invariant_update_shared, known, loss_value,
+from olearn.losses import (derivative_shared, invariant_update_shared, known, loss_value_shared,
                            shared_term)
 from olearn import oaa
 from olearn.optim import regularize, saew
@@ -196,12 +196,13 @@ def _predict(W, index, value, lo, hi, initial, prefetch):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
+def _update(W, state, params, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
-    least one column: the features are taken that many at a time). VW's default rule
+    least one column: the features are taken that many at a time); ``shared``: the loss's
+    :func:`shared_term` of (p, y), which its value took too. VW's default rule
     (adaptive, normalized, power_t 0.5) and plain SGD (neither adaptive nor normalized, any
     power_t) run copies compiled for them (literal flags: no per-feature branch on them).
     ``prefetch`` (literal): see PREFETCH_AHEAD.
@@ -212,17 +213,17 @@ def _update(W, state, params, index, value, lo, hi, p, y, imp, work, prefetch):
     sqrt_rate = params[P_POWER_T] == 0.5
     if adaptive and normalized and sqrt_rate:
         return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
-                            work, prefetch)
+                            shared, work, prefetch)
     if not adaptive and not normalized:  # sqrt_rate only matters to a per-feature state
         return _update_rule(False, False, False, W, state, params, index, value, lo, hi, p, y,
-                            imp, work, prefetch)
+                            imp, shared, work, prefetch)
     return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
-                        p, y, imp, work, prefetch)
+                        p, y, imp, shared, work, prefetch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
-                 imp, work, prefetch):
+                 imp, shared, work, prefetch):
     """:func:`_update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
     0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
     L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
@@ -237,7 +238,6 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     param = params[P_LOSS_PARAM]
     power_t = params[P_POWER_T]
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
-    shared = shared_term(loss, p, y)  # computed once for the derivative and the update
     d1 = derivative_shared(loss, param, p, y, shared)
     g2 = imp * d1 * d1 if adaptive else 0.0
     stateful = adaptive or normalized
@@ -741,7 +741,9 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
         preds[e, 0] = shown
         preds[e, 1] = raw
         if labeled:
-            loss = loss_value(loss_code, loss_param, p, y)
+            # computed once for the loss, its derivative and the update
+            shared = shared_term(loss_code, p, y)
+            loss = loss_value_shared(loss_code, loss_param, p, y, shared)
             reported = (shown != y) * imp if binary else loss * imp
         if held and labeled:
             _count_held_out(stats, reported, imp)
@@ -762,8 +764,8 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
             if learn and family == EXPONENTIAL_WEIGHTS:
                 saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
             elif learn and family == GRADIENT_DESCENT and loss > 0:
-                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, work,
-                                  expanded)
+                eta_bar = _update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, shared,
+                                  work, expanded)
                 if regularized and eta_bar > 0.0:
                     regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
             if learn and poly_on:
@@ -926,13 +928,14 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                     pk = scores[k]
                     if poly_on and heuristic == 1:
                         stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
-                    if loss_value(loss_code, loss_param, pk, yk) > 0:
+                    shared = shared_term(loss_code, pk, yk)
+                    if loss_value_shared(loss_code, loss_param, pk, yk, shared) > 0:
                         if regularized:  # the earlier classes' proximal steps, as VW's gravity
                             regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
                         eta_bar = _update(W, state, params, c_idx, c_val, a, b, pk, yk, imp,
-                                          work, False)
+                                          shared, work, False)
                         classes[k, oaa.CLASS_NORM] = state[S_NORM]
                         classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
                         if regularized and eta_bar > 0.0:
