@@ -220,9 +220,10 @@ class Learner:
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
         with self._locked():
             dicts = self._dicts or self._dict_examples()
-            batch = dicts.batch(x, y, weight)
-            self._learner.learn(batch, self._one, dicts.kept(batch))
-            if self._names is not None:
+            batch = dicts.fast(x, y, weight)
+            if batch is None or not self._learner.learn_kept(batch, self._one):
+                batch = dicts.batch(x, y, weight)
+                self._learner.learn(batch, self._one)
                 self._remember_names(batch)
         return self
 
@@ -230,9 +231,10 @@ class Learner:
         """The prediction (after link and --binary) for one example given as a dict."""
         with self._locked():
             dicts = self._dicts or self._dict_examples()
-            batch = dicts.batch(x)
-            self._learner.predict(batch, self._one, dicts.kept(batch))
-            if self._names is not None:
+            batch = dicts.fast(x)
+            if batch is None or not self._learner.predict_kept(batch, self._one):
+                batch = dicts.batch(x)
+                self._learner.predict(batch, self._one)
                 self._remember_names(batch)
             return float(self._one[0, 0])
 

@@ -52,9 +52,23 @@ def _new(W, lazy, poly, ew, classes, state, stats, params, terms, linear, number
                 model_params, model_state, fresh_stats)
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def nonzero_finite(values):
+    """Whether every value is nonzero and finite. A kept batch's values are checked here, not
+    by the Python that wrote them (matrices.DictExamples.fast): a loop over them in the kernel
+    costs nanoseconds, where Python's check took a fifth of learn_one's time."""
+    for k in range(values.shape[0]):
+        if values[k] == 0 or not np.isfinite(values[k]):
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def learn(a):
-    """gd.learn_batch on a kept call's arguments: the table row count."""
+    """gd.learn_batch on a kept call's arguments: the table row count, or -1 (nothing done)
+    when a value is 0 or not finite (:func:`nonzero_finite`)."""
+    if not nonzero_finite(a.value):
+        return -1
     return gd.learn_kept(a.W, a.lazy, a.poly, a.ew, a.classes, a.state, a.stats, a.params,
                          a.terms, a.linear, a.numbers, a.offsets, a.index, a.value, a.namespace,
                          a.lines, a.first_line, a.preds, a.rows, a.scratch)
@@ -64,7 +78,10 @@ def learn(a):
 def predict(a):
     """Predict a kept batch's examples without learning or touching the learner's state (as
     OnlineLearner.predict): the kept copies of the parameters and state are refreshed from the
-    learner's (test-only), the statistics from fresh ones, then gd.learn_batch runs on them."""
+    learner's (test-only), the statistics from fresh ones, then gd.learn_batch runs on them.
+    Returns as :func:`learn`."""
+    if not nonzero_finite(a.value):
+        return -1
     params, state, stats = a.params, a.state, a.stats
     if not (a.model_params.shape[0] == params.shape[0] > gd.P_TEST_ONLY
             and a.model_state.shape[0] == state.shape[0]

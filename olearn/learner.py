@@ -57,7 +57,7 @@ class OnlineLearner:
         # the reduction between them: one scalar problem, or --oaa's K classes
         self.reduction = OneAgainstAll(config)
         self._exported = False  # whether sync has put the current model into the weights
-        # kept calls (_kept_kernel) by batch: learning's, then test-only's; None: none possible
+        # kept calls (_kept_call) by batch: learning's, then test-only's; None: none possible
         # (--oaa widens a batch's indices into a new array each call; the command line's
         # compiled kernels, olearn/aot.py, have no numba)
         self._kept_calls: tuple[dict, dict] | None = (
@@ -257,28 +257,45 @@ class OnlineLearner:
             self.terms = interactions.encode(interactions.with_wildcards(
                 self.config.terms, np.flatnonzero(self._namespaces).tolist()))
 
-    def learn(self, batch: ExampleBatch, preds: np.ndarray, kept: bool = False) -> np.ndarray:
+    def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
 
         ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
-        score (with --oaa, then each class's score or probability). ``kept``: see
-        :meth:`_kept_kernel`.
+        score (with --oaa, then each class's score or probability).
         """
         if self._wildcards:
             self._see_namespaces(batch)
-        if self._exported:
+        if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
             self._exported = False
-        if kept and self._kept_calls is not None:
-            n = self._kept_kernel(batch, preds, False)
-            if not n and self.auc is None:  # a table row comes once in a while
-                return self._no_rows
-            rows = self._kept_rows[:n]
-        else:
-            rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
-                             gd.ROW_COLS))
-            rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
+        rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
+                         gd.ROW_COLS))
+        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
         self._learned(batch, preds, rows)
         return rows
+
+    def learn_kept(self, batch: ExampleBatch, preds: np.ndarray) -> bool:
+        """:meth:`learn` of a kept batch (matrices.DictExamples.fast: its values not checked
+        yet) by its kept call (:meth:`_kept_call`); False, with nothing done, when one of its
+        values is 0 or not finite (the general path drops or refuses such a feature)."""
+        if self._kept_calls is None:
+            if not _nonzero_finite(batch.value):
+                return False
+            self.learn(batch, preds)
+            return True
+        # (inline, as in predict_kept: each Python call here is a few percent of learn_one's)
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
+            self._exported = False
+        call = self._kept_calls[0].get(id(batch))
+        if call is None or call[1] is not preds:
+            call = self._kept_call(batch, preds, False)
+        n = call[2](call[3])
+        if n < 0:
+            return False
+        if n or self.auc is not None:  # a table row comes once in a while
+            self._learned(batch, preds, self._kept_rows[:n])
+        return True
 
     def _learned(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray) -> None:
         """What follows a learned batch: its table rows and --metric's scores."""
@@ -286,20 +303,32 @@ class OnlineLearner:
         if self.auc is not None:
             self.auc.add(batch, preds)
 
-    def predict(self, batch: ExampleBatch, preds: np.ndarray, kept: bool = False) -> None:
-        """Predict every example of ``batch`` without learning or touching the statistics
-        (``kept``: see :meth:`_kept_kernel`)."""
-        if self._wildcards:
-            self._see_namespaces(batch)
-        if self.config.experts and not self._exported:  # test-only prediction reads weights
-            self.sync()
-        if kept and self._kept_calls is not None:
-            self._kept_kernel(batch, preds, True)
-            return
+    def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
+        """Predict every example of ``batch`` without learning or touching the statistics."""
+        self._before_predicting(batch)
         params = self.params.copy()
         params[gd.P_TEST_ONLY] = 1
         self._kernel(batch, preds, self._no_rows, params, self.state.copy(),
                      self.new_stats())
+
+    def predict_kept(self, batch: ExampleBatch, preds: np.ndarray) -> bool:
+        """:meth:`predict` of a kept batch by its kept call, as :meth:`learn_kept`."""
+        if self._kept_calls is None:
+            if not _nonzero_finite(batch.value):
+                return False
+            self.predict(batch, preds)
+            return True
+        self._before_predicting(batch)
+        call = self._kept_calls[1].get(id(batch))
+        if call is None or call[1] is not preds:
+            call = self._kept_call(batch, preds, True)
+        return call[2](call[3]) >= 0
+
+    def _before_predicting(self, batch: ExampleBatch) -> None:
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self.config.experts and not self._exported:  # test-only prediction reads weights
+            self.sync()
 
     def prediction_columns(self) -> int:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
@@ -330,31 +359,29 @@ class OnlineLearner:
         """gd.learn_batch on this learner's arrays: the table row count."""
         return gd.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
 
-    def _kept_kernel(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> int:
-        """:meth:`learn` (or, ``test_only``, :meth:`predict`) of a kept batch by a kept call
-        (olearn/kept.py: its arguments in one object, the compiled code called without numba's
-        dispatcher): the table row count. A kept batch and ``preds`` are the caller's, made
-        once and handed again each call with new contents: their arrays and line are the same
-        objects each time (matrices.DictExamples' kept batches). The learner keeps a call per
-        batch (for its last ``preds``) in each mode, and drops them all when one of its own
-        arrays is replaced (``terms`` with a ``:`` wildcard, for one: :meth:`__setattr__`)."""
+    def _kept_call(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> tuple:
+        """A new kept call (olearn/kept.py: the kernel's arguments in one object, the compiled
+        code called without numba's dispatcher) of a kept batch, learning or (``test_only``)
+        predicting: (batch, preds, compiled code, its argument). A kept batch and ``preds`` are
+        the caller's, made once and handed again each call with new contents: their arrays and
+        line are the same objects each time (matrices.DictExamples' kept batches). The learner
+        keeps a call per batch (for its last ``preds``) in each mode, and drops them all when
+        one of its own arrays is replaced (``terms`` with a ``:`` wildcard, for one:
+        :meth:`__setattr__`)."""
+        from olearn import kept  # numba's structrefs: the Python API's only
         calls = self._kept_calls[test_only]
-        found = calls.get(id(batch))
-        if found is None or found[1] is not preds:
-            from olearn import kept  # numba's structrefs: the Python API's only
-            if len(calls) >= KEPT_CALLS:
-                calls.clear()
-            if test_only:
-                arguments = self._arguments(batch, preds, self._no_rows,
-                                            self.params.copy(), self.state.copy(),
-                                            self.new_stats())
-                call = kept.kept(arguments, self.params, self.state, self.new_stats())
-            else:
-                call = kept.kept(self._arguments(batch, preds, self._kept_rows, self.params,
-                                                 self.state, self.stats))
-            # the batch is kept with its call: no other object takes its id
-            found = calls[id(batch)] = (batch, preds, *call)
-        return found[2](found[3])
+        if len(calls) >= KEPT_CALLS:
+            calls.clear()
+        if test_only:
+            arguments = self._arguments(batch, preds, self._no_rows, self.params.copy(),
+                                        self.state.copy(), self.new_stats())
+            call = kept.kept(arguments, self.params, self.state, self.new_stats())
+        else:
+            call = kept.kept(self._arguments(batch, preds, self._kept_rows, self.params,
+                                             self.state, self.stats))
+        # the batch is kept with its call: no other object takes its id
+        calls[id(batch)] = found = (batch, preds, *call)
+        return found
 
     def __setattr__(self, name: str, value) -> None:
         """Replacing one of the learner's arrays a kept call holds drops the kept calls."""
@@ -404,6 +431,13 @@ class OnlineLearner:
         rows = np.concatenate(rows) if rows else np.empty((0, gd.ROW_COLS))
         self._learned(batch, preds, rows)
         return rows
+
+
+def _nonzero_finite(values: np.ndarray) -> bool:
+    """Whether every value is nonzero and finite: a kept batch's check where no kept call
+    makes it (olearn/kept.py)."""
+    from olearn import kept
+    return kept.nonzero_finite(values)
 
 
 def parse_warnings(batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:

@@ -326,14 +326,14 @@ class DictExamples:
     key's (and string value's) index is hashed once and remembered. With ``names``, each batch
     carries its features' names (``audit`` spans of ``text``), as matrices' do.
 
-    A dict of 2 to FAST_FEATURES - 1 nonzero numbers under names seen before takes a fast path
-    (C code writes its label row, values and indices straight into arrays kept for its size: no
-    Python float or array per value, no grouping as they are all in namespace ``f``); anything
-    else the general one. Both give the same batch; its label row and the fast path's features
-    are arrays kept here, which the next call overwrites (the learner is done with a batch
-    before its next call). The fast path's batch of each size is itself kept: the same object,
-    with the same arrays, each time (so that the learner can keep its kernel call's arguments
-    too)."""
+    A dict of 2 to FAST_FEATURES - 1 nonzero numbers under names seen before can take a fast
+    path (:meth:`fast`: C code writes its label row, values and indices straight into arrays
+    kept for its size: no Python float or array per value, no grouping as they are all in
+    namespace ``f``); anything else takes the general one (:meth:`batch`). Both give the same
+    batch; its label row and the fast path's features are arrays kept here, which the next call
+    overwrites (the learner is done with a batch before its next call). The fast path's batch
+    of each size is itself kept: the same object, with the same arrays, each time (so that the
+    learner can keep its kernel call's arguments too)."""
 
     def __init__(self, config, names: bool = False):
         self.config = config
@@ -348,12 +348,11 @@ class DictExamples:
         self._warnings = np.empty((0, 4), dtype=np.int64)
         self._offsets = [np.array([0, k], dtype=np.int64) for k in range(FAST_FEATURES + 1)]
         self._fast = [None, None] + [self._fast_batch(k) for k in range(2, FAST_FEATURES)]
-        self._kept = frozenset(id(fast[0]) for fast in self._fast[2:])  # live as long as this
 
     def _fast_batch(self, k: int) -> tuple:
         """The fast path's kept batch of ``k`` features (then the constant's), with a packer of
-        its label row and values, the memory it writes, the values' part of it, a packer of
-        its indices and their memory. The label row (label, importance, initial) and the
+        its label row and values, the memory it writes, a packer of its indices and their
+        memory. The label row (label, importance, initial) and the
         values are one float32 array (the initial's pad bytes write its 0): one call of C code
         writes them all."""
         extra = 0 if self._constant is None else 1
@@ -365,14 +364,8 @@ class DictExamples:
         namespace[k:] = CONSTANT_NAMESPACE
         batch = self._one(self._offsets[k + extra], index, numbers[3:], namespace, NO_TEXT,
                           NO_NAMES, numbers[:3].reshape(1, 3))
-        row = memoryview(numbers)
-        return (batch, struct.Struct(f"2f4x{k}f").pack_into, row, row[3:3 + k],
+        return (batch, struct.Struct(f"2f4x{k}f").pack_into, memoryview(numbers),
                 struct.Struct(f"{k}I").pack_into, memoryview(index))
-
-    def kept(self, batch: ExampleBatch) -> bool:
-        """Whether ``batch`` is one of the fast path's kept batches: the same object, with the
-        same arrays (new contents), each time the fast path takes a dict of its size."""
-        return id(batch) in self._kept
 
     def _one(self, offsets, index, value, spaces, text, audit, numbers) -> ExampleBatch:
         """A batch of one example."""
@@ -417,31 +410,6 @@ class DictExamples:
                     end += len(word)
         return np.frombuffer(b"".join(words), dtype=np.uint8), audit
 
-    def _numbers_only(self, x: dict, label: float, weight: float) -> ExampleBatch | None:
-        """The kept batch of ``x``'s features (its constant last) with this label and
-        importance, if it takes the fast path: 2 to FAST_FEATURES - 1 plain keys seen before
-        with nonzero numbers within float32's range; else None (a zero, NaN or None goes the
-        general way, which drops it; so may a valid dict, rarely: see below).
-        C code (struct's packers, an itemgetter) converts and writes the values and indices
-        straight into the kept arrays: no Python float, array or list per value. A dict refused
-        here may have written part of a kept batch: only a call that takes the fast path with
-        this size returns that batch, and it writes the batch whole first."""
-        k = len(x)
-        if not 2 <= k < FAST_FEATURES:  # (one key: itemgetter would not give a tuple)
-            return None
-        batch, pack_values, row, values, pack_indices, index = self._fast[k]
-        try:
-            pack_indices(index, 0, *itemgetter(*x)(self._plain))
-            pack_values(row, 0, label, weight, *x.values())  # a number beyond float32: inf
-        except (KeyError, TypeError, struct.error):
-            return None
-        # in float64: nonzero and finite when every float32 value is (one pass; a product that
-        # underflows or overflows sends a valid dict the general way, which takes it as well)
-        product = math.prod(values)
-        if product == 0 or product - product != 0:
-            return None
-        return batch
-
     def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
         """``x``'s features (index, value, space, key, string value), grouped by namespace, the
         constant last; with names, their text and spans."""
@@ -451,9 +419,12 @@ class DictExamples:
                 index, space = self._feature(key, value)
                 grouped.setdefault(space, []).append((index, 1.0, space, key, value))
             elif value is not None and value == value and value != 0:
-                number = float(value)
-                with np.errstate(over="ignore"):  # beyond float32: the error below says so
-                    finite = np.isfinite(np.float32(number))
+                try:
+                    number = float(value)
+                    with np.errstate(over="ignore"):  # beyond float32: the error below says so
+                        finite = bool(np.isfinite(np.float32(number)))
+                except (TypeError, ValueError, OverflowError):  # not a number, or beyond float
+                    finite = False
                 if not finite:
                     raise OlearnError(f"feature {key!r}: {value!r} is not a finite number",
                                       SOURCE)
@@ -465,17 +436,42 @@ class DictExamples:
         text, audit = self._named(features) if self.names else (NO_TEXT, NO_NAMES)
         return features, text, audit
 
-    def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
-        """The example ``x`` (label ``y``, importance ``weight``) as a batch of one."""
-        label = math.nan if y is None else float(y)
-        # both are float32 in the batch: beyond its range they would be inf (a NaN fails too)
-        if not ((y is None or abs(label) <= F32_MAX) and 0 <= weight <= F32_MAX):
+    def fast(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch | None:
+        """The example ``x`` (label ``y``, importance ``weight``) as the kept batch of its size,
+        if it can take the fast path: 2 to FAST_FEATURES - 1 plain keys seen before with
+        numbers, and no names wanted; else None (after checking ``y`` and ``weight``, which
+        :meth:`batch` then takes as they are). Its values are not checked: a value that is
+        0, NaN or beyond float32 (packed as inf) is there as it is, where :meth:`batch` drops
+        or refuses it. The kernel's kept call checks them (olearn/kept.py: a loop there costs
+        nanoseconds, Python's a fifth of a call); when one fails, the caller takes
+        :meth:`batch`. A dict refused here may have written part of a kept batch: only a call
+        that takes the fast path with this size returns that batch, and it writes the batch
+        whole first."""
+        try:
+            label = math.nan if y is None else float(y)
+            # both are float32 in the batch: beyond its range they would be inf (a NaN fails)
+            ok = (y is None or abs(label) <= F32_MAX) and 0 <= weight <= F32_MAX
+        except (TypeError, ValueError, OverflowError):  # not a number, or beyond float
+            ok = False
+        if not ok:
             raise OlearnError("y and the weight must be finite numbers within float32's range, "
                               "the weight >= 0", SOURCE)
-        fast = None if self.names else self._numbers_only(x, label, weight)
-        if fast is not None:
-            return fast
-        self._numbers[0, :2] = label, weight
+        k = len(x)
+        # (one key: itemgetter would not give a tuple)
+        if self.names or not 2 <= k < FAST_FEATURES:
+            return None
+        batch, pack_values, row, pack_indices, index = self._fast[k]
+        try:
+            pack_indices(index, 0, *itemgetter(*x)(self._plain))
+            pack_values(row, 0, label, weight, *x.values())  # a number beyond float32: inf
+        except (KeyError, TypeError, OverflowError, struct.error):
+            return None
+        return batch
+
+    def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
+        """The example ``x`` (label ``y``, importance ``weight``, which :meth:`fast` has checked)
+        as a batch of one, the general way."""
+        self._numbers[0, :2] = math.nan if y is None else float(y), weight
         features, text, audit = self._general(x)
         k = len(features)
         return self._one(self._offsets[k] if k < len(self._offsets)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import SHARED_DATA, run_olearn
-from olearn import Learner, OlearnError, OptionError
+from olearn import Learner, OlearnError, OptionError, kept
 from olearn.matrices import DictExamples
 
 RNG = np.random.default_rng(11)
@@ -208,6 +208,18 @@ def test_learn_one_refuses_a_label_or_weight_beyond_float32(label, weight):
         learner.learn_one({"a": 1.0, "b": 2.0}, label, weight)
 
 
+@pytest.mark.parametrize("x, y, weight", [({"a": 1.0, "b": 10 ** 400}, 1.0, 1.0),
+                                         ({"a": [1.0], "b": 2.0}, 1.0, 1.0),
+                                         ({"a": 1.0, "b": 2.0}, 10 ** 400, 1.0),
+                                         ({"a": 1.0, "b": 2.0}, "one", 1.0),
+                                         ({"a": 1.0, "b": 2.0}, 1.0, "one")])
+def test_learn_one_refuses_what_is_not_a_float_in_one_clear_error(x, y, weight):
+    learner = Learner()
+    learner.learn_one({"a": 1.0, "b": 2.0}, 1.0)  # the keys are seen: the fast path's dict
+    with pytest.raises(OlearnError, match="finite number"):
+        learner.learn_one(x, y, weight)
+
+
 def _dict_batch_arrays(batch) -> list:
     return [batch.numbers, batch.offsets, batch.index, batch.value, batch.namespace]
 
@@ -224,25 +236,60 @@ KEYS = st.one_of(st.sampled_from(["a", "b", 3, "Constant"]),
 def test_a_dict_remembered_makes_the_batch_a_new_one_makes(examples, noconstant):
     config = Learner(noconstant=noconstant).config
     remembered = DictExamples(config)
-    for x in examples:  # the second time round, seen keys may take the fast path
-        first = remembered.batch(x, 1.0)
-        again = remembered.batch(x, 1.0)
+    for x in examples:
+        general = remembered.batch(x, 1.0)
+        fast = remembered.fast(x, 1.0)  # its keys are seen now
         fresh = DictExamples(config).batch(x, 1.0)
-        for a, b, c in zip(*map(_dict_batch_arrays, (first, again, fresh))):
-            np.testing.assert_array_equal(a, c)
-            np.testing.assert_array_equal(b, c)
+        for a, b in zip(_dict_batch_arrays(general), _dict_batch_arrays(fresh)):
+            np.testing.assert_array_equal(a, b)
+        # the fast path's batch, when its values pass the kept call's check, is the same
+        if fast is not None and kept.nonzero_finite(fast.value):
+            for a, b in zip(_dict_batch_arrays(fast), _dict_batch_arrays(fresh)):
+                np.testing.assert_array_equal(a, b)
 
 
-def test_the_fast_path_writes_the_label_row_and_refuses_a_value_beyond_float32():
+@pytest.mark.parametrize("value, general", [(0.0, "drops"), (float("nan"), "drops"),
+                                            (1e39, "refuses")])
+def test_the_fast_path_leaves_a_value_the_general_path_drops_or_refuses_to_the_kernel(
+        value, general):
+    remembered = DictExamples(Learner().config)
+    remembered.batch({"a": 1.0, "b": 2.0})  # the keys are seen
+    fast = remembered.fast({"a": 5.0, "b": value}, 1.0)
+    assert fast is not None and not kept.nonzero_finite(fast.value)
+    if general == "drops":
+        assert len(remembered.batch({"a": 5.0, "b": value}, 1.0).value) == 2  # a, constant
+    else:
+        with pytest.raises(OlearnError, match="not a finite number"):
+            remembered.batch({"a": 5.0, "b": value}, 1.0)
+
+
+@pytest.mark.parametrize("value", [0.0, float("nan"), 1e39])
+def test_learn_one_takes_a_dict_the_kernel_refuses_the_general_way(value):
+    fast, general = Learner(), Learner()
+    fast.learn_one({"a": 1.0, "b": 2.0}, 1.0)  # seen keys: the next dict takes the fast path
+    general.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    x = {"a": 5.0, "b": value}
+    if value == 1e39:
+        with pytest.raises(OlearnError, match="not a finite number"):
+            fast.learn_one(x, -1.0)
+        assert fast.weights() == general.weights()
+        return
+    fast.learn_one(x, -1.0)
+    general.learn_one({"a": 5.0}, -1.0)
+    assert fast.predict_one(x) == general.predict_one({"a": 5.0})
+    assert fast.weights() == general.weights()
+
+
+def test_the_fast_path_writes_the_label_row_and_a_whole_batch_after_a_refused_one():
     remembered = DictExamples(Learner().config)
     remembered.batch({"a": 1.0, "b": 2.0})  # the keys are seen: the next dicts take the fast path
-    fast = remembered.batch({"a": 1.0, "b": 2.0}, 2.5, 0.5)
-    assert remembered.kept(fast)
+    fast = remembered.fast({"a": 1.0, "b": 2.0}, 2.5, 0.5)
+    assert fast is not None
     np.testing.assert_array_equal(fast.numbers, [[2.5, 0.5, 0.0]])
-    with pytest.raises(OlearnError, match="not a finite number"):
-        remembered.batch({"a": 5.0, "b": 1e39}, 1.0)
-    # the refused dict may have written part of the kept batch; the next one writes it all
-    again = remembered.batch({"b": 4.0, "a": 3.0}, -1.0)
+    # a dict refused on the way may have written part of the kept batch; the next one writes
+    # it all
+    assert remembered.fast({"a": 5.0, "b": "x"}, 1.0) is None
+    again = remembered.fast({"b": 4.0, "a": 3.0}, -1.0)
     fresh = DictExamples(Learner().config).batch({"b": 4.0, "a": 3.0}, -1.0)
     assert again is fast
     for a, b in zip(_dict_batch_arrays(again), _dict_batch_arrays(fresh)):
