@@ -264,8 +264,12 @@ class Learner:
 
     def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
         if is_matrix(data):
-            return matrices.batches(data, y, sample_weight, self.config, self._namespaces,
-                                    self._names is not None)
+            batches = matrices.batches(data, y, sample_weight, self.config, self._namespaces,
+                                       self._names is not None)
+            # more than one batch: the next is made (its kernel releases the GIL) while the
+            # learner learns this one, as the command line parses ahead of it
+            return (sources.read_ahead(batches) if data.shape[0] > matrices.ROWS_PER_BATCH
+                    else batches)
         return self._learner.batches(_blocks(data, self))
 
     def _run(self, batches: Iterator[ExampleBatch], learn: bool,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import SHARED_DATA, run_olearn
-from olearn import Learner, OlearnError, OptionError, kept
+from olearn import Learner, OlearnError, OptionError, kept, matrices
 from olearn.matrices import DictExamples
 
 RNG = np.random.default_rng(11)
@@ -37,6 +37,26 @@ def test_a_matrix_learns_what_its_text_learns(options):
     assert from_matrix.average_loss == from_text.average_loss
     np.testing.assert_array_equal(from_matrix.predict(X[:50]),
                                   from_text.predict(svmlight_lines(X[:50], Y[:50])))
+
+
+def test_a_matrix_of_several_batches_made_ahead_learns_what_its_text_learns():
+    rows = 2 * matrices.ROWS_PER_BATCH + 100  # batches made on a second thread (read_ahead)
+    many = np.tile(X, (rows // len(X) + 1, 1))[:rows]
+    labels = np.tile(Y, rows // len(Y) + 1)[:rows]
+    from_text = Learner().fit(svmlight_lines(many, labels))
+    from_matrix = Learner().fit(many, labels)
+    assert from_matrix.average_loss == from_text.average_loss
+    assert len(from_matrix.history.examples) == len(from_text.history.examples)
+    np.testing.assert_array_equal(from_matrix.predict(many), from_text.predict(
+        svmlight_lines(many, labels)))
+
+
+def test_an_error_made_ahead_is_raised_by_fit_before_learning():
+    rows = matrices.ROWS_PER_BATCH + 1
+    learner = Learner()
+    with pytest.raises(OlearnError, match="y: 8193 finite numbers expected"):
+        learner.fit(np.ones((rows, 2)), np.ones(rows - 1))
+    assert np.isnan(learner.average_loss)
 
 
 def test_sample_weight_is_the_importance():

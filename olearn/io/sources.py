@@ -211,7 +211,8 @@ def count_lines(paths: Iterable[str]) -> int:
 
 
 class ReadAhead:
-    """Runs a block iterator on a background thread, ``depth`` blocks ahead."""
+    """Runs a block iterator (or any iterator) on a background thread, ``depth`` items
+    ahead."""
 
     _DONE = object()
 
@@ -250,6 +251,16 @@ class ReadAhead:
                 self._queue.get_nowait()
             except queue.Empty:
                 return
+
+
+def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """``items`` made on a background thread, ``depth`` ahead of the consumer (a
+    :class:`ReadAhead` closed when the consumer stops)."""
+    reader = ReadAhead(items, depth)
+    try:
+        yield from reader
+    finally:
+        reader.close()
 
 
 def file_size(path: str) -> int | None:
