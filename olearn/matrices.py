@@ -352,9 +352,8 @@ class DictExamples:
     def _fast_batch(self, k: int) -> tuple:
         """The fast path's kept batch of ``k`` features (then the constant's), with a packer of
         its label row and values, the memory it writes, a packer of its indices and their
-        memory. The label row (label, importance, initial) and the
-        values are one float32 array (the initial's pad bytes write its 0): one call of C code
-        writes them all."""
+        memory. The label row (label, importance, initial) and the values are one float32 array
+        (the initial's pad bytes write its 0): one call of C code writes them all."""
         extra = 0 if self._constant is None else 1
         numbers = np.zeros(3 + k + extra, dtype=np.float32)
         index = np.zeros(k + extra, dtype=np.uint32)

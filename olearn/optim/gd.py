@@ -689,10 +689,11 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
     from example ``e0`` with ``nrows`` table rows written. Returns (the example it stopped at,
     the row count, rows needed, stage due): at the end of the batch (rows needed 0, no stage
     due), or before an example (nothing of it done) whose interactions need more rows than
-    ``scratch`` holds, or before which a --stage_poly stage is due (it allocates). ``family`` and ``expanded`` are literals: the stack expander → family → loss is
-    fixed for the whole loop. ``expanded`` False: no interactions, --ignore_linear or
-    --stage_poly, so each example's features are the batch's own. ``s_idx``/``s_val`` hold a
-    row per slot of the table with --stage_poly (else none), ``stack`` its walk's scratch."""
+    ``scratch`` holds, or before which a --stage_poly stage is due (it allocates). ``family``
+    and ``expanded`` are literals: the stack expander → family → loss is fixed for the whole
+    loop. ``expanded`` False: no interactions, --ignore_linear or --stage_poly, so each
+    example's features are the batch's own. ``s_idx``/``s_val`` hold a row per slot of the
+    table with --stage_poly (else none), ``stack`` its walk's scratch."""
     literally(family)
     literally(expanded)
     binary = params[P_BINARY] != 0
