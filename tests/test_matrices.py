@@ -169,6 +169,31 @@ def test_learn_one_on_numbers_learns_what_the_matrix_learns():
         matrix.predict(X[:20]))
 
 
+NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-3, 3),
+                    st.sampled_from([0.0, -0.0, 1e-45, 3e38, 4e38, None]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["a", "b", "c", 4]), NUMBERS,
+                                          min_size=1, max_size=4),
+                          st.sampled_from([1.0, -1.0, 0.5])), min_size=1, max_size=12))
+def test_learn_one_on_the_fast_path_learns_what_the_general_path_learns(examples):
+    # names=True sends every dict the general way; without it, dicts of numbers under seen
+    # keys take the fast path, whose values the kernel checks (a 0, NaN or inf: general way)
+    fast, general = Learner(), Learner(names=True)
+    for x, y in examples:
+        outcomes = []
+        for learner in (fast, general):
+            try:
+                learner.learn_one(x, y)
+                outcomes.append(learner.predict_one(x))
+            except OlearnError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1] or all(o != o for o in outcomes)  # (NaN == NaN)
+    np.testing.assert_array_equal(fast._learner.weights, general._learner.weights)
+    assert fast.average_loss == general.average_loss or np.isnan(general.average_loss)
+
+
 def test_learn_one_follows_the_interactions_a_new_namespace_adds():
     # with -q ::, a new namespace makes new interaction terms (a new array): the learner's
     # arrays change between calls, and the compiled code is looked up again
