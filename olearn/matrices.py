@@ -417,13 +417,15 @@ class DictExamples:
             if isinstance(value, str):
                 index, space = self._feature(key, value)
                 grouped.setdefault(space, []).append((index, 1.0, space, key, value))
-            elif value is not None and value == value and value != 0:
+            elif value is not None:
                 try:
                     number = float(value)
-                    with np.errstate(over="ignore"):  # beyond float32: the error below says so
-                        finite = bool(np.isfinite(np.float32(number)))
                 except (TypeError, ValueError, OverflowError):  # not a number, or beyond float
-                    finite = False
+                    number = math.inf  # refused below
+                if number != number or number == 0:  # NaN and 0: no feature
+                    continue
+                with np.errstate(over="ignore"):  # beyond float32: the error below says so
+                    finite = bool(np.isfinite(np.float32(number)))
                 if not finite:
                     raise OlearnError(f"feature {key!r}: {value!r} is not a finite number",
                                       SOURCE)

@@ -66,11 +66,7 @@ class DataPlan:
 
     def batches(self, learner, pass_no: int) -> Iterator[ExampleBatch]:
         if not self._reads_text(pass_no, learner.parse_names):
-            reader = sources.ReadAhead(cache.read(self.path, self.config.mask))
-            try:
-                yield from reader
-            finally:
-                reader.close()
+            yield from sources.read_ahead(cache.read(self.path, self.config.mask))
             return
         if self.path is not None and not self.usable and self._writer is None:
             self._writer = cache.Writer(self.path, self._fingerprint)

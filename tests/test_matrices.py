@@ -255,6 +255,7 @@ def test_learn_one_refuses_a_label_or_weight_beyond_float32(label, weight):
 
 @pytest.mark.parametrize("x, y, weight", [({"a": 1.0, "b": 10 ** 400}, 1.0, 1.0),
                                          ({"a": [1.0], "b": 2.0}, 1.0, 1.0),
+                                         ({"a": np.ones(2), "b": 2.0}, 1.0, 1.0),
                                          ({"a": 1.0, "b": 2.0}, 10 ** 400, 1.0),
                                          ({"a": 1.0, "b": 2.0}, "one", 1.0),
                                          ({"a": 1.0, "b": 2.0}, 1.0, "one")])

@@ -253,7 +253,7 @@ class ReadAhead:
                 return
 
 
-def read_ahead(items: Iterator, depth: int = 2) -> Iterator:
+def read_ahead(items: Iterator, depth: int = 4) -> Iterator:
     """``items`` made on a background thread, ``depth`` ahead of the consumer (a
     :class:`ReadAhead` closed when the consumer stops)."""
     reader = ReadAhead(items, depth)
