@@ -3,8 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FAST := not slow and not oracle and not dask
 
-.PHONY: install demo test test-boundscheck bench clean
+.PHONY: install demo test check lint test-boundscheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,20 +22,30 @@ demo: $(STAMP)
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
-# --warm-cache compiles the kernels first (and builds the ahead-of-time ones the CLI starts with).
-# Then the suite again with numba's bounds checks on, so an out-of-bounds access in a kernel
-# fails a test instead of corrupting memory. numba's cache does not tell bounds-checked code
-# apart, hence its own cache directory (no AOT module there: the CLI runs the checked JIT code).
-# Dask (a cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
+# The contributor's loop: every test but the slow, VW-oracle and Dask ones (pyproject.toml's
+# markers). Kernels compile as the tests first need them, into numba's cache.
 test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "$(FAST)"
+
+# Everything, as CI runs it: the lint, then --warm-cache (which compiles the kernels and builds
+# the ahead-of-time ones the CLI starts with), the whole suite, and the suite again with
+# numba's bounds checks on.
+check: lint $(STAMP)
 	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/python -m pytest -q
 	$(MAKE) test-boundscheck
 
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+# The suite with numba's bounds checks on, so that an out-of-bounds access in a kernel fails a
+# test instead of corrupting memory. numba's cache does not tell bounds-checked code apart, hence
+# its own cache directory (no AOT module there: the CLI runs the checked JIT code). Dask (a
+# cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
 test-boundscheck: $(STAMP)
 	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck $(BIN)/python -m pytest -q \
-		--ignore=tests/test_dask.py --ignore=tests/test_vw_oracle.py --ignore=tests/test_aot.py
+		-m "not oracle and not dask" --ignore=tests/test_aot.py
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'

@@ -59,9 +59,9 @@ KERNEL_FOLDERS = _use_kernel_cache_for_these_sources()
 def __getattr__(name: str):
     """``olearn.Learner`` without importing numba for ``import olearn`` alone."""
     if name == "Learner":
-        from olearn.api import Learner
+        from olearn.frontends.api import Learner
         return Learner
     if name == "plot_learning_curve":
-        from olearn.history import plot_learning_curve
+        from olearn.outputs.history import plot_learning_curve
         return plot_learning_curve
     raise AttributeError(f"module 'olearn' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-from olearn.console import main
+from olearn.frontends.console import main
 
 # Guarded: worker processes started with multiprocessing's "spawn" (--dask local:N) import this
 # module again, and must not run the command line.

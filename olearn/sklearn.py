@@ -1,10 +1,10 @@
 """scikit-learn estimators on olearn's learner: :class:`OlearnRegressor` and
-:class:`OlearnClassifier` (binary, or multiclass through --oaa). Needs scikit-learn (``pip install 'olearn[sklearn]'``); the
-command line never imports this module.
+:class:`OlearnClassifier` (binary, or multiclass through --oaa). Needs scikit-learn
+(``pip install 'olearn[sklearn]'``); the command line never imports this module.
 
 Parameters are olearn's options (the common ones by name, any other in ``options``, a VW
 option string). ``fit`` starts a new learner; ``partial_fit`` continues it. Input goes through
-``olearn/matrices.py``: column j is feature ``j`` of namespace ``f``.
+``olearn/data/matrices.py``: column j is feature ``j`` of namespace ``f``.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from olearn.api import Learner
-from olearn.hashing import CONSTANT_HASH
-from olearn.matrices import column_indices
-from olearn.optim.weights import W_W
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.data.matrices import column_indices
+from olearn.frontends.api import Learner
+from olearn.learners.weights import W_W
 
 SPARSE = ("csr", "csc", "coo")
 

@@ -34,7 +34,7 @@ with ``--datasets``), each with ``train.vw.gz``, ``test.vw.gz`` and ``meta.json`
   counting as +1; regression, the mean squared error. Predictions are clipped to the training
   label range as VW does (so binary predictions lie in [-1, 1]). Binary tasks also get the test
   AUC (the paper's metric for classification) of the raw scores (before clipping, which would
-  tie them), computed by ``olearn.metrics.auc``, the function of olearn's ``--metric auc``.
+  tie them), computed by ``olearn.outputs.metrics.auc``, the function of olearn's ``--metric auc``.
 * ``const``, not a learner: the best constant fitted on the training labels (their mean for
   regression, the sign of their mean for binary), scored on the test set. Where every baseline's
   test error is near or above it, the baselines have not learned at their rate, and rel_err,
@@ -105,7 +105,7 @@ from pathlib import Path
 import numpy as np
 from olearn_snapshot import snapshot_olearn
 
-from olearn.metrics import auc
+from olearn.outputs.metrics import auc
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"

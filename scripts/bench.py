@@ -527,10 +527,10 @@ def run_parsers(args: argparse.Namespace) -> tuple[dict[str, list[tuple[float, f
     of its svmlight twin (as olearn's reader cuts them): CPU and wall seconds per round."""
     if args.skip_parsers:
         return {}, "Skipped (--skip-parsers)."
-    from olearn.config import Config
-    from olearn.io import sources
-    from olearn.io.formats import detect
-    from olearn.learner import OnlineLearner
+    from olearn.data import sources
+    from olearn.data.formats import detect
+    from olearn.engine.learner import OnlineLearner
+    from olearn.options.config import Config
     learner = OnlineLearner(Config(quiet=True))
     runs = max(3, args.runs // 2)
     out: dict[str, list[tuple[float, float]]] = {}
@@ -584,9 +584,10 @@ def run_experts(args: argparse.Namespace) -> Throughput:
     if args.skip_experts:
         return Throughput({}, 2 * d, examples, "Skipped (--skip-experts).")
     import numpy as np
-    from olearn.config import Config
-    from olearn.io import sources
-    from olearn.learner import OnlineLearner
+
+    from olearn.data import sources
+    from olearn.engine.learner import OnlineLearner
+    from olearn.options.config import Config
     rng = np.random.default_rng(0)
     theta = np.zeros(d)
     theta[:5] = [0.4, -0.3, 0.15, -0.1, 0.05]
@@ -620,6 +621,7 @@ PYTHON_TASKS = (("a9a", "classification"), ("cpusmall", "regression"))
 def _python_tools(kind: str) -> dict:
     """One pass of each available tool over (X, y, rows as dicts), as callables."""
     import warnings
+
     import olearn
     loss = "logistic" if kind == "classification" else "squared"
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_data import generate  # noqa: E402
 
 import olearn  # noqa: E402  (sets the kernel cache folder the workers inherit)
-from olearn.config import Config  # noqa: E402
-from olearn.distributed import Snapshot, combine, _partial  # noqa: E402
-from olearn.learner import OnlineLearner  # noqa: E402
+from olearn.engine.learner import OnlineLearner  # noqa: E402
+from olearn.options.config import Config  # noqa: E402
+from olearn.scale.distributed import Snapshot, _partial, combine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- dask-bench begin -->", "<!-- dask-bench end -->"

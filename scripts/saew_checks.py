@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from saew_experiment import OUT, PHI_INV_TAU, SIGMA, TAU, ln_err, make_data, stats
 
 QUANTILE = {"loss_function": "quantile", "quantile_tau": TAU, "radius": 1.1}
@@ -63,8 +62,8 @@ def checkpoints(T: int) -> np.ndarray:
 
 def run_method(olearn, X, y, opts: dict, cps: np.ndarray, intercept: bool) -> np.ndarray:
     """theta_hat (and the intercept) at each checkpoint."""
-    from olearn.hashing import CONSTANT_HASH
-    from olearn.matrices import column_indices
+    from olearn.data.hashing import CONSTANT_HASH
+    from olearn.data.matrices import column_indices
     learner = olearn.Learner(**opts)
     config = learner.config
     idx = column_indices(X.shape[1], config).astype(np.int64)

@@ -67,7 +67,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from olearn_snapshot import snapshot_olearn
 from saew_rda import rda_run
 
@@ -244,8 +243,8 @@ class Runner:
         or (X, y) numpy matrices (features f^j, not rounded to text)."""
         learner = self.olearn.Learner(**opts)
         if isinstance(data, tuple):
-            matrices = importlib.import_module("olearn.matrices")
-            hashing = importlib.import_module("olearn.hashing")
+            matrices = importlib.import_module("olearn.data.matrices")
+            hashing = importlib.import_module("olearn.data.hashing")
             idx = np.append(matrices.column_indices(d, learner.config).astype(np.int64),
                             hashing.CONSTANT_HASH & learner.config.mask)
         else:
@@ -474,7 +473,7 @@ def choose_defaults(records: dict, settings: list[str], c_grid) -> tuple[tuple, 
 def session_counts(olearn, settings: dict[str, Setting], c_grid, runs: int = 3) -> dict:
     """Sessions SAEW started by T (0: it stayed BOA) per (C, center), on the first runs of each
     setting (1 run of the long one)."""
-    layout = importlib.import_module("olearn.optim.layout")
+    layout = importlib.import_module("olearn.learners.experts.state")
     out: dict[str, dict[str, list[int]]] = {}
     for sname, s in settings.items():
         for r in range(1 if s.long else runs):
@@ -583,7 +582,8 @@ def plot_all(out: Path, records: dict, settings: dict[str, Setting], headline: d
         ax.boxplot([final_values(records[sname][n])[0] for n in names],
                    tick_labels=[n.replace("saew-", "saew\n") for n in names])
         if sname == "square":
-            ax.axhline(LASSO_REF, color="green", linestyle="--", label="batch Lasso+CV (paper) -8.8")
+            ax.axhline(LASSO_REF, color="green", linestyle="--",
+                       label="batch Lasso+CV (paper) -8.8")
             ax.legend(loc="upper right", fontsize=8)
         ax.set_title(f"{sname}: ln ||theta_hat_T - theta*||^2 at T = {settings[sname].T}, "
                      f"{settings[sname].runs} fresh runs"

@@ -15,8 +15,8 @@ from hypothesis import settings
 settings.register_profile("olearn", derandomize=True, deadline=None, database=None)
 settings.load_profile("olearn")
 
-# The command line builds its ahead-of-time kernels on a first run (olearn/aot.py); the suite's
-# commands never do (make test builds them first), so none waits minutes inside a test.
+# The command line builds its ahead-of-time kernels on a first run (olearn/kernel/aot.py); the
+# suite's commands never do (make check builds them first), so none waits minutes inside a test.
 os.environ.setdefault("OLEARN_NO_BUILD", "1")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -73,10 +73,25 @@ def run_olearn(*args: object, input: bytes | str | None = None, cwd: object = No
 
 
 def olearn_here(*args: object) -> None:
-    """Run ``olearn ARGS`` in this process (olearn.cli.command), sparing the ~0.5 s start of a
-    new interpreter; a failure raises its exception instead of printing one line."""
-    from olearn import cli  # here: conftest is imported before any test needs olearn
+    """Run ``olearn ARGS`` in this process (olearn.frontends.cli.command), sparing the ~0.5 s
+    start of a new interpreter; a failure raises its exception instead of printing one line."""
+    from olearn.frontends import cli  # here: conftest is imported before any test needs olearn
     cli.command([str(arg) for arg in args])
+
+
+# The parts `make test` leaves to `make check` (pyproject.toml declares the markers): a test
+# module whose every test is one kind is marked here; a single slow test carries its marker.
+MODULE_MARKERS = {"test_vw_oracle.py": "oracle", "test_dask.py": "dask", "test_aot.py": "slow"}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test of MODULE_MARKERS' modules, and every test that runs VW (``vw``)."""
+    for item in items:
+        marker = MODULE_MARKERS.get(item.path.name)
+        if marker:
+            item.add_marker(marker)
+        if "vw" in getattr(item, "fixturenames", ()):
+            item.add_marker("oracle")
 
 
 def run_vw(*args: object, cwd: object = None) -> Result:
@@ -101,7 +116,7 @@ def shared_data() -> Path:
 
 def split_model(data: bytes) -> tuple[dict, bytes]:
     """A model file's header and payload."""
-    from olearn import model
+    from olearn.persistence import model
     start = len(model.MAGIC) + 4
     (length,) = struct.unpack("<I", data[len(model.MAGIC):start])
     return json.loads(data[start:start + length]), data[start + length:-32]
@@ -109,7 +124,7 @@ def split_model(data: bytes) -> tuple[dict, bytes]:
 
 def model_file(header: object, payload: bytes) -> bytes:
     """A model file of ``header`` and ``payload``, with a valid checksum."""
-    from olearn import model
+    from olearn.persistence import model
     text = json.dumps(header).encode()
     body = model.MAGIC + struct.pack("<I", len(text)) + text + payload
     return body + model._sha256(body)

@@ -1,7 +1,7 @@
 """Small synthetic examples, and the learner kernel run on them directly (no parsing)."""
 import numpy as np
 
-from olearn.learner import OnlineLearner
+from olearn.engine.learner import OnlineLearner
 
 
 def random_examples(seed=3, n=300, bits=8):
@@ -24,7 +24,7 @@ def kernel_predictions(examples, config, learner=None):
 
 def kernel_outputs(examples, config, learner=None):
     """The kernel's prediction array (output, raw; with --oaa, the classes' scores after)."""
-    from olearn.batch import ExampleBatch
+    from olearn.data.batch import ExampleBatch
     offsets = np.cumsum([0] + [len(f) for _, _, f in examples])
     numbers = np.array([[np.nan if y is None else y, imp, 0.0] for y, imp, _ in examples],
                        dtype=np.float32)

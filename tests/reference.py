@@ -36,7 +36,8 @@ def parse_vw_line(line: bytes, bits: int = 18, seed: int = 0, constant: bool = T
     features = []
     for segment in (line.split(b"|")[1:] if b"|" in line else []):
         if segment[:1] in (b"", b" ", b"\t"):
-            ns, ns_hash, scale, body = 32, (0 if seed == 0 else mmh3.hash(b"", seed, signed=False)), 1.0, segment
+            ns, ns_hash, scale, body = (
+                32, (0 if seed == 0 else mmh3.hash(b"", seed, signed=False)), 1.0, segment)
         else:
             header, _, body = segment.replace(b"\t", b" ").partition(b" ")
             name, _, scale_text = header.partition(b":")
@@ -143,7 +144,8 @@ class GradientDescent:
         scale = self.eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
         if self.invariant:
             sq = scale * ppu
-            u = 2 * (label - p) * scale if sq < 1e-6 else (label - p) * (1 - math.exp(-2 * sq)) / ppu
+            u = (2 * (label - p) * scale if sq < 1e-6
+                 else (label - p) * (1 - math.exp(-2 * sq)) / ppu)
         else:
             u = 2 * (label - p) * scale
         d1 = 2 * (p - label)
@@ -189,8 +191,8 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
 
 def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
                     eta=0.5, power_t=0.5, t0=0.0):
-    """VW's --oaa over gd in plain Python (olearn/oaa.py, vw-reference.md §10), squared loss,
-    1-based labels: each example's predicted class and clipped per-class scores.
+    """VW's --oaa over gd in plain Python (olearn/reductions/oaa.py, vw-reference.md §10), squared
+    loss, 1-based labels: each example's predicted class and clipped per-class scores.
 
     Feature h of class k is slot (h·W + k) mod 2^bits, W the power of two >= ``classes``; the
     weights and t are shared, each class keeps its normalizer sums; every class is predicted

@@ -1,4 +1,4 @@
-"""Ahead-of-time kernels (olearn/aot.py): checked calls, no numba at start-up, stale modules
+"""Ahead-of-time kernels (olearn/kernel/aot.py): checked calls, no numba at start-up, stale modules
 ignored."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from olearn import aot
+from olearn.kernel import aot
 
 
 def _compiled(*specs):
@@ -102,7 +102,7 @@ def test_command_line_runs_without_importing_numba(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "p").read_text().count("\n") == 100
     imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()]
-    assert "olearn.learner" in imported and "numba" not in imported
+    assert "olearn.engine.learner" in imported and "numba" not in imported
 
 
 def test_signatures_with_compiled_in_constants_are_not_exported():
@@ -181,7 +181,8 @@ def test_a_second_process_waits_for_the_build_and_uses_it(tmp_path):
 
 @pytest.mark.parametrize("argv, env, wanted", [
     (["-d", "x.vw"], {}, True), (["--help"], {}, False), (["--version"], {}, False),
-    (["-d", "x.vw"], {aot.NO_BUILD: "1"}, False), (["-d", "x.vw"], {"NUMBA_BOUNDSCHECK": "1"}, False)])
+    (["-d", "x.vw"], {aot.NO_BUILD: "1"}, False),
+    (["-d", "x.vw"], {"NUMBA_BOUNDSCHECK": "1"}, False)])
 def test_which_commands_build_first(tmp_path, monkeypatch, argv, env, wanted):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(aot.NO_BUILD, raising=False)

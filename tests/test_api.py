@@ -3,25 +3,26 @@ import doctest
 
 import numpy as np
 import pytest
+from conftest import olearn_cmd, run_cmd
 
 import olearn
-from conftest import olearn_cmd, run_cmd
 from olearn.errors import OlearnError
-
 
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
 
 
 def test_module_docstring_examples_run():
-    import olearn.api
-    assert doctest.testmod(olearn.api).failed == 0
+    import olearn.frontends.api
+    assert doctest.testmod(olearn.frontends.api).failed == 0
 
 
 def test_fit_on_a_path_matches_the_command_line(tmp_path):
     data = tmp_path / "d.vw"
     data.write_text("\n".join(LINES) + "\n")
-    _, _, err = run_cmd(olearn_cmd("-d", data, "--loss_function", "quantile", "--quantile_tau", "0.3"))
-    cli_loss = float(next(l for l in err.splitlines() if l.startswith("average loss")).split()[-1])
+    _, _, err = run_cmd(olearn_cmd("-d", data, "--loss_function", "quantile",
+                                   "--quantile_tau", "0.3"))
+    cli_loss = float(next(line for line in err.splitlines()
+                          if line.startswith("average loss")).split()[-1])
     model = olearn.Learner(loss_function="quantile", quantile_tau=0.3).fit(data)
     assert round(model.average_loss, 6) == cli_loss
 
@@ -53,7 +54,8 @@ def test_cli_reads_a_model_saved_from_python(tmp_path):
     olearn.Learner().fit(LINES).save(tmp_path / "m.olearn")
     data = tmp_path / "d.vw"
     data.write_text("\n".join(LINES) + "\n")
-    code, out, _ = run_cmd(olearn_cmd("-t", "-i", tmp_path / "m.olearn", "-d", data, "-p", "/dev/stdout", "--quiet"))
+    code, out, _ = run_cmd(olearn_cmd("-t", "-i", tmp_path / "m.olearn", "-d", data,
+                                      "-p", "/dev/stdout", "--quiet"))
     assert code == 0
     api = olearn.Learner.load(tmp_path / "m.olearn").predict(data)
     np.testing.assert_allclose([float(x) for x in out.split()], api, atol=1e-6)

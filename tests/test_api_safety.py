@@ -7,12 +7,12 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import olearn_cmd, run_cmd
 
 import olearn
-from conftest import olearn_cmd, run_cmd
-from olearn.config import Config
-from olearn.io import sources
-from olearn.learner import OnlineLearner
+from olearn.data import sources
+from olearn.engine.learner import OnlineLearner
+from olearn.options.config import Config
 
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
 PROBE = ["|a x:1 y:2 |b z1", "|a x:4", "|b z3"]

@@ -1,8 +1,9 @@
-"""olearn/arrays.py's helpers against numpy."""
+"""olearn/core/arrays.py's helpers against numpy."""
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from olearn.arrays import heapsort
+from olearn.core.arrays import heapsort
 
 floats = st.floats(allow_nan=False, width=64)
 

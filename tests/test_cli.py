@@ -1,12 +1,13 @@
-"""The command line end to end: inputs, outputs and every kind of bad input (one line, no traceback)."""
+"""The command line end to end: inputs, outputs and every kind of bad input (one line, no
+traceback)."""
 import gzip
 
 import numpy as np
 import pytest
-
 from conftest import olearn_cmd, run_cmd
-from olearn import model
-from olearn.optim.weights import W_G
+
+from olearn.learners.weights import W_G
+from olearn.persistence import model
 
 
 def olearn(*args, input=None, cwd=None):

@@ -20,12 +20,12 @@ from typing import Callable
 
 import numpy as np
 import pytest
-
 from conftest import olearn_here
+
 from olearn import Learner
-from olearn.config import Config
-from olearn.predictions import format_predictions
-from olearn.run import run as run_single
+from olearn.frontends.run import run as run_single
+from olearn.options.config import Config
+from olearn.outputs.predictions import format_predictions
 
 BITS = 12
 HALF = 300  # examples in each half of the training data
@@ -252,7 +252,7 @@ def _dask_case(family: str):
 @pytest.mark.parametrize("family", [_dask_case(family) for family in FAMILIES])
 def test_one_partition_dask_run_is_the_single_process_run(one_worker, datasets, family: str,
                                                           tmp_path: Path) -> None:
-    from olearn import distributed as olearn_dask  # needs dask: imported once it is there
+    from olearn.scale import distributed as olearn_dask  # needs dask: imported once it is there
     data = _data(datasets, family)
     # two passes: the first pass's merge and a later one's (they differ: distributed.finish)
     options = {"data": [str(data.both)], "bit_precision": BITS, "passes": 2, "cache": True,
@@ -272,8 +272,8 @@ _ENTRY = re.compile(r"(\d+):(\S+)(?: (\S+) (\S+))?")
 
 
 def _readable_entries(path: Path) -> dict[int, list[float]]:
-    """index → [w] or [w, G, N] of a readable model (olearn/readable.py: a header ending with
-    ``:0``, or ``:1`` and six lines of learner state, then one ``index:w [G N]`` per line)."""
+    """index → [w] or [w, G, N] of a readable model (olearn/persistence/readable.py: a header ending
+    with ``:0``, or ``:1`` and six lines of learner state, then one ``index:w [G N]`` per line)."""
     lines = path.read_text().splitlines()
     marker = next(i for i, line in enumerate(lines) if line in (":0", ":1"))
     start = marker + 1 + (6 if lines[marker] == ":1" else 0)

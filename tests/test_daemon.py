@@ -10,11 +10,11 @@ import threading
 import time
 
 import pytest
+from conftest import olearn_cmd, run_cmd
 
 import olearn
-from conftest import olearn_cmd, run_cmd
-from olearn.daemon import MAX_LINE, TOO_LONG
 from olearn.errors import OptionError
+from olearn.serving.daemon import MAX_LINE, TOO_LONG
 
 START_TIMEOUT = 300  # seconds: a first bounds-checked run compiles the kernels
 TIMEOUT = 60         # seconds for any one client's answers

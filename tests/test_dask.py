@@ -9,20 +9,20 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_DATA, olearn_cmd, run_cmd
+
 import olearn
-from olearn import model
-from olearn.config import Config
+from olearn.engine.learner import OnlineLearner
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
-from olearn.learner import OnlineLearner
-from olearn.optim import gd
-from olearn.optim.weights import W_G, W_N, W_W
-from olearn.run import run as run_single
+from olearn.frontends.run import run as run_single
+from olearn.kernel import layouts
+from olearn.learners.weights import W_G, W_N, W_W
+from olearn.options.config import Config
+from olearn.persistence import model
 
 distributed = pytest.importorskip("distributed")
-from olearn import distributed as olearn_dask  # noqa: E402  (needs dask)
+from olearn.scale import distributed as olearn_dask  # noqa: E402  (needs dask)
 
 FAST_CONNECT = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
 
@@ -232,7 +232,7 @@ def _leaf(w, g, n, start_g=None):
     """A one-weight partition result: w, G, N (1 example)."""
     learner = OnlineLearner(Config(bit_precision=1, quiet=True))
     learner.weights[0, [W_W, W_G, W_N]] = w, g, n
-    learner.stats[gd.R_W_LABELED] = 1.0
+    learner.stats[layouts.R_W_LABELED] = 1.0
     return olearn_dask._partial(olearn_dask.Snapshot.of(learner), start_g, learner.stats, None,
                                 [], 0, power=1.0), learner
 
@@ -411,7 +411,8 @@ def test_sync_refuses_stage_poly(parts):
     assert "not available with --dask_sync: --stage_poly" in _one_error_line(code, err)
 
 
-@pytest.mark.parametrize("option, message", [(("-p", "preds"), "-p"), (("--saew",), "--eg/--boa/--saew")])
+@pytest.mark.parametrize("option, message", [(("-p", "preds"), "-p"),
+                                             (("--saew",), "--eg/--boa/--saew")])
 def test_options_without_a_parallel_meaning_are_refused(parts, option, message):
     code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", *option))
     assert f"not available with --dask: {message}" in _one_error_line(code, err)
@@ -420,7 +421,7 @@ def test_options_without_a_parallel_meaning_are_refused(parts, option, message):
 def test_without_dask_installed_the_option_is_one_line(parts):
     """`distributed` made unimportable: --dask says how to install it."""
     script = ("import sys; sys.modules['distributed'] = None\n"
-              "from olearn.cli import main\n"
+              "from olearn.frontends.cli import main\n"
               f"main(['-d', {parts[0]!r}, '--dask', 'local:1'])\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert "pip install 'olearn[dask]'" in _one_error_line(proc.returncode, proc.stderr)
@@ -432,21 +433,22 @@ def test_python_api_refuses_dask():
 
 
 def test_core_does_not_import_dask():
-    script = ("import sys, olearn.cli, olearn.run, olearn.api\n"
+    script = ("import sys, olearn.frontends.cli, olearn.frontends.run, olearn.frontends.api\n"
               "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert proc.stdout.strip() == "[]", proc.stderr
 
 
 def test_merged_statistics_follow_each_fields_declared_rule():
-    a, b = (np.zeros(gd.STATS_SIZE) for _ in range(2))
-    a[gd.R_SUM_LOSS], b[gd.R_SUM_LOSS] = 1.5, 2.0
-    a[gd.R_DUMP_AT], b[gd.R_DUMP_AT] = 4.0, 8.0  # table bookkeeping: the first copy's
-    a[[gd.R_LABEL1, gd.R_LABEL2]] = 1.0, np.nan
-    b[[gd.R_LABEL1, gd.R_LABEL2]] = 1.0, -1.0
+    a, b = (np.zeros(layouts.STATS_SIZE) for _ in range(2))
+    a[layouts.R_SUM_LOSS], b[layouts.R_SUM_LOSS] = 1.5, 2.0
+    a[layouts.R_DUMP_AT], b[layouts.R_DUMP_AT] = 4.0, 8.0  # table bookkeeping: the first copy's
+    a[[layouts.R_LABEL1, layouts.R_LABEL2]] = 1.0, np.nan
+    b[[layouts.R_LABEL1, layouts.R_LABEL2]] = 1.0, -1.0
     out = olearn_dask.merge_stats(a, b)
-    assert (out[gd.R_SUM_LOSS], out[gd.R_DUMP_AT]) == (3.5, 4.0)
-    assert (out[gd.R_LABEL1], out[gd.R_LABEL2], out[gd.R_MANY_LABELS]) == (1.0, -1.0, 0.0)
-    b[gd.R_LABEL2] = 7.0
+    assert (out[layouts.R_SUM_LOSS], out[layouts.R_DUMP_AT]) == (3.5, 4.0)
+    assert (out[layouts.R_LABEL1], out[layouts.R_LABEL2],
+            out[layouts.R_MANY_LABELS]) == (1.0, -1.0, 0.0)
+    b[layouts.R_LABEL2] = 7.0
     c = olearn_dask.merge_stats(olearn_dask.merge_stats(a, b), out)
-    assert (c[gd.R_LABEL1], c[gd.R_LABEL2], c[gd.R_MANY_LABELS]) == (1.0, 7.0, 1.0)
+    assert (c[layouts.R_LABEL1], c[layouts.R_LABEL2], c[layouts.R_MANY_LABELS]) == (1.0, 7.0, 1.0)

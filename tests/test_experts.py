@@ -1,14 +1,13 @@
 """EG±, BOA and SAEW (optim/saew.py) against the dense numpy reference, and end to end."""
 import numpy as np
 import pytest
-
-from olearn.config import Config
-from olearn.learner import OnlineLearner
-
 from conftest import run_olearn
 from examples import kernel_predictions
 from reference import experts_predictions
 from test_model import _error_line
+
+from olearn.engine.learner import OnlineLearner
+from olearn.options.config import Config
 
 
 def _sparse_regression(seed=5, n=400, features=30, d0=4):
@@ -94,8 +93,9 @@ def test_examples_without_features_before_any_feature_are_learned_as_nothing(cas
 
 @pytest.mark.parametrize("sub", ["boa", "eg", "sgd"])
 def test_calibration_matches_dense_reference(sub):
-    from olearn.optim.experts import calibration_grid
     from reference import calibrated_predictions
+
+    from olearn.learners.experts.family import calibration_grid
     examples = _sparse_regression(n=150)
     sgd = {"sgd_eta": 0.5, "sgd_l1": 0.1} if sub == "sgd" else {}
     config = Config(bit_precision=8, noconstant=True, saew_calibrate=True, saew_sub=sub,
@@ -111,7 +111,7 @@ def test_calibration_matches_dense_reference(sub):
 
 def test_calibration_grid_grows_with_the_blocks():
     """The paper's G_j has k in -j..j: an instance 4^k away from the center joins at |k|."""
-    from olearn.optim.experts import calibration_grid
+    from olearn.learners.experts.family import calibration_grid
     config = Config(saew_calibrate=True, saew_grid_d0=1, saew_grid_alpha=5, saew_grid_radius=1,
                     saew_grid_B=2)
     grid = calibration_grid(config)
@@ -124,7 +124,7 @@ def test_calibration_grid_grows_with_the_blocks():
 
 @pytest.mark.parametrize("t, j", [(0, 0), (1, 0), (2, 1), (3, 1), (4, 2), (1023, 9), (1024, 10)])
 def test_block_of_an_example(t, j):
-    from olearn.optim.saew import block
+    from olearn.learners.experts.saew import block
     assert block(t) == j
 
 
@@ -181,7 +181,7 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
 
 
 def _truncated(values, d0, keep=-1, budget=np.inf):
-    from olearn.optim.saew import _truncate
+    from olearn.learners.experts.saew import _truncate
     values = np.array(values)
     out = np.full(len(values) + 2, 7.0)  # past n: left alone
     _truncate(values, out, len(values), d0, keep, budget)
@@ -234,12 +234,12 @@ def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
     """y = 0.6 x0 - 0.3 x3: with d0 = 1, dropping x3 (mass 0.3) exceeds 0.75 × the radius
     once it is below 0.4, so the centers keep 2 coordinates and d0 becomes 2."""
     import olearn
-    from olearn.optim import layout
+    from olearn.learners.experts import state
     learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, noconstant=True)
     learner.fit(str(halves[2]))
     es = learner._learner.ew[6]
-    assert es[0, layout.E_SESSION] >= 4
-    assert (es[0, layout.E_GROWN] >= 2) == grows
+    assert es[0, state.E_SESSION] >= 4
+    assert (es[0, state.E_GROWN] >= 2) == grows
 
 
 def test_the_sparse_model_keeps_the_constant():
@@ -318,8 +318,9 @@ def test_audit_shows_the_theta_each_example_is_predicted_with(halves):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_sgd_projection_onto_the_l1_ball_matches_the_sorting_one(seed):
-    from olearn.optim.sgd import project
     from reference import _Instance
+
+    from olearn.learners.experts.l1_sgd import project
     rng = np.random.default_rng(seed)
     n = 50
     inst = _Instance(n, "sgd", 5, 1.0, 1.0)
@@ -337,7 +338,7 @@ def test_sgd_projection_onto_the_l1_ball_matches_the_sorting_one(seed):
 def test_sgd_session_touches_only_the_example_coordinates():
     """Lazy SGD (no session end, C huge): an example changes the state of its own coordinates
     only, so its cost does not grow with the features seen."""
-    from olearn.optim import layout
+    from olearn.learners.experts import state
     examples = _sparse_regression(n=200)
     config = Config(bit_precision=8, noconstant=True, saew=True, saew_sub="sgd", saew_C=1e9,
                     saew_sgd_l1=1.0)
@@ -347,7 +348,7 @@ def test_sgd_session_touches_only_the_example_coordinates():
     before = coord.copy()
     feats = [(3, 0.5), (7, -1.0)]
     kernel_predictions([(0.4, 1.0, feats)], config, learner)
-    changed = np.flatnonzero((coord[0, :layout.K_SCRATCH] != before[0, :layout.K_SCRATCH])
+    changed = np.flatnonzero((coord[0, :state.K_SCRATCH] != before[0, :state.K_SCRATCH])
                              .any(axis=0))
     assert sorted(changed) == sorted(slot[j] for j, _ in feats)
 
@@ -371,7 +372,8 @@ def test_sgd_model_resumes_exactly(tmp_path, halves):
 
 def test_sgd_model_keeps_its_subroutine(tmp_path, halves):
     model = tmp_path / "m.olearn"
-    assert run_olearn("--quiet", "-d", halves[0], "--saew", "--saew_sub", "sgd", "-f", model)[0] == 0
+    assert run_olearn("--quiet", "-d", halves[0], "--saew", "--saew_sub", "sgd",
+                      "-f", model)[0] == 0
     code, _, err = run_olearn("-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25")
     assert code == 0 and "saew (sgd, eta 0.1, l1 0.25," in err
     assert "--saew --saew_sub sgd, the command line asks for --saew --saew_sub boa" in _error_line(

@@ -14,21 +14,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FIXTURES, model_file, run_olearn, split_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_model import _error_line
 
-from conftest import FIXTURES, model_file, run_olearn, split_model
-from olearn import model
-from olearn.api import Learner
-from olearn.config import Config
+from olearn.data import cache, sources
+from olearn.engine.learner import OnlineLearner
 from olearn.errors import OlearnError
 from olearn.features import stage_poly
-from olearn.io import cache, sources
-from olearn.learner import OnlineLearner
-from olearn.optim import gd
-from olearn.optim import layout as L
-from olearn.predictions import format_predictions
-from test_model import _error_line
+from olearn.frontends.api import Learner
+from olearn.kernel import layouts
+from olearn.learners.experts import state as L
+from olearn.options.config import Config
+from olearn.outputs.predictions import format_predictions
+from olearn.persistence import model
 
 BITS = 8
 # Labeled lines with importance and tags, and unlabeled ones.
@@ -207,7 +207,7 @@ def _refused(folder: Path, data: bytes) -> str:
 def test_another_dtype_is_refused(folder, models):
     header, payload = split_model(models["default"])
     header["arrays"]["state"]["dtype"] = "<f4"
-    header["arrays"]["state"]["shape"] = [2 * gd.STATE_SIZE]
+    header["arrays"]["state"]["shape"] = [2 * layouts.STATE_SIZE]
     assert "state: not of dtype <f8" in _refused(folder, model_file(header, payload))
 
 
@@ -250,7 +250,7 @@ def _change(where, to):
     ("default", "index", _change(-1, lambda a: 1 << BITS), "index out of range"),
     ("default", "rows", _change((0, 0), lambda a: np.nan), "NaN or infinite weights"),
     ("default", "rows", _change((0, 1), lambda a: np.nan), "NaN or negative adaptive sums"),
-    ("l1", "state", _change(gd.S_REG, lambda a: 1.0), "not flushed"),
+    ("l1", "state", _change(layouts.S_REG, lambda a: 1.0), "not flushed"),
     ("stage_poly", "poly_depth", _change(0, lambda a: stage_poly.NEVER + 1), "depth out of range"),
     ("stage_poly", "poly_flags", _change(0, lambda a: stage_poly.CYCLE), "unknown monomial flags"),
     ("boa", "ew_shared", _change(L.SH_ACTIVE, lambda a: a[L.SH_ACTIVE] + 1), "malformed ew_shared"),
@@ -551,7 +551,7 @@ def test_cache_truncated_while_read_is_an_error_not_a_crash(folder, cache_file):
     data, _ = cache_file
     path = folder / "shrinking.cache"
     path.write_bytes(data)
-    code = ("import os, sys; from olearn.io import cache; from olearn.errors import OlearnError\n"
+    code = ("import os, sys; from olearn.data import cache; from olearn.errors import OlearnError\n"
             f"batches = cache.read({str(path)!r}, {CACHE_CONFIG.mask})\n"
             "next(batches)\n"
             f"os.truncate({str(path)!r}, {_records(data)[1][0] + cache._RECORD.size + 8})\n"

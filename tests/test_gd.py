@@ -1,15 +1,15 @@
 """The gd kernel against the plain-Python reference of VW's update rules."""
 import numpy as np
 import pytest
-
-from olearn import Learner
-from olearn.config import Config
-from olearn.hashing import CONSTANT_HASH
-from olearn.learner import OnlineLearner
-from olearn.optim import gd, regularize
-
 from examples import kernel_predictions, random_examples
 from reference import gd_predictions
+
+from olearn import Learner
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.engine.learner import OnlineLearner
+from olearn.kernel import layouts
+from olearn.learners import regularize
+from olearn.options.config import Config
 
 
 def _as_float32(examples):
@@ -63,7 +63,8 @@ def test_sync_brings_every_weight_up_to_date():
     dense = np.zeros(1 << 8)
     dense[list(want)] = list(want.values())
     np.testing.assert_allclose(learner.weights[:, 0], dense, rtol=1e-3, atol=1e-5)
-    assert (learner.lazy == 0).all() and (learner.state[gd.S_REG:gd.S_REG + regularize.SIZE] == 0).all()
+    assert ((learner.lazy == 0).all()
+            and (learner.state[layouts.S_REG:layouts.S_REG + regularize.SIZE] == 0).all())
 
 
 def _steady_l1_learner(sum_so_far: float, steps_so_far: float) -> OnlineLearner:
@@ -71,8 +72,8 @@ def _steady_l1_learner(sum_so_far: float, steps_so_far: float) -> OnlineLearner:
     L1 accumulators reached ``sum_so_far`` over ``steps_so_far`` steps, every weight at 0."""
     config = Config(bit_precision=4, sgd=True, power_t=0.0, learning_rate=0.05, l1=0.01)
     learner = OnlineLearner(config)
-    learner.state[gd.S_REG + regularize.SUM] = sum_so_far
-    learner.state[gd.S_REG + regularize.STEPS] = steps_so_far
+    learner.state[layouts.S_REG + regularize.SUM] = sum_so_far
+    learner.state[layouts.S_REG + regularize.STEPS] = steps_so_far
     learner.lazy[:, regularize.SNAP_SUM] = sum_so_far
     kernel_predictions([(1.0, 1.0, [(3, 1.0), (CONSTANT_HASH & 15, 1.0)])] * 20000, config,
                        learner)
@@ -91,8 +92,8 @@ def test_l1_alone_stays_exact_on_long_streams():
 def test_l1_accumulators_restart_before_they_lose_precision():
     learner = _steady_l1_learner(3e6, regularize.STEPS_LIMIT - 10)
     # restarted after 10 steps, then 19990 more since
-    assert learner.state[gd.S_REG + regularize.STEPS] == 19990
-    assert learner.state[gd.S_REG + regularize.SUM] == pytest.approx(19990 * 0.05)
+    assert learner.state[layouts.S_REG + regularize.STEPS] == 19990
+    assert learner.state[layouts.S_REG + regularize.SUM] == pytest.approx(19990 * 0.05)
     learner.sync()
     assert learner.weights[3, 0] == pytest.approx(0.4975, abs=1e-6)
 
@@ -127,9 +128,10 @@ def test_a_learned_batch_is_freed(argv):
     never given back kept every parsed batch alive: memory grew with the input)."""
     import gc
     import weakref
-    from olearn.cli import config_of
-    from olearn.io import sources
-    from olearn.io.parse import FORMAT_VW
+
+    from olearn.data import sources
+    from olearn.data.parse import FORMAT_VW
+    from olearn.options.command_line import config_of
     learner = OnlineLearner(config_of(["--quiet", *argv]))
     lines = [f"{i % 3 + 1} |a x{i} y |b z{i % 5}:0.5 w" for i in range(40)]
     block = next(sources.blocks_of_lines(lines))

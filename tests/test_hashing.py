@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olearn.hashing import CONSTANT_HASH, hash_bytes, hash_name, murmur3_32, namespace_hash
+from olearn.data.hashing import CONSTANT_HASH, hash_bytes, hash_name, murmur3_32, namespace_hash
 
 MASK18 = (1 << 18) - 1
 

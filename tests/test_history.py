@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_olearn
 
 import olearn
-from conftest import run_olearn
 from olearn import Learner
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -89,7 +89,7 @@ def test_plot_learning_curve_takes_a_learner_or_its_history(data, tmp_path):
 
 def test_learning_curve_without_matplotlib_fails_before_training(data, tmp_path):
     model = tmp_path / "m.olearn"
-    code = ("import sys; sys.modules['matplotlib'] = None; from olearn.cli import main; "
+    code = ("import sys; sys.modules['matplotlib'] = None; from olearn.frontends.cli import main; "
             f"sys.argv = ['olearn', '-d', {str(data)!r}, '--learning_curve', "
             f"{str(tmp_path / 'c.png')!r}, '-f', {str(model)!r}]; main()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -101,3 +101,43 @@ def test_learning_curve_without_matplotlib_fails_before_training(data, tmp_path)
 def test_learning_curve_may_not_overwrite_an_input(data):
     rc, _, err = run_olearn("-d", data, "--learning_curve", data)
     assert rc == 2 and "--learning_curve" in err
+
+
+def test_history_prints_as_the_table(data, tmp_path):
+    learner = Learner(f"--passes 3 --holdout_period 4 --cache_file {tmp_path / 'c'}").fit(data)
+    history = learner.history
+    text = repr(history)
+    rows = [ROW_PRINTED.match(line) for line in text.splitlines()[2:]]
+    rows = [row for row in rows if row]
+    assert len(rows) == len(history.examples)
+    assert [int(row[3]) for row in rows] == history.examples.astype(int).tolist()
+    assert [row[5] is not None for row in rows] == history.holdout.tolist()
+    np.testing.assert_allclose([float(row[1]) for row in rows], history.average_loss, rtol=1e-5)
+    assert text.count("holdout loss") == len(history.pass_holdout) == 3
+    assert "object at 0x" not in text
+
+
+ROW_PRINTED = re.compile(r"^ *(\S+) +(\S+) +(\d+) +(\S+)( h)?$")
+
+
+def test_history_as_a_dataframe(data):
+    pytest.importorskip("pandas")
+    history = Learner().fit(data).history
+    frame = history.to_pandas()
+    assert list(frame.columns) == ["examples", "weight", "average_loss", "since_last", "holdout"]
+    np.testing.assert_array_equal(frame["average_loss"].to_numpy(), history.average_loss)
+    np.testing.assert_array_equal(frame["holdout"].to_numpy(), history.holdout)
+
+
+def test_learning_curve_marks_each_passs_holdout_loss(data, tmp_path):
+    pytest.importorskip("matplotlib")
+    from olearn.outputs.history import _figure
+    learner = Learner(f"--passes 3 --holdout_period 4 --cache_file {tmp_path / 'c'}").fit(data)
+    history = learner.history
+    assert len(history.pass_examples) == 3
+    assert history.pass_examples == sorted(history.pass_examples)
+    marks = [line for line in _figure(history).axes[0].get_lines()
+             if line.get_label() == "holdout loss at each pass's end"]
+    assert len(marks) == 1
+    np.testing.assert_allclose(marks[0].get_ydata(), history.pass_holdout)
+    np.testing.assert_allclose(marks[0].get_xdata(), history.pass_examples)

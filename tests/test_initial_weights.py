@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from olearn import Learner, OptionError
-from olearn.optim.weights import LCG_INCREMENT, LCG_MULTIPLIER, W_G, W_W, random_weights
+from olearn.learners.weights import LCG_INCREMENT, LCG_MULTIPLIER, W_G, W_W, random_weights
 
 LINES = ["1 |a x:2 y", "0 |a y z:0.5", "1 |b w"]
 

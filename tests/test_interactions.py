@@ -3,8 +3,8 @@ import itertools
 
 import numpy as np
 import pytest
-
 from conftest import olearn_cmd, run_cmd
+
 from olearn.features.interactions import encode, expand, expanded_size, terms_of
 
 FNV = 16777619
@@ -67,10 +67,12 @@ def test_duplicate_interactions_are_removed_with_a_warning():
 
 
 def test_terms_are_sorted_by_length_then_letters():
-    assert terms_of(["ba", "ab"], ["abc"], ["abcd"], True, False, print) == ["ab", "ba", "abc", "abcd"]
+    assert (terms_of(["ba", "ab"], ["abc"], ["abcd"], True, False, print)
+            == ["ab", "ba", "abc", "abcd"])
 
 
-@pytest.mark.parametrize("option, term", [("-q", "abc"), ("--cubic", "ab"), ("--interactions", "a")])
+@pytest.mark.parametrize("option, term", [("-q", "abc"), ("--cubic", "ab"),
+                                          ("--interactions", "a")])
 def test_interaction_of_the_wrong_size_is_refused(option, term):
     code, _, err = run_cmd(olearn_cmd(option, term), input=b"1 |a x\n")
     assert code == 2 and err.strip().count("\n") == 0 and "expected" in err
@@ -81,8 +83,9 @@ def test_model_keeps_its_interactions(tmp_path):
     data.write_text("".join(f"{i % 3} |a x:{i % 5} |b y{i % 4}\n" for i in range(200)))
     model = tmp_path / "m.olearn"
     run_cmd(olearn_cmd("-d", data, "-q", "ab", "-f", model, "--quiet"))
-    _, with_q, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-q", "ab", "-p", "/dev/stdout", "--quiet"))
+    _, with_q, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-q", "ab",
+                                      "-p", "/dev/stdout", "--quiet"))
     _, saved, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-p", "/dev/stdout", "--quiet"))
-    _, without, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-p", "/dev/stdout", "--quiet",
-                                       "--quadratic", "ba"))
+    _, without, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-p", "/dev/stdout",
+                                       "--quiet", "--quadratic", "ba"))
     assert saved == with_q and saved != without

@@ -1,15 +1,15 @@
-"""Kept kernel calls (olearn/kept.py): learn_one's and predict_one's arguments in one numba
-structref, against gd.learn_batch on the same arguments."""
+"""Kept kernel calls (olearn/kernel/kept.py): learn_one's and predict_one's arguments in one numba
+structref, against loop.learn_batch on the same arguments."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from olearn import Learner, kept
-from olearn.cli import config_of
-from olearn.learner import OnlineLearner
-from olearn.matrices import DictExamples
-from olearn.optim import gd
+from olearn import Learner
+from olearn.data.matrices import DictExamples
+from olearn.engine.learner import OnlineLearner
+from olearn.kernel import kept, layouts, loop
+from olearn.options.command_line import config_of
 
 ROWS = [({"a": 1.5, "b": -2.0, ("u", "c"): 0.25}, 1.0), ({"a": 3.0, ("u", "d"): 1.0}, -1.0),
         ({"b": 0.5, ("u", "c"): 2.0, ("u", "d"): -1.0}, 1.0)] * 7
@@ -34,7 +34,7 @@ def test_a_kept_call_learns_what_learn_batch_learns(options):
     by_kept, _ = _learner_and_batches(options)
     for batch, _, _ in batches:
         preds = [np.zeros((1, 2), dtype=np.float32) for _ in range(2)]
-        rows = [np.zeros((8, gd.ROW_COLS)) for _ in range(2)]
+        rows = [np.zeros((8, layouts.ROW_COLS)) for _ in range(2)]
         n = plain._kernel(batch, preds[0], rows[0], plain.params, plain.state, plain.stats)
         function, call = kept.kept(by_kept._arguments(batch, preds[1], rows[1], by_kept.params,
                                                       by_kept.state, by_kept.stats))
@@ -56,7 +56,7 @@ def test_a_kept_prediction_predicts_as_learner_predict_and_changes_nothing(optio
         want, got = (learner.new_predictions(batch) for _ in range(2))
         learner.predict(batch, want)  # with the experts, exports θ first (kept's reads it)
         function, call = kept.kept(
-            learner._arguments(batch, got, np.empty((0, gd.ROW_COLS)), learner.params.copy(),
+            learner._arguments(batch, got, np.empty((0, layouts.ROW_COLS)), learner.params.copy(),
                                learner.state.copy(), learner.new_stats()),
             learner.params, learner.state, learner.new_stats())
         function(call)
@@ -69,11 +69,11 @@ def test_a_learning_call_is_refused_as_a_prediction():
     learner, batches = _learner_and_batches("")
     batch = batches[0][0]
     _, call = kept.kept(learner._arguments(batch, learner.new_predictions(batch),
-                                           np.empty((4, gd.ROW_COLS)), learner.params,
+                                           np.empty((4, layouts.ROW_COLS)), learner.params,
                                            learner.state, learner.stats))
     with pytest.raises(ValueError, match="not a prediction"):
         kept.predict(call)
-    assert learner.params[gd.P_TEST_ONLY] == 0
+    assert learner.params[layouts.P_TEST_ONLY] == 0
 
 
 @pytest.mark.parametrize("shrink", ["work", "expansion positions", "synthetic example", "stack"])
@@ -81,9 +81,9 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
     learner, batches = _learner_and_batches("--stage_poly -q fu")
     batch = batches[0][0]
     arguments = learner._arguments(batch, learner.new_predictions(batch),
-                                   np.empty((4, gd.ROW_COLS)), learner.params, learner.state,
+                                   np.empty((4, layouts.ROW_COLS)), learner.params, learner.state,
                                    learner.stats)
-    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = gd.new_scratch(
+    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = loop.new_scratch(
         learner.terms, learner.params)
     if shrink == "work":
         work = work[:, :0].copy()
@@ -94,9 +94,9 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
     else:
         stack = (stack[0][:3].copy(), *stack[1:])
     with pytest.raises(ValueError, match="scratch"):
-        gd.learn_kept(*arguments, (work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val,
+        loop.learn_kept(*arguments, (work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val,
                                    stack))
-    assert learner.stats[gd.R_EXAMPLES] == 0
+    assert learner.stats[layouts.R_EXAMPLES] == 0
 
 
 def test_replacing_a_learner_array_drops_its_kept_calls():
@@ -109,7 +109,7 @@ def test_replacing_a_learner_array_drops_its_kept_calls():
     learner.stats = learner.new_stats()
     assert not learning_calls
     model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
-    assert learner.stats[gd.R_EXAMPLES] == 1
+    assert learner.stats[layouts.R_EXAMPLES] == 1
     assert learning_calls
 
 

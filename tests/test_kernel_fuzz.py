@@ -12,13 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olearn.config import Config
+from olearn.data.hashing import namespace_hash
+from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, line_ends, parse, parse_block
+from olearn.engine.learner import OnlineLearner
 from olearn.features.interactions import encode, expand_example, unseen_features
-from olearn.hashing import namespace_hash
-from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, line_ends, parse, parse_block
-from olearn.learner import OnlineLearner
-from olearn.optim import gd, regularize, saew
-from olearn.predictions import format_predictions
+from olearn.kernel import layouts, loop
+from olearn.learners import regularize
+from olearn.learners.experts import saew
+from olearn.options.config import Config
+from olearn.outputs.predictions import format_predictions
 
 # Bytes that matter to the parsers, so that random input reaches every branch.
 GRAMMAR = list(b"|: \t\n\r'#abq0123456789.-+eExinfa\x00\xef\xbb\xbf")
@@ -98,16 +100,17 @@ def learners():
 
 
 def _learn(learner, batch, **replace):
-    """gd.learn_batch on ``batch`` with some of its arguments replaced."""
+    """loop.learn_batch on ``batch`` with some of its arguments replaced."""
     args = {"W": learner.weights, "lazy": learner.lazy, "poly": learner.poly, "ew": learner.ew,
-            "classes": learner.reduction.classes, "state": learner.state, "stats": learner.stats, "params": learner.params,
-            "terms": learner.terms, "linear": learner.linear, "numbers": batch.numbers, "offsets": batch.offsets,
+            "classes": learner.reduction.classes, "state": learner.state, "stats": learner.stats,
+            "params": learner.params, "terms": learner.terms, "linear": learner.linear,
+            "numbers": batch.numbers, "offsets": batch.offsets,
             "index": batch.index, "value": batch.value, "namespace": batch.namespace,
             "lines": batch.lines, "first_line": 0,
             "preds": learner.new_predictions(batch),
-            "rows": np.empty((4, gd.ROW_COLS))}
+            "rows": np.empty((4, layouts.ROW_COLS))}
     args.update(replace)
-    return gd.learn_batch(*args.values())
+    return loop.learn_batch(*args.values())
 
 
 @settings(max_examples=1000)
@@ -148,7 +151,7 @@ def _mutated(learner, batch, what, k):
     if what == "preds":
         return {"preds": np.empty((max(n - 1, 0), 2), dtype=np.float32)}
     if what == "rows":
-        return {"rows": np.empty((4, gd.ROW_COLS - 1))}
+        return {"rows": np.empty((4, layouts.ROW_COLS - 1))}
     if what == "weights":
         return {"W": learner.weights[:-1 - k % 3]}
     if what == "terms":
@@ -158,19 +161,20 @@ def _mutated(learner, batch, what, k):
     if what == "linear":
         return {"linear": np.ones(255 + 2 * (k % 2), dtype=np.bool_)}
     if what == "lazy":
-        return {"lazy": np.zeros((1, 1)), "params": _params(learner, gd.P_L1, 1e-3)}
+        return {"lazy": np.zeros((1, 1)), "params": _params(learner, layouts.P_L1, 1e-3)}
     if what == "poly":
         poly = tuple(a[:1] for a in learner.poly)
-        return {"poly": poly, "params": _params(learner, gd.P_STAGE_POLY, 1)}
+        return {"poly": poly, "params": _params(learner, layouts.P_STAGE_POLY, 1)}
     if what == "ew":
         return {"ew": tuple(a[..., :1] for a in learner.ew),
-                "params": _params(learner, gd.P_FAMILY, gd.EXPONENTIAL_WEIGHTS)}
+                "params": _params(learner, layouts.P_FAMILY, layouts.EXPONENTIAL_WEIGHTS)}
     if what == "family":
-        return {"params": _params(learner, gd.P_FAMILY, [len(gd.FAMILY_CODES), -1, 0.5][k % 3])}
+        return {"params": _params(learner, layouts.P_FAMILY,
+                                  [len(layouts.FAMILY_CODES), -1, 0.5][k % 3])}
     if what == "state":
         return {"state": learner.state[:-1]}
     if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad
-        params = _params(learner, gd.P_OAA, [3, 3, 0.5, 1 << 20][k % 4])
+        params = _params(learner, layouts.P_OAA, [3, 3, 0.5, 1 << 20][k % 4])
         wide = np.empty((n, 5), dtype=np.float32)
         return [{"classes": np.zeros((2, 2)), "preds": wide, "params": params},
                 {"classes": np.zeros((3, 2)), "params": params},
@@ -261,7 +265,7 @@ def test_prediction_lines_check_their_tags(spans, text_length):
 
 def test_flush_and_export_check_their_arrays(learners):
     learner = learners["elastic net"]
-    acc = learner.state[gd.S_REG:gd.S_REG + regularize.SIZE]
+    acc = learner.state[layouts.S_REG:layouts.S_REG + regularize.SIZE]
     with pytest.raises(ValueError, match="flush"):
         regularize.flush(learner.weights, learner.lazy[:-1], acc, 1e-3, True)
     with pytest.raises(ValueError, match="flush"):

@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from olearn import Learner, losses
-from olearn.io import sources
-from olearn.optim import gd
+from olearn import Learner
+from olearn.data import sources
+from olearn.kernel import layouts
+from olearn.learners import losses
 
 # Each loss, with its parameter's values worth testing (0: a loss without one).
 CASES = [(loss.code, param) for loss in losses.LOSSES
@@ -143,7 +144,7 @@ def test_every_loss_is_known_to_the_kernels_and_no_other_code():
 
 def test_the_kernel_refuses_an_unknown_loss_code():
     learner = Learner()._learner
-    learner.params[gd.P_LOSS] = len(losses.LOSSES)
+    learner.params[layouts.P_LOSS] = len(losses.LOSSES)
     batch = next(learner.batches(sources.blocks_of_lines(["1 |a x"])))
     with pytest.raises(ValueError, match="unknown loss code"):
         learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))

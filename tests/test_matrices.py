@@ -1,16 +1,19 @@
 """Numeric input: Learner.fit(X, y), predict(X), decision_function(X) on numpy arrays and
-scipy.sparse matrices (olearn/matrices.py)."""
+scipy.sparse matrices (olearn/data/matrices.py)."""
 from __future__ import annotations
 
 import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import SHARED_DATA, run_olearn
-from olearn import Learner, OlearnError, OptionError, kept, matrices
-from olearn.matrices import DictExamples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from olearn import Learner, OlearnError, OptionError
+from olearn.data import matrices
+from olearn.data.matrices import DictExamples
+from olearn.kernel import kept
 
 RNG = np.random.default_rng(11)
 # whole numbers: VW's number reader (io/numbers.py) is not correctly rounded ("1.359375" reads
@@ -209,7 +212,7 @@ def test_learn_one_past_the_kept_calls_learns_what_the_lines_learn():
     # the general path (a string value) makes a new batch each call, whose kernel arguments
     # the learner keeps until it holds KEPT_CALLS of them, then drops them all; the fast
     # path's kept batches come back among them
-    from olearn.learner import KEPT_CALLS
+    from olearn.engine.learner import KEPT_CALLS
     examples, lines = [], []
     for k in range(KEPT_CALLS + 100):
         x = 1 + k % 7
@@ -398,7 +401,7 @@ def test_a_sparse_matrix_with_duplicates_and_unsorted_columns_learns_as_its_sum(
 
 
 def test_the_batch_kernel_refuses_arrays_that_do_not_fit():
-    from olearn.matrices import _csr_batch
+    from olearn.data.matrices import _csr_batch
     indptr = np.array([0, 2, 3], dtype=np.int64)
     cols = np.array([0, 1, 1], dtype=np.int64)
     values = np.ones(3)

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import run_olearn
-from olearn.metrics import auc
+
+from olearn.outputs.metrics import auc
 
 
 def _pairwise_auc(labels, scores, weights):
@@ -125,10 +125,10 @@ def test_auc_is_refused_with_oaa(binary):
 def test_holdout_auc_is_the_best_passes():
     from types import SimpleNamespace
 
-    from olearn.metrics import AucMeter
-    from olearn.optim import gd
-    params = np.zeros(gd.PARAMS_SIZE)
-    params[gd.P_HOLDOUT_PERIOD] = 2  # lines 2, 4, ... (1-based) are held out
+    from olearn.kernel import layouts
+    from olearn.outputs.metrics import AucMeter
+    params = np.zeros(layouts.PARAMS_SIZE)
+    params[layouts.P_HOLDOUT_PERIOD] = 2  # lines 2, 4, ... (1-based) are held out
     meter = AucMeter(params)
     labels = np.array([1.0, 1.0, -1.0, -1.0, 1.0, -1.0])
     batch = SimpleNamespace(numbers=np.column_stack([labels, np.ones(6)]), pass_line=0,

@@ -1,7 +1,6 @@
 """Model files: -f saves, -i continues or (with -t) predicts; bad models give one clear line."""
 import numpy as np
 import pytest
-
 from conftest import model_file, olearn_cmd, run_cmd, split_model
 
 
@@ -11,7 +10,8 @@ def olearn(*args):
 
 @pytest.fixture
 def halves(tmp_path):
-    lines = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}\n" for i in range(400)]
+    lines = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}\n"
+             for i in range(400)]
     first, second, whole = tmp_path / "a.vw", tmp_path / "b.vw", tmp_path / "all.vw"
     first.write_text("".join(lines[:200]))
     second.write_text("".join(lines[200:]))
@@ -77,7 +77,8 @@ def test_model_keeps_the_options_that_change_predictions(tmp_path, halves):
     olearn("-d", first, "-f", model, "--quiet", *args)
     olearn("-t", "-i", model, "-d", second, "-p", tmp_path / "saved.p", "--quiet")
     olearn("-d", first, "-f", tmp_path / "m2.olearn", "--quiet", *args)
-    olearn("-t", "-i", tmp_path / "m2.olearn", "-d", second, "-p", tmp_path / "given.p", "--quiet", *args)
+    olearn("-t", "-i", tmp_path / "m2.olearn", "-d", second, "-p", tmp_path / "given.p",
+           "--quiet", *args)
     saved = (tmp_path / "saved.p").read_text()
     assert saved == (tmp_path / "given.p").read_text()
     assert all(0 < float(p) < 1 for p in saved.split())  # the logistic link came back

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import run_olearn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import run_olearn
 from olearn import Learner, OptionError
-from olearn.config import Config
+from olearn.data.hashing import CONSTANT_NAMESPACE, namespace_hash
+from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.features.namespaces import Selection, linear_terms, select
-from olearn.hashing import CONSTANT_NAMESPACE, namespace_hash
-from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
+from olearn.options.config import Config
 
 
 def _parse(text: bytes, fmt: int = FORMAT_VW, index_of: np.ndarray = IDENTITY):
@@ -134,7 +134,7 @@ def test_ignored_namespace_leaves_the_constant_and_counts():
 
 
 def _summary(learner) -> str:
-    from olearn.report import summary
+    from olearn.outputs.report import summary
     return summary(learner._learner.stats, learner._learner.config.loss,
                    learner._learner.config.loss_param, 1, None)
 

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from olearn import Learner, OptionError
-from olearn.config import Config
 from olearn.features.ngrams import GRAM_MULTIPLIER, Grams, _patterns, add_grams
-from olearn.optim import gd
+from olearn.kernel import layouts
+from olearn.options.config import Config
 
 MASK = (1 << 18) - 1
 
@@ -137,17 +137,17 @@ def test_grams_count_as_features():
     learner = Learner(ngram=["3"], skips=["1"], noconstant=True)
     learner.fit(["1 |a x y z w"])
     # 4 features; bigrams with <= 1 skip: 3 + 2; trigrams: xyz yzw, xyw, xzw
-    assert learner._learner.stats[gd.R_FEATURES] == 4 + 5 + 4
+    assert learner._learner.stats[layouts.R_FEATURES] == 4 + 5 + 4
 
 
 @settings(max_examples=500)
 @given(st.lists(st.sampled_from(list(b"|: \tab\n0123x.-")), max_size=200).map(bytes),
        st.booleans())
 def test_namespace_options_and_grams_keep_any_parsed_batch_valid(text, constant):
-    from olearn.batch import valid_batch
+    from olearn.data.batch import valid_batch
+    from olearn.data.hashing import namespace_hash
+    from olearn.data.parse import FORMAT_VW, parse
     from olearn.features.namespaces import Selection
-    from olearn.hashing import namespace_hash
-    from olearn.io.parse import FORMAT_VW, parse
     config = Config(ignore=["b"], redefine=["a:= "], ngram=["3"], skips=["1"],
                     noconstant=not constant)
     batch = parse(np.frombuffer(text, dtype=np.uint8), FORMAT_VW, MASK,

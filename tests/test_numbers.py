@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olearn.io.numbers import parse_float, parse_float_general
+from olearn.data.numbers import parse_float, parse_float_general
 
 
 def _read(reader, text: bytes):

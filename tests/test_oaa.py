@@ -1,21 +1,21 @@
-"""--oaa: VW's one-against-all multiclass reduction (olearn/oaa.py, gd._learn_multiclass)."""
+"""--oaa: VW's one-against-all multiclass reduction (olearn/reductions/oaa.py,
+gd._learn_multiclass)."""
 import math
 import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from olearn import Learner
-from olearn.config import Config
-from olearn.errors import OptionError
-from olearn.hashing import CONSTANT_HASH
-from olearn.predictions import format_general
-
 from conftest import olearn_here, run_olearn
 from examples import kernel_outputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference import oaa_predictions, parse_vw_line
+
+from olearn import Learner
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.errors import OptionError
+from olearn.options.config import Config
+from olearn.outputs.predictions import format_general
 
 BITS = 10
 

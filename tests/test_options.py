@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import olearn_cmd, run_cmd
-from olearn.config import Config
+
 from olearn.errors import OlearnError, OptionError
+from olearn.options.config import Config
 
 DATA = b"1 'a |a x:1 y:2\n-1 |a x:-1 z |b w\n2 |b y\n0.5 2 |a z:3\n"
 

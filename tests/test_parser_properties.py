@@ -4,11 +4,10 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from olearn.hashing import namespace_hash
-from olearn.io.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
-
 from reference import parse_svm_line, parse_vw_line
+
+from olearn.data.hashing import namespace_hash
+from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
 
 NAME_BYTES = st.sampled_from(list(b"abcxyzAZ_019-.+\xc3\xa9"))
 names = st.lists(NAME_BYTES, min_size=1, max_size=6).map(bytes)
@@ -43,7 +42,8 @@ def vw_lines(draw):
         head.append(b"'" + draw(names))
     label = b" ".join(head)
     if tag == "glued":
-        label += (b" " if label else b"") + draw(st.lists(st.sampled_from(list(b"tg1")), min_size=1, max_size=3).map(bytes))
+        label += (b" " if label else b"") + draw(
+            st.lists(st.sampled_from(list(b"tg1")), min_size=1, max_size=3).map(bytes))
     elif label:
         label += b" "
     segments = []
@@ -85,7 +85,8 @@ def test_vw_parser_equals_reference(lines, bits):
     for e, line in enumerate(lines):
         label, importance, initial, tag, want = parse_vw_line(line, bits)
         got_label, got_importance, got_initial = batch.numbers[e].tolist()
-        assert (math.isnan(got_label) and math.isnan(label)) or math.isclose(got_label, label, rel_tol=2e-6)
+        assert ((math.isnan(got_label) and math.isnan(label))
+                or math.isclose(got_label, label, rel_tol=2e-6))
         if not math.isnan(label):
             assert math.isclose(got_importance, importance, rel_tol=2e-6)
             assert math.isclose(got_initial, initial, rel_tol=2e-6, abs_tol=1e-30)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_olearn
+from test_vw_oracle import _both, _split_summary, _table_and_summary, assert_same_layout
 
 import olearn
-from conftest import run_olearn
-from olearn.config import Config
-from olearn.io import sources
-from olearn.learner import OnlineLearner
-from olearn.passes import Outcome, run_passes
-from test_vw_oracle import _both, _split_summary, _table_and_summary, assert_same_layout
+from olearn.data import sources
+from olearn.engine.learner import OnlineLearner
+from olearn.engine.passes import Outcome, run_passes
+from olearn.options.config import Config
 
 
 def _regression_lines(n: int, seed: int, flip_every: int = 0) -> str:
@@ -103,7 +103,8 @@ def test_second_run_reads_the_cache_and_gives_the_same_results(data, tmp_path):
     assert second[0] == 0 and f"using cache_file = {data}.cache" in second[2]
     assert "Reading datafile" not in second[2]
     plain = run_olearn("-d", data, "-p", tmp_path / "3.p")
-    assert _table_and_summary(first[2]) == _table_and_summary(second[2]) == _table_and_summary(plain[2])
+    assert (_table_and_summary(first[2]) == _table_and_summary(second[2])
+            == _table_and_summary(plain[2]))
     text = (tmp_path / "1.p").read_text()
     assert text == (tmp_path / "2.p").read_text() == (tmp_path / "3.p").read_text()
     assert " e999\n" in text  # tags come back from the cache
@@ -137,15 +138,16 @@ def test_cache_from_stdin_needs_a_name(data, tmp_path):
 
 def _cached_batches(data) -> tuple[str, list]:
     """Run olearn -c on ``data``; the cache's path and its batches as read back."""
-    from olearn.io import cache
+    from olearn.data import cache
     assert run_olearn("-d", data, "-c", "--quiet")[0] == 0
     path = f"{data}.cache"
     return path, list(cache.read(path, (1 << 18) - 1))
 
 
 def test_cache_arrays_are_the_parsed_ones_mapped_in_place_aligned_and_writable(data):
-    from olearn.io.parse import FORMAT_VW
     from test_parser_properties import _parse
+
+    from olearn.data.parse import FORMAT_VW
     _, batches = _cached_batches(data)
     parsed = _parse(data.read_bytes(), FORMAT_VW)
     assert sum(len(b) for b in batches) == len(parsed)

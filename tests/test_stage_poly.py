@@ -7,12 +7,17 @@ import re
 
 import numpy as np
 import pytest
-
 from conftest import run_olearn
-from olearn.features import stage_poly
 from reference import best_monomials, stage_poly_synthetic
-from test_vw_oracle import (_both, _split_summary, _table_and_summary, assert_same_layout,
-                            average_loss)
+from test_vw_oracle import (
+    _both,
+    _split_summary,
+    _table_and_summary,
+    assert_same_layout,
+    average_loss,
+)
+
+from olearn.features import stage_poly
 
 BITS = 10
 MASK = (1 << BITS) - 1
@@ -254,7 +259,7 @@ def test_ssm_heuristic_chooses_other_parents(tmp_path):
 
 def _parent_depths(path):
     """The depths of a saved model's parent monomials, and its options."""
-    from olearn import model
+    from olearn.persistence import model
     saved = model.load(str(path))
     parents = saved.arrays["poly_flags"] & stage_poly.PARENT != 0
     return sorted(saved.arrays["poly_depth"][parents].tolist()), saved.options

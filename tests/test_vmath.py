@@ -1,10 +1,10 @@
-"""The vectorizable math of olearn/optim/vmath.py against numpy's and Python's own."""
+"""The vectorizable math of olearn/core/vmath.py against numpy's and Python's own."""
 import math
 
 import numpy as np
 from numba import njit
 
-from olearn.optim import vmath
+from olearn.core import vmath
 
 
 @njit(cache=True)

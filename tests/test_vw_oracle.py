@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import SHARED_DATA, olearn_cmd, run_concurrently, run_olearn, vw_cmd
 
 # Tolerances for numbers that depend on learning (see the module docstring).
@@ -734,7 +733,8 @@ def _weight_lines(text: str) -> dict[str, list[float]]:
 @pytest.mark.parametrize("option", ["--invert_hash", "--readable_model"])
 def test_text_model_weights_match_vw(vw, tmp_path, option, extra):
     path = _write(tmp_path / "d.vw", "".join(
-        f"{1 if i % 3 else -1} |a x:{i % 5} y{i % 7} |b z:w{i % 3} |c {i % 4}\n" for i in range(200)))
+        f"{1 if i % 3 else -1} |a x:{i % 5} y{i % 7} |b z:w{i % 3} |c {i % 4}\n"
+        for i in range(200)))
     ours, theirs = tmp_path / "olearn.txt", tmp_path / "vw.txt"
     _both(["-d", path, option, ours, "--quiet", "--loss_function", "logistic", *extra],
           ["-d", path, option, theirs, "--quiet", "--loss_function", "logistic", *extra])
@@ -744,7 +744,8 @@ def test_text_model_weights_match_vw(vw, tmp_path, option, extra):
         assert mine[key] == pytest.approx(ref[key], rel=1e-3, abs=1e-5), key
 
 
-@pytest.mark.parametrize("options", [["--random_weights"], ["--random_weights", "--random_seed", "7"],
+@pytest.mark.parametrize("options", [["--random_weights"],
+                                     ["--random_weights", "--random_seed", "7"],
                                      ["--initial_weight", "0.1", "--random_weights"],
                                      ["--initial_weight", "-2.5", "--sgd"]])
 def test_initial_weights_equal_vw(vw, tmp_path, options):
@@ -786,7 +787,8 @@ def test_predict_only_text_model_has_weights_only(tmp_path):
     assert all(len(v) == 1 for v in _weight_lines(text).values())
 
 
-@pytest.mark.parametrize("dataset", [d for d in ("a9a", "connect4", "casp", "skin") if d in DATASETS]
+@pytest.mark.parametrize("dataset", [d for d in ("a9a", "connect4", "casp", "skin")
+                                     if d in DATASETS]
                          or _NO_DATA)
 def test_quadratic_loss_and_feature_count_match_vw(vw, shared_data, dataset):
     args = ["-d", shared_data / dataset / "train.vw.gz", "-q", "ff"]

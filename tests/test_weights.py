@@ -5,10 +5,10 @@ import pickle
 
 import numpy as np
 import pytest
-
 from conftest import run_olearn
-from olearn import Learner
 from test_matrices import X, Y, svmlight_lines
+
+from olearn import Learner
 
 LINES = ["1 |a x y:2 |b z w:abc", "0 |a x |b w:abc", "2 |a y | anon", "1 |b z:0.5 |a q"] * 5
 

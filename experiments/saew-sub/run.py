@@ -46,9 +46,10 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
-import olearn  # noqa: E402
-from olearn.matrices import column_indices  # noqa: E402
 from saew_experiment import SIGMA, make_data  # noqa: E402
+
+import olearn  # noqa: E402
+from olearn.data.matrices import column_indices  # noqa: E402
 
 SEED = 20170420
 ETAS = (0.1, 0.25, 1.0)
@@ -189,7 +190,8 @@ def main(argv=None) -> int:
             "d1e5": [ln_err(0, sparse_data(r, 1)[2]) for r in range(args.sparse_runs)]}
     results = {"argv": sys.argv[1:], "chosen": {"eta": eta, "l1": l1},
                "tuning": {f"{k[0]:g},{k[1]:g}": v for k, v in table.items()},
-               "report": report, "zero": zero, "machine": platform.processor() or platform.machine(),
+               "report": report, "zero": zero,
+               "machine": platform.processor() or platform.machine(),
                "seconds": time.perf_counter() - begun}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1))

@@ -15,9 +15,9 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from olearn.batch import valid_batch
+from olearn.core.option import flag, option_bytes, repeated
+from olearn.data.batch import valid_batch
 from olearn.errors import OptionError
-from olearn.options import flag, option_bytes, repeated
 
 FNV = 16777619
 WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')

@@ -19,11 +19,11 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from olearn.batch import ExampleBatch
+from olearn.core.option import option_bytes, repeated
+from olearn.data.batch import ExampleBatch
+from olearn.data.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
+from olearn.data.parse import IDENTITY
 from olearn.errors import OptionError
-from olearn.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
-from olearn.io.parse import IDENTITY
-from olearn.options import option_bytes, repeated
 
 OPTIONS = (
     repeated("--ignore", metavar="ABC", model=True, parsing=True,

@@ -16,9 +16,9 @@ import math
 import numpy as np
 from numba import njit
 
-from olearn.batch import ExampleBatch
+from olearn.core.option import option_bytes, repeated
+from olearn.data.batch import ExampleBatch
 from olearn.errors import OptionError
-from olearn.options import option_bytes, repeated
 
 OPTIONS = (
     repeated("--ngram", metavar="[A]N", model=True, parsing=True,

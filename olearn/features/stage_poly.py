@@ -1,5 +1,5 @@
-"""``--stage_poly``: APPLE, the adaptive polynomial expansion (docs/algorithms.md §5; VW's behaviour in
-docs/vw-reference.md §7).
+"""``--stage_poly``: APPLE, the adaptive polynomial expansion (docs/algorithms.md §5; VW's behaviour
+in docs/vw-reference.md §7).
 
 The learner sees, instead of an example's features, its *synthetic* example: every monomial of the
 current support present in the example. The support grows in stages: at each stage the ⌊s^α⌋
@@ -18,12 +18,12 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from olearn.checks import counts, increasing_below, require
+from olearn.core.checks import counts, increasing_below, require
+from olearn.core.fields import Field, Layout
+from olearn.core.option import MAX_COUNT, choice, flag, number
 from olearn.errors import OptionError
 from olearn.features.interactions import FNV
-from olearn.fields import Field, Layout
-from olearn.options import MAX_COUNT, choice, flag, number
-from olearn.optim.weights import W_N, W_W
+from olearn.learners.weights import W_N, W_W
 
 PARENT = np.uint8(1)
 CYCLE = np.uint8(2)

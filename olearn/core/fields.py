@@ -1,0 +1,93 @@
+"""Declared layouts of the flat arrays the kernels share (docs/architecture.md, "State").
+
+A kernel reads a field of a state array at a compile-time constant index (a module global,
+which numba freezes into the machine code, so nothing is slower than a literal); everything
+else reads it by name. Each array's fields are declared once, as a :class:`Layout`: their
+names, whether a model file keeps them, how two copies of the array merge (data-parallel
+partitions, olearn/scale/distributed.py) and their value in a fresh learner. Model files store the
+names with the values, so a field added later loads with its default, and a field renamed or
+reordered is never read as another.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# How two partitions' copies of a field combine: "mean" weighted by the examples each learned
+# from, "max" and "min" (label ranges, normalizers, the union of 0/1 flags), "sum" (counts
+# and loss sums), "labels" (the first two distinct labels seen, VW's best-constant
+# bookkeeping), "gradient" (weights averaged by each partition's increase of the adaptive sum
+# G; see distributed.py) and "local" (meaningful to one process only: not merged).
+MERGES = ("mean", "max", "min", "sum", "labels", "gradient", "local")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One named entry of a state array."""
+
+    name: str
+    doc: str = ""
+    merge: str = "local"
+    saved: bool = True   # whether model files keep it
+    default: float = 0.0
+
+    def __post_init__(self) -> None:
+        assert self.merge in MERGES, self.merge
+
+
+class Layout:
+    """The fields of one array, in the order the kernels index them."""
+
+    def __init__(self, name: str, *fields: Field):
+        self.name = name
+        self.fields = fields
+        self._index = {field.name: i for i, field in enumerate(fields)}
+        assert len(self._index) == len(fields), f"{name}: a field is declared twice"
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def index(self, name: str) -> int:
+        return self._index[name]
+
+    def indices(self, *names: str) -> tuple[int, ...]:
+        """Constants for the kernels, in the order asked."""
+        return tuple(self._index[name] for name in names)
+
+    def check_constants(self, namespace: dict, prefix: str) -> None:
+        """Assert that the kernels' constants (``prefix`` + the field's name in capitals, where
+        one exists) are the fields' indices: positional constants cannot drift from the
+        declaration."""
+        for i, field in enumerate(self.fields):
+            constant = namespace.get(prefix + field.name.upper())
+            assert constant in (None, i), f"{prefix}{field.name.upper()} is not field {i}"
+
+    @property
+    def names(self) -> list[str]:
+        return [field.name for field in self.fields]
+
+    def merged_by(self, merge: str) -> list[int]:
+        """The indices of the fields that merge by ``merge``."""
+        return [i for i, field in enumerate(self.fields) if field.merge == merge]
+
+    @property
+    def saved(self) -> list[int]:
+        return [i for i, field in enumerate(self.fields) if field.saved]
+
+    def defaults(self) -> np.ndarray:
+        return np.array([field.default for field in self.fields])
+
+    def from_names(self, names: list[str], values: np.ndarray, fill: np.ndarray,
+                   axis: int = -1) -> np.ndarray:
+        """Values stored under ``names`` (along ``axis``) put in this layout's order; a field
+        the names lack takes its value in ``fill`` (one value per field of this layout).
+        Raises KeyError naming the fields this layout does not know (a newer olearn's)."""
+        unknown = [name for name in names if name not in self._index]
+        if unknown:
+            raise KeyError(", ".join(unknown))
+        values = np.moveaxis(values, axis, -1)
+        out = np.array(np.broadcast_to(fill, values.shape[:-1] + (len(self),)),
+                       dtype=values.dtype)
+        out[..., [self._index[name] for name in names]] = values
+        return np.moveaxis(out, -1, axis)

@@ -1,0 +1,96 @@
+"""ExampleBatch: a block of parsed, hashed examples in CSR layout."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from olearn.core.arrays import at
+
+NO_PARTS = np.full((0, 1), -1, dtype=np.int64)
+
+
+@dataclass
+class ExampleBatch:
+    """Examples of one newline-aligned block of one source.
+
+    Example ``e`` has features ``offsets[e]:offsets[e+1]`` of ``index``/``value``/``namespace``.
+    ``numbers[e]`` is (label, importance, initial); the label is NaN when the example has none.
+    ``tags[e]`` is a (start, end) span of ``text`` (start -1: no tag); ``lines[e]`` is the
+    0-based line of the example within the block. ``audit`` holds byte spans of names (only
+    when parsed for ``--audit``). ``warnings`` rows are (line, code, start, end), the first
+    ``len(warnings)`` of ``n_warnings``. The block's ``n_lines`` lines start at line
+    ``pass_line`` of the pass over all sources (holdout counts lines of a pass).
+    """
+
+    text: np.ndarray
+    source: str
+    first_line: int
+    numbers: np.ndarray
+    tags: np.ndarray
+    lines: np.ndarray
+    offsets: np.ndarray
+    index: np.ndarray
+    value: np.ndarray
+    namespace: np.ndarray
+    audit: np.ndarray
+    warnings: np.ndarray
+    n_warnings: int
+    bytes_read: int
+    pass_line: int = 0
+    n_lines: int = 0
+    # each --ngram gram's components (positions in this batch, -1 padded), with ``audit`` only
+    parts: np.ndarray = dataclasses.field(default_factory=lambda: NO_PARTS)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def example(self, e: int) -> "ExampleBatch":
+        """Example ``e`` alone, for the learner (views of its arrays; names stay batch-wide)."""
+        return self.examples(e, e + 1)
+
+    def examples(self, first: int, end: int) -> "ExampleBatch":
+        """Examples ``first:end`` (views of the arrays; names, warnings and line counts stay
+        the block's, so each example keeps its line of the pass)."""
+        lo, hi = self.offsets[first], self.offsets[end]
+        return dataclasses.replace(
+            self, numbers=self.numbers[first:end], tags=self.tags[first:end],
+            lines=self.lines[first:end], offsets=self.offsets[first:end + 1] - lo,
+            index=self.index[lo:hi], value=self.value[lo:hi], namespace=self.namespace[lo:hi])
+
+    def subset(self, keep: np.ndarray) -> "ExampleBatch":
+        """The examples where the boolean ``keep`` is true, and their warnings (numpy, no loop
+        per example). Only for batches parsed without names (no ``audit`` spans)."""
+        if len(self.audit):
+            raise ValueError("subset: the batch holds audit spans")
+        counts = np.diff(self.offsets)
+        offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[keep], out=offsets[1:])
+        features = np.repeat(keep, counts)
+        warned = np.isin(self.warnings[:, 0], self.lines[keep])
+        return dataclasses.replace(
+            self, numbers=self.numbers[keep], tags=self.tags[keep], lines=self.lines[keep],
+            offsets=offsets, index=self.index[features], value=self.value[features],
+            namespace=self.namespace[features], warnings=self.warnings[warned],
+            n_warnings=int(warned.sum()))
+
+
+@njit(cache=True, nogil=True)
+def valid_batch(offsets, index, value, namespace, max_index):
+    """Whether CSR arrays hold examples the kernels can read: ``offsets`` non-decreasing from
+    >= 0 to at most the feature arrays' length, and every feature index at most ``max_index``.
+    O(examples + features), branch-free over the indices (it vectorizes)."""
+    if offsets.shape[0] == 0 or offsets[0] < 0:
+        return False
+    for e in range(offsets.shape[0] - 1):
+        if at(offsets, e + 1) < at(offsets, e):
+            return False
+    end = offsets[offsets.shape[0] - 1]
+    if end > index.shape[0] or end > value.shape[0] or end > namespace.shape[0]:
+        return False
+    top = np.uint64(0)
+    for k in range(offsets[0], end):  # ``at``: the unsigned index lets the loop vectorize (11×)
+        top = max(top, np.uint64(at(index, k)))
+    return top <= np.uint64(max_index)

@@ -1,0 +1,450 @@
+"""The online learner: state arrays plus the loop that streams batches through the kernels."""
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Callable, Iterator
+
+import numpy as np
+
+from olearn.data import formats, sources
+from olearn.data.batch import ExampleBatch
+from olearn.data.hashing import CONSTANT_HASH, namespace_hash
+from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
+from olearn.data.svmlight import SVM_NAMESPACE
+from olearn.errors import OlearnError
+from olearn.features import interactions, namespaces, ngrams, stage_poly
+from olearn.kernel import layouts, loop
+from olearn.learners import gd
+from olearn.learners.families import family_of
+from olearn.learners.weights import W_G, WIDTH, initialize, storable
+from olearn.options.config import Config
+from olearn.outputs.audit import audit_line
+from olearn.outputs.history import History
+from olearn.outputs.metrics import AucMeter
+from olearn.outputs.predictions import format_classes, format_predictions
+from olearn.outputs.report import warning_lines, warning_text
+from olearn.persistence import model
+from olearn.reductions.oaa import OneAgainstAll
+
+PARSE_THREADS = 2
+IN_FLIGHT = 3  # parsed batches ahead of the learner
+ROWS_PER_BATCH = 64
+KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
+# the learner's arrays a kept call holds: rebinding one drops the kept calls
+KEPT_ARRAYS = frozenset({"weights", "lazy", "poly", "ew", "reduction", "state", "stats", "params",
+                         "terms", "linear", "_kept_rows"})
+
+
+class OnlineLearner:
+    """Weights and optimizer state for one configuration, and the streaming loop over data."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        adaptive, normalized, invariant = config.update_rule
+        self.weights = np.zeros((1 << config.bit_precision, WIDTH), dtype=np.float32)
+        initialize(self.weights, config)
+        t0 = config.t0
+        if adaptive and t0 > 0:
+            self.weights[:, W_G] = t0
+        # the learner family (optim/families.py) and its state: gradient descent's lazy
+        # --l1/--l2 snapshots, or the exponential weights' ``ew`` (the other one's tiny)
+        self.family = family_of(config)(config)
+        self.lazy, self.ew = self.family.lazy, self.family.ew
+        # the expander in front of the family: --stage_poly's monomials (interactions are
+        # stateless: their terms below)
+        self.expander = stage_poly.StagePoly(config)
+        self.poly = self.expander.state
+        # the reduction between them: one scalar problem, or --oaa's K classes
+        self.reduction = OneAgainstAll(config)
+        self._exported = False  # whether sync has put the current model into the weights
+        # kept calls (_kept_call) by batch: learning's, then test-only's; None: none possible
+        # (--oaa widens a batch's indices into a new array each call; the command line's
+        # compiled kernels, olearn/kernel/aot.py, have no numba)
+        self._kept_calls: tuple[dict, dict] | None = (
+            ({}, {}) if hasattr(loop.learn_batch, "overloads") and not self.reduction.on else None)
+        self._kept_rows = np.empty((ROWS_PER_BATCH, layouts.ROW_COLS))  # kept learning calls' rows
+        self._no_rows = self._kept_rows[:0]
+        self.state = layouts.STATE.defaults()
+        self.state[layouts.S_T] = t0
+        self.state[layouts.S_MIN], self.state[layouts.S_MAX] = config.loss.start_range
+        if normalized and adaptive and t0 > 0:
+            self.state[layouts.S_NORM] = self.state[layouts.S_TOTAL] = t0
+        self._apply_fixed_options()
+        self.stats = self.new_stats()
+        self.history = History()  # the table's rows, for Learner.history and --learning_curve
+        # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
+        self.parse_names = config.audit or config.invert_hash is not None
+        params = np.zeros(layouts.PARAMS_SIZE)
+        params[layouts.P_ETA] = config.eta
+        params[layouts.P_POWER_T] = config.power_t
+        params[layouts.P_PROGRESS] = config.progress_arg
+        params[layouts.P_PROGRESS_ADD] = config.progress_add
+        params[layouts.P_ADAPTIVE] = adaptive
+        params[layouts.P_NORMALIZED] = normalized
+        params[layouts.P_INVARIANT] = invariant
+        params[layouts.P_LOSS] = config.loss.code
+        params[layouts.P_LOSS_PARAM] = config.loss_param
+        params[layouts.P_LINK] = gd.LINKS[config.link]
+        params[layouts.P_BINARY] = config.binary
+        params[layouts.P_TEST_ONLY] = config.testonly
+        params[layouts.P_MASK] = config.mask
+        params[layouts.P_PERMUTATIONS] = config.permutations
+        params[layouts.P_L1] = config.l1
+        params[layouts.P_L2] = config.l2
+        params[layouts.P_STAGE_POLY] = config.stage_poly
+        params[layouts.P_SCHED_EXPONENT] = config.sched_exponent
+        params[layouts.P_DOUBLING] = not config.batch_sz_no_doubling
+        params[layouts.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
+        params[layouts.P_POLY_FALLBACK] = config.stage_poly_fallback
+        params[layouts.P_CONSTANT] = self.reduction.widen(np.array([CONSTANT_HASH & config.mask],
+                                                              dtype=np.uint32))[0]
+        params[layouts.P_FAMILY] = self.family.CODE
+        params[layouts.P_OAA] = self.reduction.k
+        params[layouts.P_PROBABILITIES] = self.reduction.probabilities
+        if config.holdout:
+            params[layouts.P_HOLDOUT_PERIOD] = config.holdout_period
+            params[layouts.P_HOLDOUT_AFTER] = config.holdout_after
+        params[layouts.P_FIXED_RANGE] = (config.min_prediction is not None
+                                    or config.max_prediction is not None)
+        self.params = params
+        # --metric auc: every example's score, kept for the summary
+        self.auc = AucMeter(params) if config.metric == "auc" else None
+        self._selection = namespaces.Selection.of(config)
+        self._grams = ngrams.Grams.of(config)
+        self.linear = namespaces.linear_terms(config)
+        self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
+        self._namespaces = np.zeros(256, dtype=np.bool_)
+        self.terms = interactions.encode(interactions.with_wildcards(config.terms, []))
+        hash_all = config.hash == "all"
+        self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
+                         FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
+
+    @classmethod
+    def start(cls, config: Config) -> "OnlineLearner":
+        """A fresh learner, or with -i (``initial_regressor``) the saved one, its options merged
+        with ``config``'s (a warning per override unless quiet)."""
+        if not config.initial_regressor:
+            return cls(config)
+        path = config.initial_regressor
+        saved = model.load(path)
+        config = model.merged_config(config, saved, path,
+                                     lambda text: config.quiet or sys.stderr.write(text + "\n"))
+        try:
+            learner = cls(config)
+        except OlearnError as exc:  # the model's options (e.g. its -b) can be the cause
+            raise OlearnError(exc.message, exc.file or path) from None
+        saved.restore(learner, path)
+        return learner
+
+    def feature_names(self, names: dict[int, str]) -> dict[int, str]:
+        """``names`` of the input features (with --oaa, of each class's copy), and with
+        --stage_poly those of the monomials."""
+        return self.expander.feature_names(self.reduction.feature_names(names),
+                                           int(self.params[layouts.P_CONSTANT]))
+
+    def end_pass(self, lines: int, last: bool) -> None:
+        """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
+        self.expander.end_pass(lines, last)
+
+    def _apply_fixed_options(self) -> None:
+        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes."""
+        if self.config.min_prediction is not None:
+            self.state[layouts.S_MIN] = self.config.min_prediction
+        if self.config.max_prediction is not None:
+            self.state[layouts.S_MAX] = self.config.max_prediction
+        if self.config.indexing is not None:
+            self.state[layouts.S_INDEXING] = self.config.indexing
+
+    def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Continue from a saved state (the fixed range of this run's options still applies)."""
+        self.weights[:] = weights
+        self.state[:] = state
+        self._apply_fixed_options()
+
+    def sync(self) -> None:
+        """Put the model itself into ``weights``: the family applies every pending
+        regularization step, or exports the experts' θ.
+
+        Called before a model is saved or printed; learning continues exactly as without it.
+        """
+        self.family.sync(self.weights, self.state)
+        self._exported = True
+
+    def save(self, path: str) -> None:
+        """Write the model file (olearn/persistence/model.py) of the state as it is now; a state
+        that is not finite (inputs of too large a magnitude) is refused rather than saved."""
+        self.sync()
+        if not (storable(self.weights) and np.isfinite(self.state).all()):
+            raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
+                              "too large?); not saved", path)
+        model.save(path, self.config, self.weights, self.state,
+                   (self.expander, self.reduction, self.family))
+
+    def new_stats(self) -> np.ndarray:
+        stats = np.zeros(layouts.STATS_SIZE)
+        # VW's first row comes at weight 1, or at N with an integer -P N
+        stats[layouts.R_DUMP_AT] = self.config.progress_arg if self.config.progress_add else 1.0
+        stats[layouts.R_LABEL1] = stats[layouts.R_LABEL2] = np.nan
+        return stats
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    def parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
+        """One block of whole lines parsed into a batch as this learner's options say
+        (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
+        cfg = self.config
+        selection = self._selection  # --ignore, --keep, --redefine
+        text = np.frombuffer(block.data, dtype=np.uint8)
+        text.flags.writeable = False  # a bytearray's too: the kernels' one type for the bytes
+        batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
+                      not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
+                      bytes_read=block.bytes_read,
+                      index_of=selection.index_of if selection else IDENTITY)
+        if selection is not None:
+            batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
+        if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
+            batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
+        return batch
+
+    def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
+        """Parsed batches, in order, their lines numbered (each source's from 0, the pass's
+        across sources): blocks read ahead on one thread, parsed on two."""
+        from concurrent.futures import ThreadPoolExecutor  # here: runs from a cache never parse
+
+        reader = sources.ReadAhead(blocks)
+        pool = ThreadPoolExecutor(PARSE_THREADS)
+        pending: deque = deque()
+        fmt_of: dict[str, int] = {}
+        line = pass_line = 0
+
+        def numbered(starts_source: bool, batch: ExampleBatch) -> ExampleBatch:
+            nonlocal line, pass_line
+            line = 0 if starts_source else line
+            batch.first_line, batch.pass_line = line, pass_line
+            line += batch.n_lines
+            pass_line += batch.n_lines
+            return batch
+
+        try:
+            for block in reader:
+                if block.starts_source or block.source not in fmt_of:
+                    fmt_of[block.source] = formats.detect(self.config.format, block.source,
+                                                          block.data)
+                pending.append((block.starts_source,
+                                pool.submit(self.parse_block, block, fmt_of[block.source])))
+                if len(pending) >= IN_FLIGHT:
+                    starts, future = pending.popleft()
+                    yield numbered(starts, future.result())
+            while pending:
+                starts, future = pending.popleft()
+                yield numbered(starts, future.result())
+        finally:
+            for _, future in pending:
+                future.cancel()
+            pool.shutdown(wait=True)
+            reader.close()
+
+    # -- learning --------------------------------------------------------------------------
+
+    def _see_namespaces(self, batch: ExampleBatch) -> None:
+        """With a ``:`` wildcard, new namespaces in ``batch`` add interaction terms (as VW,
+        which regenerates its interactions when an example brings a new namespace)."""
+        if not self._wildcards:
+            return
+        present = np.bincount(batch.namespace, minlength=256) > 0
+        if (present & ~self._namespaces).any():
+            self._namespaces |= present
+            self.terms = interactions.encode(interactions.with_wildcards(
+                self.config.terms, np.flatnonzero(self._namespaces).tolist()))
+
+    def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
+        """Predict, report and learn every example of ``batch``; returns the table rows.
+
+        ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
+        score (with --oaa, then each class's score or probability).
+        """
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
+            self._exported = False
+        rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
+                         layouts.ROW_COLS))
+        rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
+        self._learned(batch, preds, rows)
+        return rows
+
+    def learn_kept(self, batch: ExampleBatch, preds: np.ndarray) -> bool:
+        """:meth:`learn` of a kept batch (matrices.DictExamples.fast: its values not checked
+        yet) by its kept call (:meth:`_kept_call`); False, with nothing done, when one of its
+        values is 0 or not finite (the general path drops or refuses such a feature)."""
+        if self._kept_calls is None:
+            if not _nonzero_finite(batch.value):
+                return False
+            self.learn(batch, preds)
+            return True
+        # (inline, as in predict_kept: each Python call here is a few percent of learn_one's)
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
+            self._exported = False
+        call = self._kept_calls[0].get(id(batch))
+        if call is None or call[1] is not preds:
+            call = self._kept_call(batch, preds, False)
+        n = call[2](call[3])
+        if n < 0:
+            return False
+        if n or self.auc is not None:  # a table row comes once in a while
+            self._learned(batch, preds, self._kept_rows[:n])
+        return True
+
+    def _learned(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray) -> None:
+        """What follows a learned batch: its table rows and --metric's scores."""
+        self.history.add(rows)
+        if self.auc is not None:
+            self.auc.add(batch, preds)
+
+    def predict(self, batch: ExampleBatch, preds: np.ndarray) -> None:
+        """Predict every example of ``batch`` without learning or touching the statistics."""
+        self._before_predicting(batch)
+        params = self.params.copy()
+        params[layouts.P_TEST_ONLY] = 1
+        self._kernel(batch, preds, self._no_rows, params, self.state.copy(),
+                     self.new_stats())
+
+    def predict_kept(self, batch: ExampleBatch, preds: np.ndarray) -> bool:
+        """:meth:`predict` of a kept batch by its kept call, as :meth:`learn_kept`."""
+        if self._kept_calls is None:
+            if not _nonzero_finite(batch.value):
+                return False
+            self.predict(batch, preds)
+            return True
+        self._before_predicting(batch)
+        call = self._kept_calls[1].get(id(batch))
+        if call is None or call[1] is not preds:
+            call = self._kept_call(batch, preds, True)
+        return call[2](call[3]) >= 0
+
+    def _before_predicting(self, batch: ExampleBatch) -> None:
+        if self._wildcards:
+            self._see_namespaces(batch)
+        if self.config.experts and not self._exported:  # test-only prediction reads weights
+            self.sync()
+
+    def prediction_columns(self) -> int:
+        """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
+        return self.reduction.prediction_columns() if self.reduction.on else 2
+
+    def new_predictions(self, batch: ExampleBatch) -> np.ndarray:
+        return np.empty((len(batch), self.prediction_columns()), dtype=np.float32)
+
+    def prediction_lines(self, preds: np.ndarray, batch: ExampleBatch, raw: bool) -> np.ndarray:
+        """The -p (or, ``raw``, -r) lines of a batch's predictions, as bytes: the output or raw
+        score; with --oaa, the class, and every class's score for -r, --scores and
+        --probabilities."""
+        if self.reduction.on and (raw or self.reduction.scores):
+            first = 0 if self.state[layouts.S_INDEXING] == 0 else 1
+            return format_classes(preds[:, 2:], first, raw, batch.tags, batch.text)
+        return format_predictions(preds[:, 1 if raw else 0], batch.tags, batch.text)
+
+    def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
+        """The batch's parse warnings (:func:`parse_warnings`) and, with --oaa, its labels'
+        (olearn/reductions/oaa.py): a label that is not a class stops the run (an OlearnError)."""
+        lines = parse_warnings(batch, strict, prefix)
+        if self.reduction.on:
+            lines += self.reduction.check_labels(batch, self.state[layouts.S_INDEXING], prefix)
+        return lines
+
+    def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
+                params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
+        """loop.learn_batch on this learner's arrays: the table row count."""
+        return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
+
+    def _kept_call(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> tuple:
+        """A new kept call (olearn/kernel/kept.py: the kernel's arguments in one object, the
+        compiled code called without numba's dispatcher) of a kept batch, learning or
+        (``test_only``) predicting: (batch, preds, compiled code, its argument). A kept batch and
+        ``preds`` are the caller's, made once and handed again each call with new contents: their
+        arrays and line are the same objects each time (matrices.DictExamples' kept batches). The
+        learner keeps a call per batch (for its last ``preds``) in each mode, and drops them all
+        when one of its own arrays is replaced (``terms`` with a ``:`` wildcard, for one:
+        :meth:`__setattr__`)."""
+        from olearn.kernel import kept  # numba's structrefs: the Python API's only
+        calls = self._kept_calls[test_only]
+        if len(calls) >= KEPT_CALLS:
+            calls.clear()
+        if test_only:
+            arguments = self._arguments(batch, preds, self._no_rows, self.params.copy(),
+                                        self.state.copy(), self.new_stats())
+            call = kept.kept(arguments, self.params, self.state, self.new_stats())
+        else:
+            call = kept.kept(self._arguments(batch, preds, self._kept_rows, self.params,
+                                             self.state, self.stats))
+        # the batch is kept with its call: no other object takes its id
+        calls[id(batch)] = found = (batch, preds, *call)
+        return found
+
+    def __setattr__(self, name: str, value) -> None:
+        """Replacing one of the learner's arrays a kept call holds drops the kept calls."""
+        if name in KEPT_ARRAYS and self.__dict__.get("_kept_calls"):
+            for calls in self._kept_calls:
+                calls.clear()
+        object.__setattr__(self, name, value)
+
+    def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
+                   params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
+        """loop.learn_batch's arguments."""
+        return (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, state,
+                stats, params, self.terms, self.linear, batch.numbers, batch.offsets,
+                self.reduction.widen(batch.index), batch.value, batch.namespace, batch.lines,
+                batch.pass_line, preds, rows)
+
+    @property
+    def average_loss(self) -> float:
+        weight = self.stats[layouts.R_W_LABELED]
+        return float(self.stats[layouts.R_SUM_LOSS] / weight) if weight > 0 else float("nan")
+
+    def learn_audited(self, batch: ExampleBatch, preds: np.ndarray,
+                      emit: Callable[[str], None]) -> np.ndarray:
+        """As :meth:`learn`, one example at a time, emitting each example's audit lines (with
+        --oaa, as VW: a line per class, its score and its features' weights)."""
+        self._see_namespaces(batch)
+        experts = self.config.experts
+        adaptive = self.config.update_rule[0] and not experts
+        index = self.reduction.widen(batch.index)
+        classes = range(self.reduction.k) if self.reduction.on else range(1)
+        rows = []
+        for e in range(len(batch)):
+            if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
+                self.sync()
+            features = [audit_line(batch, e, self.weights, adaptive, self.terms, self.config,
+                                   index, k) for k in classes]
+            row = np.empty((1, layouts.ROW_COLS))
+            self._exported = False
+            one = batch.example(e)
+            if self._kernel(one, preds[e:e + 1], row, self.params, self.state, self.stats):
+                rows.append(row)
+            lines = ([format_predictions(preds[e:e + 1, 2 + k], one.tags, one.text)
+                      for k in classes] if self.reduction.on
+                     else [self.prediction_lines(preds[e:e + 1], one, False)])
+            emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"
+                         for line, text in zip(lines, features)))
+        rows = np.concatenate(rows) if rows else np.empty((0, layouts.ROW_COLS))
+        self._learned(batch, preds, rows)
+        return rows
+
+
+def _nonzero_finite(values: np.ndarray) -> bool:
+    """Whether every value is nonzero and finite: a kept batch's check where no kept call
+    makes it (olearn/kernel/kept.py)."""
+    from olearn.kernel import kept
+    return kept.nonzero_finite(values)
+
+
+def parse_warnings(batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
+    """Messages for the parse warnings of ``batch``, each naming the file and line; with
+    --strict_parse the first one stops the run (an OlearnError)."""
+    if strict and batch.n_warnings:
+        line, text = warning_text(batch, 0, fatal=True)
+        raise OlearnError(text + " (--strict_parse)", batch.source, line)
+    return warning_lines(batch, prefix)

@@ -1,0 +1,322 @@
+"""The Python API: the command line's learner, driven from Python.
+
+>>> import olearn
+>>> model = olearn.Learner(loss_function="logistic", link="logistic")
+>>> _ = model.fit(["1 |f a b", "-1 |f c", "1 |f a"] * 50)
+>>> [round(float(p), 2) for p in model.predict(["|f a", "|f c"])]
+[0.95, 0.08]
+>>> round(model.average_loss, 3)
+0.139
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import threading
+import warnings
+from typing import Iterable, Iterator, Union
+
+import numpy as np
+
+from olearn.data import matrices, sources
+from olearn.data.batch import ExampleBatch
+from olearn.data.matrices import is_matrix
+from olearn.engine.learner import OnlineLearner
+from olearn.engine.passes import DataPlan, run_passes
+from olearn.errors import OlearnError, OptionError, ParseWarning
+from olearn.learners.weights import W_W
+from olearn.options.command_line import config_of
+from olearn.options.config import Config
+from olearn.outputs.audit import NameCollector
+
+Data = Union[str, os.PathLike, Iterable[Union[str, bytes]]]
+
+
+class _Producing(threading.local):
+    """The Learner whose data a thread is producing (the user's iterable runs on the read-ahead
+    thread): a call back into that Learner would wait forever for the lock fit holds."""
+
+    learner = None  # a class attribute: reading it in a thread that never set it raises nothing
+
+
+_producing = _Producing()
+
+
+def _produced_for(learner: "Learner", lines: Iterable) -> Iterator:
+    """``lines``, each item produced with this thread marked as producing for ``learner``."""
+    items = iter(lines)
+    while True:
+        _producing.learner = learner
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        finally:
+            _producing.learner = None
+        yield item
+
+
+def _is_path(data: Data) -> bool:
+    return isinstance(data, (str, os.PathLike))
+
+
+def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
+    """A path (VW text or svmlight, plain or gzip) or an iterable of example lines; anything
+    else is a TypeError (bytes are not taken for a path, nor numbers for lines)."""
+    if _is_path(data):
+        path = os.fspath(data)
+        sources.check_readable([path])
+        return sources.all_blocks([path])
+    kind = type(data).__name__
+    if isinstance(data, np.ndarray):
+        kind += f" of {data.dtype} in {data.ndim} dimension(s)"
+        iterable = data.ndim == 1 and data.dtype.kind in "USO"  # strings, or objects checked
+    else:
+        iterable = not isinstance(data, (bytes, bytearray, memoryview)) and hasattr(
+            data, "__iter__")
+    if not iterable:
+        hint = " (lines in one bytes object: pass [data])" if isinstance(data, bytes) else ""
+        raise TypeError("data must be a path (str or os.PathLike) or an iterable of example "
+                        f"lines (str or bytes), not {kind}{hint}")
+    if not isinstance(data, (list, tuple)):
+        data = _produced_for(learner, data)
+    return sources.blocks_of_lines(data)
+
+
+class Learner:
+    """An online learner with VW's options, as a command line's string or as keyword arguments
+    (``-b`` is ``bit_precision``, ``-l`` is ``learning_rate``, ``--loss_function`` is
+    ``loss_function``, ...): ``Learner("-q ab --l1 1e-6")``, ``Learner(quadratic=["ab"])``.
+
+    ``fit`` and ``partial_fit`` learn online (one pass, or ``passes``), predicting each example
+    before learning it (progressive validation); ``predict`` only predicts. The state carries
+    over between calls, so ``fit(a); fit(b)`` equals ``fit(a + b)``.
+
+    Parse warnings are :class:`olearn.ParseWarning` warnings (``warnings`` module), or with
+    ``strict_parse=True`` the first one is an :class:`olearn.OlearnError`. Calls from several
+    threads run one at a time (a lock), each seeing the state the previous one left.
+
+    With ``names=True`` the learner remembers the name of every feature it reads (as
+    ``--invert_hash`` does; text is then parsed with its names, which is slower), and
+    :meth:`weights` names each weight.
+    """
+
+    def __init__(self, args: str = "", /, names: bool = False, **options):
+        """``args``: VW's options as one string (``"-q ab --l1 1e-6"``), as on the command line;
+        ``options``: the same as keywords, which win over the string; ``names``: remember
+        feature names for :meth:`weights`."""
+        options.setdefault("quiet", True)
+        self.config = config_of(shlex.split(args), **options)
+        if self.config.data:
+            raise OptionError("-d/--data: give the examples to fit() or predict()")
+        if self.config.dask:
+            raise OptionError("dask is for the command line (olearn --dask); a Learner learns "
+                              "in this process")
+        if self.config.daemon:
+            raise OptionError("daemon is for the command line (olearn --daemon); a Learner "
+                              "answers its own calls")
+        self._start(OnlineLearner(self.config), names)
+
+    def _start(self, learner: OnlineLearner, names: bool) -> None:
+        self._learner = learner
+        self.config = learner.config
+        self._lock = threading.Lock()
+        self._namespaces: dict | None = None  # DataFrame columns by namespace (fit's)
+        self._names = NameCollector(self.config) if names else None
+        learner.parse_names = learner.parse_names or names
+        self._dicts: matrices.DictExamples | None = None  # learn_one's: made on its first call
+        self._one = np.empty((1, learner.prediction_columns()), dtype=np.float32)  # learn_one's
+
+    def _locked(self) -> threading.Lock:
+        """The lock, unless this thread is producing this learner's data: it would wait for
+        itself (fit holds the lock while it reads the data)."""
+        if _producing.learner is self:
+            raise OlearnError("the data given to fit() or predict() uses the same Learner, "
+                              "which is busy reading it: give a list, or use another Learner")
+        return self._lock
+
+    def fit(self, data: Data, y=None, sample_weight=None,
+            namespaces: dict | None = None) -> "Learner":
+        """Learn online from ``data``: a path or example lines, or a matrix ``X`` (a 2-d numpy
+        array, a scipy.sparse matrix or a pandas DataFrame; olearn/data/matrices.py) with its labels
+        ``y`` and optional importances ``sample_weight``; returns ``self``. ``namespaces``
+        maps namespace names to DataFrame columns (``{"u": ["age"], "i": ["item"]}``, the
+        rest in ``f``); later calls keep it unless given another.
+
+        With ``passes`` > 1, ``data`` must be a path, a list or a matrix: each pass reads it
+        again (from the cache with ``cache=True``), with VW's holdout and early termination;
+        the learner keeps the last pass's state.
+        """
+        config = self.config
+        matrix = is_matrix(data)
+        if matrix and y is None:
+            raise OptionError("fit(X, y): a matrix needs its labels y")
+        if not matrix and (y is not None or sample_weight is not None):
+            raise OptionError("y and sample_weight go with a matrix X (numpy or scipy.sparse)")
+        if config.passes > 1 and not (matrix or isinstance(data, (str, os.PathLike, list,
+                                                                  tuple))):
+            raise OptionError("several passes need a path or a list of lines to read again")
+        with self._locked():
+            if namespaces is not None:
+                self._namespaces = dict(namespaces)
+            plan = DataPlan(config, [os.fspath(data)]) if _is_path(data) and config.cache else None
+
+            def learn_pass(pass_no: int) -> int:
+                batches = (plan.batches(self._learner, pass_no) if plan is not None
+                           else self._batches(data, y, sample_weight))
+                # warnings point past learn_pass, run_passes and fit: at fit's caller
+                return self._run(batches, learn=True, stacklevel=5)[1]
+
+            try:
+                run_passes(self._learner, learn_pass)  # no save: it keeps the last pass
+            except BaseException:
+                if plan is not None:
+                    plan.discard()
+                raise
+        return self
+
+    partial_fit = fit
+
+    def predict(self, data: Data) -> np.ndarray:
+        """Predictions (after link and --binary) for every example of ``data`` (lines, a path
+        or a matrix, as for :meth:`fit`, with fit's ``namespaces``); no learning."""
+        with self._locked():
+            return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 0]
+
+    def decision_function(self, data: Data) -> np.ndarray:
+        """Raw scores (before clipping, link and --binary) for every example of ``data``; with
+        --oaa, a column per class: its clipped score (its probability with --probabilities)."""
+        with self._locked():
+            preds = self._run(self._batches(data), learn=False, stacklevel=3)[0]
+            return preds[:, 2:] if self.config.oaa is not None else preds[:, 1]
+
+    def __getstate__(self) -> dict:
+        """Pickled as its options and model file (not the progress statistics): a copy
+        predicts and continues as the learner would."""
+        import tempfile
+        with self._locked(), tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.olearn")
+            self._learner.save(path)
+            with open(path, "rb") as f:
+                return {"config": self.config, "model": f.read(), "namespaces": self._namespaces,
+                        "names": self._names}
+
+    def __setstate__(self, state: dict) -> None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "model.olearn")
+            with open(path, "wb") as f:
+                f.write(state["model"])
+            self._start(OnlineLearner.start(dataclasses.replace(
+                state["config"], explicit=frozenset(), initial_regressor=path)),
+                state["names"] is not None)
+        self._namespaces = state["namespaces"]
+        self._names = state["names"]
+
+    def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
+        """Predict, then learn, one example given as a dict (River's convention; see
+        matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
+        with self._locked():
+            dicts = self._dicts or self._dict_examples()
+            batch = dicts.fast(x, y, weight)
+            if batch is None or not self._learner.learn_kept(batch, self._one):
+                batch = dicts.batch(x, y, weight)
+                self._learner.learn(batch, self._one)
+                self._remember_names(batch)
+        return self
+
+    def predict_one(self, x: dict) -> float:
+        """The prediction (after link and --binary) for one example given as a dict."""
+        with self._locked():
+            dicts = self._dicts or self._dict_examples()
+            batch = dicts.fast(x)
+            if batch is None or not self._learner.predict_kept(batch, self._one):
+                batch = dicts.batch(x)
+                self._learner.predict(batch, self._one)
+                self._remember_names(batch)
+            return float(self._one[0, 0])
+
+    def _dict_examples(self) -> matrices.DictExamples:
+        """learn_one's and predict_one's examples (their kept arrays: made once, when first
+        needed, so that a Learner only used with fit pays nothing for them)."""
+        if self._dicts is None:
+            self._dicts = matrices.DictExamples(self.config, self._names is not None)
+        return self._dicts
+
+    def weights(self) -> dict:
+        """The model's nonzero weights (the experts' θ with --eg/--boa/--saew) by feature name,
+        as ``--invert_hash`` names them: ``a^x``, ``a^x*b^y``, ``Constant``, ``f^3`` (a
+        matrix's column 3), ``[k]`` for --oaa's class k. A weight whose feature this Learner
+        has not read since it was made with ``names=True`` (every one without it, or the
+        weights of a loaded model) is keyed by its index, an int."""
+        with self._locked():
+            learner = self._learner
+            learner.sync()
+            w = learner.weights[:, W_W]
+            known = learner.feature_names(self._names.names) if self._names else {}
+            return {known.get(j, j): float(w[j]) for j in np.flatnonzero(w).tolist()}
+
+    def _remember_names(self, batch: ExampleBatch) -> None:
+        if self._names is not None:
+            self._names.add(batch, self._learner.terms)
+
+    def _batches(self, data: Data, y=None, sample_weight=None) -> Iterator[ExampleBatch]:
+        if is_matrix(data):
+            batches = matrices.batches(data, y, sample_weight, self.config, self._namespaces,
+                                       self._names is not None)
+            # more than one batch: the next is made (its kernel releases the GIL) while the
+            # learner learns this one, as the command line parses ahead of it
+            return (sources.read_ahead(batches) if data.shape[0] > matrices.ROWS_PER_BATCH
+                    else batches)
+        return self._learner.batches(_blocks(data, self))
+
+    def _run(self, batches: Iterator[ExampleBatch], learn: bool,
+             stacklevel: int) -> tuple[np.ndarray, int]:
+        """Output and raw score of every example, and the number of lines read. Parse warnings
+        point ``stacklevel`` frames up: at the caller of fit or predict."""
+        learner = self._learner
+        outputs = []
+        lines = 0
+        for batch in batches:
+            for message in learner.warnings(batch, self.config.strict_parse, prefix=""):
+                warnings.warn(message, ParseWarning, stacklevel=stacklevel)
+            preds = learner.new_predictions(batch)
+            if learn:
+                learner.learn(batch, preds)
+            else:
+                learner.predict(batch, preds)
+            self._remember_names(batch)
+            outputs.append(preds)
+            lines = batch.pass_line + batch.n_lines
+        return (np.concatenate(outputs) if outputs
+                else np.empty((0, learner.prediction_columns()), dtype=np.float32),
+                lines)
+
+    @property
+    def history(self):
+        """The progressive-validation history (olearn/outputs/history.py): the table's rows as
+        arrays (examples, weight, average_loss, since_last, holdout) and ``pass_holdout``."""
+        return self._learner.history
+
+    @property
+    def average_loss(self) -> float:
+        """Progressive-validation loss of everything learned so far (NaN before any label)."""
+        with self._locked():
+            return self._learner.average_loss
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write a model file (the same format as ``olearn -f``)."""
+        with self._locked():
+            self._learner.save(os.fspath(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, names: bool = False, **options) -> "Learner":
+        """A learner from a model file (as ``olearn -i``); ``options`` override the model's;
+        ``names`` as for a new Learner (the file holds no names)."""
+        # checked as options beside -i: the model may supply what they need (--saew_sub: --saew)
+        given = Config(**{"quiet": True, **options}, initial_regressor=os.fspath(path))
+        learner = cls.__new__(cls)
+        learner._start(OnlineLearner.start(dataclasses.replace(
+            given, explicit=frozenset(options))), names)
+        return learner

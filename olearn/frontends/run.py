@@ -1,0 +1,189 @@
+"""One command-line run: header, the streaming loop, outputs and summary."""
+from __future__ import annotations
+
+import os
+import sys
+
+from olearn.core.atomic import AtomicOutput
+from olearn.data import sources
+from olearn.engine.learner import OnlineLearner
+from olearn.engine.passes import DataPlan, run_passes
+from olearn.features import stage_poly
+from olearn.kernel import aot, layouts
+from olearn.learners.families import family_of
+from olearn.options.config import Config
+from olearn.outputs.audit import NameCollector
+from olearn.outputs.history import plot_learning_curve, require_matplotlib
+from olearn.outputs.report import TABLE_HEADER, Console, format_row, summary
+from olearn.persistence import readable
+
+
+def header(config: Config, data_lines: list[str]) -> str:
+    lines = []
+    for size, what in ((2, "quadratic features for pairs"), (3, "cubic features for triples")):
+        chosen = [t for t in config.terms if len(t) == size]
+        if chosen:
+            lines.append(f"creating {what}: {' '.join(chosen)}")
+    longer = [t for t in config.terms if len(t) > 3]
+    if longer:
+        lines.append(f"creating features for following interactions: {' '.join(longer)}")
+    if config.testonly:
+        lines.append("only testing")
+    for name in ("l1", "l2"):
+        if getattr(config, name) > 0:
+            lines.append(f"using {name} regularization = {getattr(config, name):g}")
+    if config.final_regressor:
+        lines.append(f"final_regressor = {config.final_regressor}")
+    if config.predictions:
+        lines.append(f"predictions = {config.predictions}")
+    if config.raw_predictions:
+        lines.append(f"raw predictions = {config.raw_predictions}")
+    lines += data_lines
+    lines += [f"num sources = {len(config.data) or 1}",
+              f"Num weight bits = {config.bit_precision}",
+              f"learning rate = {config.eta:g}",
+              f"initial_t = {config.t0:g}",
+              f"power_t = {config.power_t:g}"]
+    if config.passes > 1:
+        lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
+    multiclass = config.oaa is not None
+    lines += [f"Enabled learners: {family_of(config).describe(config)}, "
+              + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
+              + (f"oaa ({config.oaa} classes), " if multiclass else "")
+              + f"loss = {config.loss.describe(config.loss_param)}"
+              + (f", link = {config.link}" if config.link != "identity" else "")
+              + (", binary" if config.binary else ""),
+              f"Input label = {'MULTICLASS' if multiclass else 'SIMPLE'}",
+              "Output pred = " + ("SCALARS"
+                                  if multiclass and (config.scores or config.probabilities)
+                                  else "MULTICLASS" if multiclass else "SCALAR")]
+    return "\n".join(lines) + "\n"
+
+
+def run(config: Config) -> OnlineLearner:
+    """Train online over every source, for each pass; print VW's table and summary; write the
+    outputs (-p, -r, -f, text models)."""
+    paths = config.data or ["-"]
+    sources.check_readable(paths)
+    if config.learning_curve:
+        require_matplotlib()  # before training, not after
+    if config.stages:  # the schedule needs a pass's length: a first read of the data
+        config = stage_poly.with_stages(config, sources.count_lines(paths))
+    learner = OnlineLearner.start(config)
+    config = learner.config
+    multiclass = config.oaa is not None
+    plan = DataPlan(config, paths)
+    sizes = [sources.file_size(p) for p in paths]
+    console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
+    console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n"))
+    names = NameCollector(config) if config.invert_hash else None
+    outputs = [(AtomicOutput(path), raw) for path, raw in
+               ((config.predictions, False), (config.raw_predictions, True)) if path]
+    bytes_done = 0  # of the passes before, for the progress bar
+
+    def learn_pass(pass_no: int) -> int:
+        nonlocal bytes_done
+        bytes_read = lines = 0
+        for batch in plan.batches(learner, pass_no):
+            for message in learner.warnings(batch, config.strict_parse):
+                console.print(message)
+            preds = learner.new_predictions(batch)
+            if config.audit:
+                rows = learner.learn_audited(batch, preds, sys.stdout.write)
+            else:
+                rows = learner.learn(batch, preds)
+            if names is not None:
+                names.add(batch, learner.terms)
+            for out, raw in outputs:
+                out.write(learner.prediction_lines(preds, batch, raw))
+            for row in rows:
+                console.print(format_row(row, multiclass))
+            bytes_read = batch.bytes_read
+            lines = batch.pass_line + batch.n_lines
+            console.progress(bytes_done + bytes_read, int(learner.stats[layouts.R_EXAMPLES]))
+        bytes_done += bytes_read
+        for out, _ in outputs:  # a closed pipe fails the run here, before -f is saved
+            out.flush()
+        if config.audit:
+            sys.stdout.flush()
+        return lines
+
+    try:
+        done = run_passes(learner, learn_pass, learner.save)
+        console.close()
+        learner.sync()
+        for path, known in ((config.readable_model, None), (config.invert_hash, names)):
+            if path:
+                readable.write(path, config, learner.weights, learner.state,
+                               learner.feature_names(known.names) if known else None,
+                               config.predict_only_model)
+        if config.learning_curve:
+            plot_learning_curve(learner.history, config.learning_curve)
+        for out, _ in outputs:
+            out.commit()
+    except BaseException:
+        console.close()
+        plan.discard()
+        for out, _ in outputs:
+            out.discard()
+        raise
+    console.print(summary(learner.stats, config.loss, config.loss_param,
+                          done.passes, done.holdout_loss, multiclass, config.probabilities,
+                          learner.auc))
+    return learner
+
+
+# Warm-up runs: between them they call every kernel entry point with every argument type the
+# command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
+# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes.
+TEMPORARY = "<temporary file>"
+WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
+                   {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
+                   {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
+                    "quadratic": ["ab"]},
+                   {"cache": True, "passes": 2, "readable_model": TEMPORARY},
+                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY},
+                   {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY})
+
+
+def warm_cache() -> None:
+    """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
+    byte-compile olearn and build the ahead-of-time kernels the command line starts with
+    (olearn/kernel/aot.py)."""
+    import tempfile  # only here: it would cost every run ~9 ms of start-up
+    lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        vw = os.path.join(tmp, "warm.vw")
+        svm = os.path.join(tmp, "warm.svm")
+        with open(vw, "wb") as f:
+            f.write(lines)
+        with open(svm, "wb") as f:
+            f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
+        classes = os.path.join(tmp, "warm-classes.vw")
+        with open(classes, "wb") as f:
+            f.write(b"1 |a x\n3 2 'tag |b y\n|c z\n")
+        stdout = sys.stdout
+        with open(os.devnull, "w") as sys.stdout:
+            try:
+                for options in WARM_UP_OPTIONS:
+                    files = {name: os.path.join(tmp, name) for name, value in options.items()
+                             if value == TEMPORARY}
+                    data = [classes] if options.get("oaa") else [vw, svm]
+                    run(Config(**{"data": data, "quiet": True,
+                                  "predictions": os.path.join(tmp, "p"), **options, **files}))
+            finally:
+                sys.stdout = stdout
+    from olearn.frontends.api import (
+        Learner,  # the Python API's kept calls (olearn/kernel/kept.py): ~10 s each
+    )
+    one = Learner()
+    one.learn_one({"x": 1.0, "y": 2.0}, 1.0)
+    one.predict_one({"x": 1.0, "y": 2.0})
+    # Environments with PYTHONDONTWRITEBYTECODE never cache olearn's bytecode: do it here.
+    import compileall  # only here: its import costs every run ~2 ms
+    compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
+    try:
+        aot.build()
+    except Exception as exc:  # no C compiler, say: the command line keeps using numba
+        sys.stderr.write(f"[warning] ahead-of-time kernels not built ({exc}); "
+                         "olearn starts more slowly\n")

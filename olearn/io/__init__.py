@@ -1,1 +1,0 @@
-"""Input: byte sources, the VW text and svmlight parsers, and the batches they produce."""

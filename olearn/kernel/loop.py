@@ -1,0 +1,677 @@
+"""The example loop: predict, report and learn each example of a batch in one numba kernel.
+
+:func:`learn_batch` is the entry point Python calls: it checks once per call that its arrays fit
+each other (shapes, the batch's offsets and indices, the optional states), so that no argument
+can make it read or write outside them; the functions it calls trust what it checked. It chooses
+the reduction (one scalar problem, or --oaa's K) and the learner family once per batch; each
+example then flows label -> features -> expansion -> prediction -> statistics -> update.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit
+
+from olearn.data.batch import valid_batch
+from olearn.features import stage_poly
+from olearn.features.interactions import expand, expanded_size, valid_terms
+from olearn.kernel.layouts import (
+    EXPONENTIAL_WEIGHTS,
+    GRADIENT_DESCENT,
+    P_BINARY,
+    P_CONSTANT,
+    P_DOUBLING,
+    P_FAMILY,
+    P_FIXED_RANGE,
+    P_HEURISTIC,
+    P_HOLDOUT_AFTER,
+    P_HOLDOUT_PERIOD,
+    P_HOLDOUT_ROWS,
+    P_L1,
+    P_L2,
+    P_LOSS,
+    P_LOSS_PARAM,
+    P_MASK,
+    P_NORMALIZED,
+    P_OAA,
+    P_PERMUTATIONS,
+    P_POLY_FALLBACK,
+    P_PROBABILITIES,
+    P_PROGRESS,
+    P_PROGRESS_ADD,
+    P_SCHED_EXPONENT,
+    P_STAGE_POLY,
+    P_TEST_ONLY,
+    PARAMS_SIZE,
+    R_DUMP_AT,
+    R_EXAMPLES,
+    R_FEATURES,
+    R_HOLDOUT_LOSS,
+    R_HOLDOUT_LOSS_PASS,
+    R_HOLDOUT_LOSS_SINCE,
+    R_HOLDOUT_MC_LOG_LOSS,
+    R_HOLDOUT_W,
+    R_HOLDOUT_W_PASS,
+    R_HOLDOUT_W_SINCE,
+    R_LABEL1,
+    R_LABEL2,
+    R_LAST_LOSS,
+    R_LAST_W_LABELED,
+    R_MANY_LABELS,
+    R_MC_LOG_LOSS,
+    R_SUM_LOSS,
+    R_W_LABEL_SUM,
+    R_W_LABELED,
+    R_W_UNLABELED,
+    ROW_COLS,
+    S_INDEXING,
+    S_MAX,
+    S_MIN,
+    S_NORM,
+    S_REG,
+    S_T,
+    S_TOTAL,
+    STATE_SIZE,
+    STATS_SIZE,
+)
+from olearn.learners import gd, regularize
+from olearn.learners.experts import saew
+from olearn.learners.losses import known, loss_value_shared, shared_term
+from olearn.learners.weights import WIDTH
+from olearn.reductions import oaa
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear):
+    """Leave out of an expanded example (``n`` rows: the batch's features ``lo:hi`` in order,
+    then the interactions) the linear features of namespaces ``linear`` does not flag; returns
+    the new count and how many were left out."""
+    kept = 0
+    for k in range(n):
+        if k >= hi - lo or linear[namespace[lo + k]]:
+            x_idx[kept] = x_idx[k]
+            x_val[kept] = x_val[k]
+            kept += 1
+    return kept, n - kept
+
+
+@njit(cache=True, nogil=True)
+def _holdout_averages(stats, row):
+    """A holdout row's losses: over the run's held-out examples, and since the last such row."""
+    w = stats[R_HOLDOUT_W]
+    row[5] = stats[R_HOLDOUT_LOSS] / w if w > 0 else np.nan
+    since_w = stats[R_HOLDOUT_W_SINCE]
+    row[6] = stats[R_HOLDOUT_LOSS_SINCE] / since_w if since_w > 0 else np.nan
+    stats[R_HOLDOUT_LOSS_SINCE] = stats[R_HOLDOUT_W_SINCE] = 0.0
+
+
+# _nrt=False, as scratch_fits: a function compiled with numba's runtime counts a reference to
+# each array it is passed (an atomic operation each way), and learn_batch's arguments hold 32
+# arrays. On one example (the Python API's kept calls, olearn/kernel/kept.py) that was ~150 of
+# _check_arguments' ~400 ns, and all but 3 of scratch_fits' ~150 ns (in-process loops).
+@njit(cache=True, nogil=True, _nrt=False)
+def _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows):
+    """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
+    pass over the batch's offsets and indices (:func:`valid_batch`)."""
+    if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
+            or stats.shape[0] < STATS_SIZE):
+        raise ValueError("learn_batch: parameter, state or statistics array too short")
+    size = W.shape[0]
+    if W.shape[1] < WIDTH or size != np.int64(params[P_MASK]) + 1:
+        raise ValueError("learn_batch: the weight table does not match the mask")
+    n = numbers.shape[0]
+    if (numbers.shape[1] < 3 or offsets.shape[0] != n + 1 or lines.shape[0] < n
+            or preds.shape[0] < n or preds.shape[1] < 2 or rows.shape[1] < ROW_COLS):
+        raise ValueError("learn_batch: batch arrays of different lengths")
+    if not known(int(params[P_LOSS])):
+        raise ValueError("learn_batch: unknown loss code")
+    if params[P_FAMILY] != GRADIENT_DESCENT and params[P_FAMILY] != EXPONENTIAL_WEIGHTS:
+        raise ValueError("learn_batch: unknown learner family code")
+    if not valid_batch(offsets, index, value, namespace, size - 1):
+        raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
+    if not valid_terms(terms):
+        raise ValueError("learn_batch: malformed interaction terms")
+    if linear.shape[0] != 256:
+        raise ValueError("learn_batch: linear must flag all 256 namespace indices")
+    lam2 = params[P_L2]
+    if (params[P_L1] > 0 or lam2 > 0) and not regularize.fits(
+            lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
+        raise ValueError("learn_batch: regularization snapshots of the wrong shape")
+    if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
+                                          and 0 <= params[P_CONSTANT] < size):
+        raise ValueError("learn_batch: --stage_poly state of the wrong shape")
+    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(ew, size):
+        raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
+    k = params[P_OAA]
+    if k != 0 and not (k == np.floor(k) and 1 <= k <= size and params[P_FAMILY] == GRADIENT_DESCENT
+                       and classes.shape[0] >= k and classes.shape[1] >= 2
+                       and preds.shape[1] >= 2 + k):
+        raise ValueError("learn_batch: --oaa's class count, family or arrays do not fit")
+
+
+@njit(cache=True, nogil=True)
+def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+                index, value, namespace, lines, first_line, preds, rows):
+    """Predict, report and (where the example allows) learn each example of a batch in order.
+
+    Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
+    whether it is held out (VW's holdout: predicted and scored apart, never learned).
+
+    ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
+    example; ``linear[ns]`` says whether namespace index ``ns``'s features are linear terms too
+    (--ignore_linear: not, features/namespaces.py). Writes each example's prediction (after
+    link and --binary) and raw score (before clipping) to ``preds[e]`` (with --oaa: the class,
+    its score, then each class's score or probability) and progress-table rows to ``rows``;
+    returns the row count. ``lazy`` holds the per-coordinate snapshots of the --l1/--l2
+    regularization; ``poly`` the --stage_poly state (min_depth, flags, SSM sums, counters,
+    origins; features/stage_poly.py); ``ew`` the state of the exponential-weights learners
+    (optim/layout.py), which predict from their own state except in test-only mode, where ``W``
+    holds the model they exported; ``classes`` --oaa's per-class sums (olearn/reductions/oaa.py).
+    """
+    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows)
+    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                  offsets, index, value, namespace, lines, first_line, preds, rows,
+                  new_scratch(terms, params))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn_kept(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+               index, value, namespace, lines, first_line, preds, rows, scratch):
+    """:func:`learn_batch` with the scratch of a :func:`new_scratch` the caller keeps (the Python
+    API's single examples, olearn/kernel/kept.py: a call allocates nothing then); checked as the
+    other arguments are (:func:`scratch_fits`)."""
+    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                     offsets, index, value, namespace, lines, preds, rows)
+    if not scratch_fits(scratch, terms, params):
+        raise ValueError("learn_batch: scratch of the wrong shape")
+    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
+                  offsets, index, value, namespace, lines, first_line, preds, rows, scratch)
+
+
+@njit(cache=True, nogil=True)
+def new_scratch(terms, params):
+    """The scalar example loop's scratch (:func:`_examples`) for a learner's interaction terms
+    and (checked) parameters: _update's work, the interactions' expansion scratch (16 rows, grown
+    by :func:`_learn_scalar` as examples need), --stage_poly's synthetic example (one row per slot
+    of the table: the walk keeps each slot at most once; none without it) and its walk's
+    stack."""
+    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    return (np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
+            np.empty(synthetic, dtype=np.uint32), np.empty(synthetic, dtype=np.float32),
+            stage_poly.new_stack())
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def scratch_fits(scratch, terms, params):
+    """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
+    parameters (at least its rows)."""
+    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = scratch
+    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    depth = stage_poly.MAX_DEPTH + 1
+    return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
+            and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
+            and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
+            and no_src.shape[1] >= terms.shape[1] and s_idx.shape[0] >= synthetic
+            and s_val.shape[0] >= synthetic and stack[0].shape[0] >= depth
+            and stack[1].shape[0] >= depth and stack[2].shape[0] >= depth)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
+           index, value, namespace, lines, first_line, preds, rows, scratch):
+    """:func:`learn_batch` on checked arguments and scratch."""
+    # The stack is chosen here, once per batch: the reduction (one scalar problem, or --oaa's
+    # K) and the learner family are compile-time constants of the example loops, which numba
+    # compiles once for each (docs/architecture.md).
+    if params[P_OAA] != 0:
+        return _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear,
+                                 numbers, offsets, index, value, namespace, lines, first_line,
+                                 preds, rows)
+    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
+        return _learn_scalar(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats, params,
+                             terms, linear, numbers, offsets, index, value, namespace, lines,
+                             first_line, preds, rows, scratch)
+    if terms.shape[0] == 0 and params[P_STAGE_POLY] == 0 and not _some_not_linear(linear):
+        return _learn_scalar(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
+                             terms, linear, numbers, offsets, index, value, namespace, lines,
+                             first_line, preds, rows, scratch)
+    return _learn_scalar(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
+                         linear, numbers, offsets, index, value, namespace, lines, first_line,
+                         preds, rows, scratch)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _settings(params):
+    """The example loops' options, read once per batch: loss code and parameter, test-only,
+    fixed range, mask, permutations, λ1, λ2, regularized, --stage_poly's (on, constant,
+    exponent, heuristic, doubling, fallback) and normalized."""
+    lam1 = params[P_L1]
+    lam2 = params[P_L2]
+    return (int(params[P_LOSS]), params[P_LOSS_PARAM], params[P_TEST_ONLY] != 0,
+            params[P_FIXED_RANGE] != 0, np.int64(params[P_MASK]), params[P_PERMUTATIONS] != 0,
+            lam1, lam2, lam1 > 0 or lam2 > 0, params[P_STAGE_POLY] != 0,
+            np.int64(params[P_CONSTANT]), params[P_SCHED_EXPONENT], int(params[P_HEURISTIC]),
+            params[P_DOUBLING] != 0, params[P_POLY_FALLBACK] != 0, params[P_NORMALIZED] != 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _some_not_linear(linear):
+    """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
+    flagged = 0
+    for ns in range(256):  # no early exit: LLVM vectorizes the sum
+        flagged += linear[ns]
+    return flagged < 256
+
+
+# The per-example helpers (_predict, _label, _count_held_out, _count_example) are plain njit
+# functions, which LLVM inlines: numba's own inlining (inline="always") binds their array
+# arguments to new variables, a reference count taken and dropped (atomically) per array per
+# example, which cost more than the example's other work on short examples.
+@njit(cache=True, nogil=True, _nrt=False)
+def _label(e, numbers, params, first_line, lines, test_only):
+    """Example ``e``'s label and importance, whether it has a label, whether it is held out
+    (VW's holdout, by its line in the pass) and whether it is learned."""
+    y = np.float64(numbers[e, 0])
+    imp = np.float64(numbers[e, 1])
+    labeled = not np.isnan(y)
+    held = False
+    period = np.int64(params[P_HOLDOUT_PERIOD])
+    if period > 0:
+        held = held_out(period, np.int64(params[P_HOLDOUT_AFTER]), first_line + lines[e] + 1)
+    return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
+
+
+@njit(cache=True, nogil=True)
+def held_out(period, after, counter):
+    """VW's holdout (``period`` > 0): whether the example on line ``counter`` (1-based) of the
+    pass is held out. ``counter`` is a number (the kernels) or an array (--metric auc splits
+    a batch's examples with it: plain numpy, no loop)."""
+    if after > 0:
+        return counter > after
+    return counter % period == 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _count_held_out(stats, reported, imp):
+    for r in (R_HOLDOUT_LOSS, R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_LOSS_PASS):
+        stats[r] += reported
+    for r in (R_HOLDOUT_W, R_HOLDOUT_W_SINCE, R_HOLDOUT_W_PASS):
+        stats[r] += imp
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _count_example(stats, rows, nrows, params, y, shown, probability, n_features):
+    """Count a (not held-out) example and write a table row when one is due; returns the row
+    count."""
+    stats[R_EXAMPLES] += 1
+    stats[R_FEATURES] += n_features
+    wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
+    if wsum < stats[R_DUMP_AT] or nrows >= rows.shape[0]:
+        return nrows
+    rows[nrows, 0] = stats[R_EXAMPLES]
+    rows[nrows, 1] = wsum
+    rows[nrows, 2] = y
+    rows[nrows, 3] = shown
+    rows[nrows, 4] = n_features
+    rows[nrows, 8] = probability
+    if params[P_HOLDOUT_ROWS] != 0:
+        _holdout_averages(stats, rows[nrows])
+        rows[nrows, 7] = 1.0
+    else:
+        wl = stats[R_W_LABELED]
+        rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
+        new_w = wl - stats[R_LAST_W_LABELED]
+        rows[nrows, 6] = ((stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w
+                          if new_w > 0 else np.nan)
+        stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
+        stats[R_LAST_W_LABELED] = wl
+        rows[nrows, 7] = 0.0
+    if params[P_PROGRESS_ADD] != 0:
+        stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
+    else:
+        stats[R_DUMP_AT] = wsum * params[P_PROGRESS]
+    return nrows + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _expansion_scratch(terms, rows):
+    """The interactions' scratch: namespace ranges, component positions, ``rows`` rows for an
+    expanded example, and no source rows (no --audit here)."""
+    return (np.zeros((256, 2), dtype=np.int64), np.empty(terms.shape[1], dtype=np.int64),
+            np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.float32),
+            np.empty((0, terms.shape[1]), dtype=np.int64))
+
+
+# inline: a function compiled on its own with numba's runtime counts a reference to an array it
+# returns, which the example loop (without the runtime) would never give back: the batch's
+# arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
+# callees return numbers only.)
+@njit(cache=True, nogil=True, inline="always")
+def _example_features(e, offsets, index, value, namespace, terms, mask, permutations, linear,
+                      some_not_linear, interacting, scratch):
+    """Example ``e``'s features: the batch's own, or (``interacting``) after the interactions
+    and --ignore_linear, written to the scratch of :func:`_expansion_scratch`. Returns
+    (indices, values, lo, hi, how many --ignore_linear left out, 0), or with rows needed last
+    when the scratch holds fewer rows than the expansion may need (then nothing is written)."""
+    if not interacting:
+        return index, value, offsets[e], offsets[e + 1], 0, 0
+    ranges, pos, x_idx, x_val, no_src = scratch
+    lo = offsets[e]
+    hi = offsets[e + 1]
+    need = expanded_size(namespace, lo, hi, terms, ranges)
+    if need > x_idx.shape[0]:
+        return x_idx, x_val, 0, 0, 0, need
+    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, x_idx, x_val, no_src,
+               pos)
+    left_out = 0
+    if some_not_linear:
+        n, left_out = _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear)
+    return x_idx, x_val, 0, n, left_out, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
+                  numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
+                  kept_scratch):
+    """:func:`learn_batch` for one scalar problem: runs :func:`_examples` (which runs without
+    numba's runtime, so cannot allocate) over the batch with the scratch of
+    :func:`new_scratch`; when it stops before an example, gives it a larger expansion scratch
+    (for this batch) or runs the due --stage_poly stage, and lets it go on. ``expanded``: see
+    :func:`_examples`."""
+    (_, _, _, _, _, _, _, _, _, _, constant, exponent, heuristic, _, fallback,
+     normalized) = _settings(params)
+    min_depth, flags, ssm, counters, _ = poly
+    work, scratch, s_idx, s_val, stack = kept_scratch
+    e = 0
+    nrows = 0
+    while True:
+        e, nrows, rows_needed, stage = _examples(family, expanded, e, nrows, W, lazy, poly, ew,
+                                                 state, stats, params, terms, linear, numbers,
+                                                 offsets, index, value, namespace, lines,
+                                                 first_line, preds, rows, work, scratch, s_idx,
+                                                 s_val, stack)
+        if rows_needed > 0:
+            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
+        elif stage:
+            stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
+                                 heuristic, normalized, fallback)
+        else:
+            return nrows
+
+
+# _nrt=False: numba's runtime is off in the example loop, so that no reference is counted (an
+# atomic operation per array argument per call: a fifth of the time of an interaction run) and
+# nothing is allocated; numba refuses to compile an allocation here. Numba compiles each callee
+# with its own options, not its caller's: every function the loop calls that is not inlined
+# (_label, _update, interactions.expand, ...) is marked _nrt=False too, else it counts its
+# array arguments' references on every example. Such a function must return no array (nothing
+# would count the reference its caller drops).
+@njit(cache=True, nogil=True, _nrt=False)
+def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, params, terms,
+              linear, numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
+              work, scratch, s_idx, s_val, stack):
+    """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family``,
+    from example ``e0`` with ``nrows`` table rows written. Returns (the example it stopped at,
+    the row count, rows needed, stage due): at the end of the batch (rows needed 0, no stage
+    due), or before an example (nothing of it done) whose interactions need more rows than
+    ``scratch`` holds, or before which a --stage_poly stage is due (it allocates). ``family``
+    and ``expanded`` are literals: the stack expander → family → loss is fixed for the whole
+    loop. ``expanded`` False: no interactions, --ignore_linear or --stage_poly, so each
+    example's features are the batch's own. ``s_idx``/``s_val`` hold a row per slot of the
+    table with --stage_poly (else none), ``stack`` its walk's scratch."""
+    literally(family)
+    literally(expanded)
+    binary = params[P_BINARY] != 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
+    acc = state[S_REG:S_REG + regularize.SIZE]
+    min_depth, flags, ssm, counters, origin = poly
+    some_not_linear = _some_not_linear(linear)
+    interacting = expanded and (terms.shape[0] > 0 or some_not_linear)
+    for e in range(e0, numbers.shape[0]):
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
+        if expanded and poly_on and learn and stage_poly.stage_due(counters):
+            return e, nrows, 0, True
+        # not_linear: features left out of the linear terms, counted as VW counts them
+        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
+            e, offsets, index, value, namespace, terms, mask, permutations, linear,
+            some_not_linear, interacting, scratch)
+        if rows_needed > 0:
+            return e, nrows, rows_needed, False
+        if expanded and poly_on:
+            if learn:
+                stage_poly.count_input(counters, hi - lo)
+            n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
+                                      origin, learn, s_idx, s_val, stack, 0)
+            f_idx = s_idx
+            f_val = s_val
+            lo = 0
+            hi = n_syn
+        if learn and not fixed_range:
+            state[S_MIN] = min(state[S_MIN], y)
+            state[S_MAX] = max(state[S_MAX], y)
+        if family == GRADIENT_DESCENT and regularized and not test_only:
+            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
+        if family == EXPONENTIAL_WEIGHTS and not test_only:
+            raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
+                                               state[S_MAX], learn)
+        elif family == GRADIENT_DESCENT and regularized and test_only:
+            raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, f_idx,
+                                                          f_val, lo, hi, numbers[e, 2]))
+        else:
+            raw = np.float64(gd.predict(W, f_idx, f_val, lo, hi, numbers[e, 2], expanded))
+        if np.isnan(raw):
+            raw = 0.0
+        p = min(max(raw, state[S_MIN]), state[S_MAX])
+        shown = gd.output(params, p)
+        preds[e, 0] = shown
+        preds[e, 1] = raw
+        if labeled:
+            # computed once for the loss, its derivative and the update
+            shared = shared_term(loss_code, p, y)
+            loss = loss_value_shared(loss_code, loss_param, p, y, shared)
+            reported = (shown != y) * imp if binary else loss * imp
+        if held and labeled:
+            _count_held_out(stats, reported, imp)
+            continue
+        if labeled:
+            stats[R_SUM_LOSS] += reported
+            stats[R_W_LABELED] += imp
+            stats[R_W_LABEL_SUM] += y * imp
+            if np.isnan(stats[R_LABEL1]):
+                stats[R_LABEL1] = y
+            elif y != stats[R_LABEL1]:
+                if np.isnan(stats[R_LABEL2]):
+                    stats[R_LABEL2] = y
+                elif y != stats[R_LABEL2]:
+                    stats[R_MANY_LABELS] = 1.0
+            if learn and poly_on and heuristic == 1:
+                stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
+            if learn and family == EXPONENTIAL_WEIGHTS:
+                saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
+            elif learn and family == GRADIENT_DESCENT and loss > 0:
+                eta_bar = gd.update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, shared,
+                                  work, expanded)
+                if regularized and eta_bar > 0.0:
+                    regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+            if learn and poly_on:
+                stage_poly.after_training(counters, first_line + lines[e], doubling)
+            state[S_T] += imp  # VW's t counts labeled examples only
+        else:
+            stats[R_W_UNLABELED] += imp
+        nrows = _count_example(stats, rows, nrows, params, y, shown, np.nan,
+                               hi - lo + not_linear)
+    return numbers.shape[0], nrows, 0, False
+
+
+
+
+@njit(cache=True, nogil=True)
+def _grown(a, kept, need):
+    """``a`` with room for ``need`` entries (at least doubled), its first ``kept`` kept."""
+    out = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
+    out[:kept] = a[:kept]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _class_label(y, indexing, k):
+    """The 0-based class of label ``y`` under ``indexing`` (VW's unsigned arithmetic: label 0
+    of 1-based classes wraps), modulo the ``k`` classes; 0 for a label beyond 32 bits."""
+    if not 0 <= y < 4294967296.0:
+        return 0
+    c = np.int64(y) - (0 if indexing == 0 else 1)
+    if c < 0:
+        c += np.int64(1) << 32
+    return c % k
+
+
+@njit(cache=True, nogil=True)
+def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear, numbers,
+                      offsets, index, value, namespace, lines, first_line, preds, rows):
+    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py), with
+    gradient descent: each example's features are copied once per class to the class's slots (by
+    --stage_poly's walk for that class, with it), every class is predicted, then every class
+    learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
+    k_classes = np.int64(params[P_OAA])
+    probabilities = params[P_PROBABILITIES] != 0
+    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
+     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
+    acc = state[S_REG:S_REG + regularize.SIZE]
+    min_depth, flags, ssm, counters, origin = poly
+    work = np.empty((3, gd.UPDATE_BLOCK))  # _update's scratch
+    scratch = _expansion_scratch(terms, 16)
+    synthetic = mask + 1 if poly_on else 0  # as in _learn_scalar
+    s_idx = np.empty(synthetic, dtype=np.uint32)
+    s_val = np.empty(synthetic, dtype=np.float32)
+    stack = stage_poly.new_stack()
+    c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
+    c_val = np.empty(16, dtype=np.float32)
+    c_lo = np.zeros(k_classes + 1, dtype=np.int64)
+    scores = np.zeros(k_classes)
+    probs = np.zeros(k_classes, dtype=np.float32)
+    nrows = 0
+    some_not_linear = _some_not_linear(linear)
+    interacting = terms.shape[0] > 0 or some_not_linear
+    for e in range(numbers.shape[0]):
+        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
+            e, offsets, index, value, namespace, terms, mask, permutations, linear,
+            some_not_linear, interacting, scratch)
+        if rows_needed > 0:
+            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
+            f_idx, f_val, lo, hi, not_linear, _ = _example_features(
+                e, offsets, index, value, namespace, terms, mask, permutations, linear,
+                some_not_linear, interacting, scratch)
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
+        if poly_on and learn:
+            if stage_poly.stage_due(counters):
+                stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
+                                     heuristic, normalized, fallback)
+            stage_poly.count_input(counters, hi - lo)
+        n = 0
+        for k in range(k_classes):
+            c_lo[k] = n
+            if poly_on:
+                m = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
+                                      origin, learn, s_idx, s_val, stack, k)
+            else:
+                m = hi - lo
+            if n + m > c_idx.shape[0]:
+                c_idx = _grown(c_idx, n, n + m)
+                c_val = _grown(c_val, n, n + m)
+            for j in range(m):
+                if poly_on:
+                    c_idx[n + j] = s_idx[j]
+                    c_val[n + j] = s_val[j]
+                else:
+                    c_idx[n + j] = (np.int64(f_idx[lo + j]) + k) & mask
+                    c_val[n + j] = f_val[lo + j]
+            n += m
+        c_lo[k_classes] = n
+        best = 0
+        for k in range(k_classes):
+            a = c_lo[k]
+            b = c_lo[k + 1]
+            if regularized and not test_only:
+                regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
+            if regularized and test_only:
+                raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, c_idx,
+                                                              c_val, a, b, numbers[e, 2]))
+            else:
+                raw = np.float64(gd.predict(W, c_idx, c_val, a, b, numbers[e, 2], False))
+            if np.isnan(raw):
+                raw = 0.0
+            scores[k] = min(max(raw, state[S_MIN]), state[S_MAX])
+            if scores[k] > scores[best]:
+                best = k
+        indexing = state[S_INDEXING]
+        shown = np.float64(best + (0 if indexing == 0 else 1))
+        probability = np.nan
+        if probabilities:  # float32, as VW computes them
+            total = np.float32(0.0)
+            for k in range(k_classes):
+                probs[k] = np.float32(1.0) / (np.float32(1.0) + np.exp(np.float32(-scores[k])))
+                total += probs[k]
+            inverse = np.float32(1.0) / total
+            for k in range(k_classes):
+                probs[k] *= inverse
+                preds[e, 2 + k] = probs[k]
+            probability = np.float64(probs[best])
+        else:
+            for k in range(k_classes):
+                preds[e, 2 + k] = scores[k]
+        preds[e, 0] = shown
+        preds[e, 1] = scores[best]
+        if learn and indexing == oaa.AUTO:  # VW's rule: label 0 or K decides, once
+            if y == 0:
+                indexing = 0.0
+            elif y == k_classes:
+                indexing = 1.0
+            state[S_INDEXING] = indexing
+        if labeled:
+            reported = (shown != y) * imp
+            log_loss = 0.0
+            if probabilities:
+                p_true = probs[_class_label(y, indexing, k_classes)]
+                log_loss = -np.log(p_true) * imp if p_true > 0 else 999.0
+        if held and labeled:
+            _count_held_out(stats, reported, imp)
+            stats[R_HOLDOUT_MC_LOG_LOSS] += log_loss
+            continue
+        if labeled:
+            stats[R_SUM_LOSS] += reported
+            stats[R_W_LABELED] += imp
+            stats[R_MC_LOG_LOSS] += log_loss
+            if learn:
+                first = 0 if indexing == 0 else 1
+                for k in range(k_classes):
+                    yk = 1.0 if y == k + first else -1.0
+                    if not fixed_range:
+                        state[S_MIN] = min(state[S_MIN], yk)
+                        state[S_MAX] = max(state[S_MAX], yk)
+                    a = c_lo[k]
+                    b = c_lo[k + 1]
+                    pk = scores[k]
+                    if poly_on and heuristic == 1:
+                        stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
+                    shared = shared_term(loss_code, pk, yk)
+                    if loss_value_shared(loss_code, loss_param, pk, yk, shared) > 0:
+                        if regularized:  # the earlier classes' proximal steps, as VW's gravity
+                            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
+                        state[S_NORM] = classes[k, oaa.CLASS_NORM]
+                        state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+                        eta_bar = gd.update(W, state, params, c_idx, c_val, a, b, pk, yk, imp,
+                                          shared, work, False)
+                        classes[k, oaa.CLASS_NORM] = state[S_NORM]
+                        classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+                        if regularized and eta_bar > 0.0:
+                            regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
+                if poly_on:
+                    stage_poly.after_training(counters, first_line + lines[e], doubling)
+            state[S_T] += imp
+        else:
+            stats[R_W_UNLABELED] += imp
+        nrows = _count_example(stats, rows, nrows, params, y, shown, probability,
+                               c_lo[1] + not_linear)
+    return nrows

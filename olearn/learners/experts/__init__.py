@@ -1,0 +1,1 @@
+"""The exponential-weights family: EG, BOA, SAEW and its calibration."""

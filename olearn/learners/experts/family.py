@@ -1,0 +1,263 @@
+"""The exponential-weights family (--eg, --boa, --saew, --saew_calibrate): its state for a
+configuration (the arrays of state.py and, calibrated, the grid of SAEW instances), what a
+model file keeps of it and the checks a loaded one must pass, its export and its description.
+The kernels are saew.py's, over boa.py and eg.py."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from olearn.core.checks import REL_TOL, counts, require
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.errors import OlearnError, OptionError
+from olearn.kernel import layouts
+from olearn.learners import regularize
+from olearn.learners.experts import boa, saew
+from olearn.learners.experts import state as L
+
+if TYPE_CHECKING:  # annotations only: the registry imports every family
+    from olearn.options.config import Config
+
+# The model arrays of this family: dtype and shape (None: any length), and which of them have
+# declared fields (olearn/core/fields.py) along which axis.
+ARRAYS = {"ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
+          "ew_coord": ("<f8", (None, None, None)), "ew_es": ("<f8", (None, None)),
+          "ew_shared": ("<f8", (None,)), "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+NAMED = {"ew_es": (L.ES, 1), "ew_shared": (L.SHARED, 0), "ew_coord": (L.COORD, 1)}
+
+# Address space the state may reserve (pages are touched only for the active features).
+MAX_EXPERTS_BYTES = 16 << 30
+
+
+def calibration_grid(config: Config) -> np.ndarray:
+    """--saew_calibrate's instances, one row (d0, alpha, U, B scale, join) each: d0 in 1, 4,
+    16, ...; alpha, radius and the B scale × 4^k around the options' values (k centered on 0);
+    join, the first block j whose aggregation mixes the instance, is the largest |k| rounded
+    down (the paper's grid G_j has k in -j..j)."""
+    def steps(size: int) -> np.ndarray:
+        return np.arange(size) - (size - 1) / 2
+    k = [steps(config.saew_grid_alpha), steps(config.saew_grid_radius), steps(config.saew_grid_B)]
+    with np.errstate(over="ignore", under="ignore"):  # checked below
+        axes = (4.0 ** np.arange(config.saew_grid_d0), config.saew_alpha * 4.0 ** k[0],
+                config.radius * 4.0 ** k[1], 4.0 ** k[2])
+    if not all((np.isfinite(axis) & (axis > 0)).all() for axis in axes):
+        raise OptionError("--saew_calibrate: the grid around --saew_alpha and --radius leaves "
+                          "the floating-point range")
+    values = [a.ravel() for a in np.meshgrid(*axes, indexing="ij")]
+    distance = np.meshgrid(np.zeros(config.saew_grid_d0), *map(np.abs, k), indexing="ij")
+    return np.stack([*values, np.floor(np.max(distance, axis=0).ravel())], axis=1)
+
+
+# The instances' scalars that are options (layout.py): the run's, not the saved state's.
+# (E_JOIN is the saved state's: models from before the grid grew mix every instance.)
+E_OPTIONS = [L.E_D0, L.E_ALPHA, L.E_U, L.E_B, L.E_B_SCALE]
+
+
+def instances(config: Config) -> int:
+    """How many SAEW instances the learner runs: --saew_calibrate's grid, or one."""
+    if not config.saew_calibrate:
+        return 1
+    return (config.saew_grid_d0 * config.saew_grid_alpha * config.saew_grid_radius
+            * config.saew_grid_B)
+
+
+def new_es(config: Config) -> np.ndarray:
+    """Each instance's scalars before any example: its options (``E_OPTIONS``), the rest 0."""
+    if config.saew_calibrate:
+        grid = calibration_grid(config)
+    else:
+        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0, 0.0]])
+    es = np.zeros((len(grid), L.E_SIZE))
+    es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE], es[:, L.E_JOIN] = grid.T
+    es[:, L.E_B] = config.saew_B
+    return es
+
+
+def new_experts(config: Config) -> tuple:
+    """The ``ew`` state tuple of --eg/--boa/--saew (layout.py); tiny arrays when unused.
+
+    Coordinate arrays are sized 2^b but only the active prefix is ever touched, so the memory
+    actually used grows with the features seen.
+    """
+    cap = 1 << config.bit_precision if config.experts else 1
+    count = instances(config)
+    corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
+    needed = 8 * (count * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
+    if needed > MAX_EXPERTS_BYTES:
+        raise OptionError(f"--{config.expert_learner} with -b {config.bit_precision} and "
+                          f"{count} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
+                          f"(at most {MAX_EXPERTS_BYTES // 2 ** 30}); use a smaller -b"
+                          + (" or calibration grid" if count > 1 else ""))
+    es = new_es(config)
+    shared = np.zeros(L.SH_SIZE)
+    shared[L.SH_META_SUM] = np.count_nonzero(es[:, L.E_JOIN] <= saew.block(1))
+    meta = np.zeros((boa.ROWS + 1, count))
+    for k in range(count):
+        boa.reset(meta, k)
+    settings = np.zeros(L.S_SIZE)
+    settings[L.S_SUB] = L.SUBS[config.subroutine]
+    settings[L.S_SESSIONS] = config.saew
+    settings[L.S_C] = config.saew_C
+    settings[L.S_A] = config.saew_a
+    settings[L.S_B] = config.saew_b
+    settings[L.S_CENTER_LAST] = config.saew_center == "last"
+    settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
+    settings[L.S_CALIBRATE] = config.saew_calibrate
+    settings[L.S_REGROW] = config.saew_regrow
+    settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
+    settings[L.S_SGD_ETA] = config.saew_sgd_eta
+    settings[L.S_SGD_L1] = config.saew_sgd_l1
+    return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
+            np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
+            np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
+            settings)
+
+
+class ExponentialWeights:
+    """EG, BOA or SAEW (calibrated or not) on the corners of an l1 ball: the ``ew`` state
+    tuple the kernels take. ``lazy`` is the gradient-descent family's, unused (one row)."""
+
+    CODE = layouts.EXPONENTIAL_WEIGHTS
+    # why --dask refuses the family: the experts' state (exponential weights, SAEW's balls and
+    # sessions) declares no merge rule
+    UNMERGEABLE = ("--eg/--boa/--saew: their corner weights have no averaging rule (weighted "
+                   "means of exponential weights are not the algorithm's state); train them in "
+                   "one process")
+    ARRAYS = ARRAYS
+    NAMED = NAMED
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.ew = new_experts(config)
+        self.lazy = np.zeros((1, regularize.snapshot_columns(False)))
+
+    @staticmethod
+    def describe(config: Config) -> str:
+        """The learner as the header's "Enabled learners" names it."""
+        if not config.saew:
+            return f"{config.subroutine} (radius {config.radius:g})"
+        sub = config.subroutine
+        if sub == "sgd":
+            sub = f"sgd, eta {config.saew_sgd_eta:g}, l1 {config.saew_sgd_l1:g}"
+        if config.saew_calibrate:
+            return f"saew calibrated ({sub})"
+        return (f"saew ({sub}, radius {config.radius:g}, d0 {config.saew_d0}, "
+                f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
+
+    def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Export θ (the iterate, the session average or its truncation) into the weights."""
+        saew.export(self.ew, weights)
+
+    def model_arrays(self) -> dict:
+        """The state a model file keeps: that of the active coordinates (and BOA's ghost
+        corner)."""
+        _, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        n = int(shared[L.SH_ACTIVE])
+        if corners.shape[2] > 1:
+            corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
+        return dict(zip(ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta)))
+
+    def restore(self, arrays: dict, path: str) -> None:
+        """Continue from a model's state (model.load checked it against the model's options;
+        the run's options may still ask for another grid)."""
+        slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        n = len(arrays["ew_hashes"])
+        boa_sub = corners.shape[2] > 1
+        expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
+                    "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
+                    "ew_shared": shared.shape, "ew_meta": meta.shape}
+        if any(arrays[name].shape != shape for name, shape in expected.items()):
+            raise OlearnError("model's --eg/--boa/--saew state does not fit these options "
+                              "(a different calibration grid or subroutine?)", path)
+        hashes[:n] = arrays["ew_hashes"]
+        slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
+        if boa_sub:
+            corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
+            corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
+        coord[:, :, :n] = arrays["ew_coord"]
+        options = es[:, E_OPTIONS]  # the run's: an option given on the command line applies
+        es[:] = arrays["ew_es"]
+        es[:, E_OPTIONS] = options
+        shared[:] = arrays["ew_shared"]
+        meta[:] = arrays["ew_meta"]
+
+    @staticmethod
+    def check(arrays: dict, config: Config) -> None:
+        """--eg/--boa/--saew: shapes for the model's options, the active index, and what the
+        kernels use as counts, indices and divisors; BOA's weights those of its experts' state."""
+        hashes, corners, coord = arrays["ew_hashes"], arrays["ew_corners"], arrays["ew_coord"]
+        es, shared, meta = arrays["ew_es"], arrays["ew_shared"], arrays["ew_meta"]
+        n, k = len(hashes), instances(config)  # k before new_es: its grid can be large
+        boa_sub = config.subroutine == "boa"
+        require(corners.shape[::2] == (k, 2 * n + 1 if boa_sub else 1)
+                and coord.shape[::2] == (k, n) and len(es) == k and meta.shape[1] == k,
+                "--eg/--boa/--saew state does not fit the model's options")
+        require(bool(np.all(hashes >= 0)) and len(np.unique(hashes)) == n
+                and (n == 0 or int(hashes.max()) < 1 << config.bit_precision),
+                "ew_hashes out of range or repeated")
+        require(all(np.isfinite(a).all() for a in (corners, coord, es, shared, meta)),
+                "NaN or infinite --eg/--boa/--saew state")
+        # coordinates arrive with the examples learned; examples without features leave the
+        # subroutine untouched (saew._instance_learn), so BOA's lone ghost stays fresh
+        learned = shared[L.SH_T] > 0
+        require(shared[L.SH_ACTIVE] == n and (n == 0 or learned)
+                and counts(shared[[L.SH_TOUCHED, L.SH_T]]) and shared[L.SH_TOUCHED] <= n,
+                "malformed ew_shared")
+        options = E_OPTIONS
+        require(np.array_equal(es[:, options], new_es(config)[:, options])
+                and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
+                "ew_es does not hold the model's options")
+        # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
+        # sum (BOA's and EG's divisor once there are coordinates) or a non-negative offset
+        require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
+                and (n == 0 or config.subroutine == "sgd" or bool(np.all(es[:, L.E_SUM] > 0))),
+                "malformed ew_es")
+        # the calibration's BOA over the instances of the current block (its weight sum divides)
+        mixed = es[:, L.E_JOIN] <= saew.block(max(int(shared[L.SH_T]), 1))
+        require(mixed.any() and _boa_weights_fit(meta[:boa.ROWS, mixed], None,
+                                                 math.log(max(mixed.sum(), 2)))
+                and math.isclose(shared[L.SH_META_SUM], meta[boa.W, mixed].sum(),
+                                 rel_tol=REL_TOL), "malformed ew_meta")
+        if boa_sub and n == 0 and learned:
+            require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
+        elif boa_sub and learned:  # (before the first example, the corners are reset when used)
+            require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
+                         and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
+                                         rel_tol=REL_TOL) for i in range(k)),
+                     "BOA's corner weights are not those of their state")
+        if config.subroutine == "sgd":  # in the box, snapshots of the session's counters
+            snap, shrunk = coord[:, L.K_SNAP], coord[:, L.K_SHRUNK]
+            require(bool(np.all(np.abs(coord[:, L.K_G]) <= es[:, L.E_EPS, None]))
+                    and bool(np.all(coord[:, L.K_SQ] >= 0))
+                    and bool(np.all((snap >= 0) & (snap <= es[:, L.E_N, None])))
+                    and bool(np.all((shrunk >= 0) & (shrunk <= es[:, L.E_SHRINK, None]))),
+                    "SGD's deviations or snapshots out of range")
+        elif not boa_sub:  # EG keeps every exp(±eta G - offset) <= 1
+            log_weights = np.abs(es[:, L.E_ETA, None] * coord[:, L.K_G])
+            require(bool(np.all(log_weights <= es[:, L.E_OFF, None])),
+                     "EG's offset below its log-weights")
+
+
+def _fresh(experts_rows: np.ndarray) -> np.ndarray:
+    """Which BOA experts (rows V, B2, R, W; a column each) are as boa.reset leaves them."""
+    v, b2, r, w = experts_rows
+    return (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+
+
+def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:
+    """Whether BOA experts (rows V, B2, R, W; a column each) are fresh (boa.reset) or weigh
+    what their state says, eta e^(eta R - offset) (boa.weigh; ``offset`` None: the largest
+    eta R, as the calibration's step). B2 > 0: the rates divide by it."""
+    v, b2, r, w = experts_rows
+    fresh = _fresh(experts_rows)
+    if fresh.all():
+        return True
+    if not (np.all(v >= 0) and np.all(b2 > 0)):
+        return False
+    with np.errstate(all="ignore"):  # an overflow is a mismatch
+        eta = np.where(v > 0, np.minimum(1 / b2, np.sqrt(log_n / np.where(v > 0, v, 1))), 1 / b2)
+        a = eta * r
+        weights = eta * np.exp(a - (a.max() if offset is None else offset))
+    return bool(np.all(fresh | np.isclose(w, weights, rtol=REL_TOL, atol=1e-300)))

@@ -1,0 +1,288 @@
+"""VW's gradient descent family (docs/vw-reference.md §3): its options, its class, and the
+per-example prediction and update the example loop (olearn/kernel/loop.py) calls.
+
+State per coordinate j is the row ``W[j]`` of the weight table (learners/weights.py: weight, sum
+of squared gradients, largest |x| seen, the update's scratch rate), one 16-byte row per feature;
+the learner's state and parameters are the float64 arrays of olearn/kernel/layouts.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit
+
+from olearn.core.option import choice, flag, number
+from olearn.core.vmath import prefetch_row
+from olearn.kernel.layouts import (
+    GRADIENT_DESCENT,
+    P_ADAPTIVE,
+    P_BINARY,
+    P_ETA,
+    P_INVARIANT,
+    P_LINK,
+    P_LOSS,
+    P_LOSS_PARAM,
+    P_NORMALIZED,
+    P_POWER_T,
+    S_NORM,
+    S_REG,
+    S_T,
+    S_TOTAL,
+)
+from olearn.learners import regularize
+from olearn.learners.experts.family import new_experts
+from olearn.learners.losses import derivative_shared, invariant_update_shared
+from olearn.learners.weights import W_G, W_N, W_RATE, W_W
+
+LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
+
+OPTIONS = (
+    number("-l", "--learning_rate", kind=float, default=None, low=0.0, low_allowed=False,
+           model=True,
+           help="Learning rate, > 0 [default: 0.5, or 10 unless adaptive and normalized]."),
+    number("--power_t", kind=float, default=0.5, low=0.0, model=True, help="t power value."),
+    number("--initial_t", kind=float, default=None, low=0.0, model=True,
+           help="Initial t value, >= 0 [default: 0, or 1 without --adaptive/--normalized]."),
+    flag("--sgd", model=True,
+         help="Plain SGD: no adaptive, normalized or invariant update."),
+    flag("--adaptive", model=True, help="Per-feature adaptive learning rates (AdaGrad)."),
+    flag("--normalized", model=True, help="Per-feature normalized updates."),
+    flag("--invariant", model=True, help="Importance-invariant updates."),
+    choice("--link", choices=tuple(LINKS), default="identity", model=True,
+           help="Link applied to the output (-p, progress table); the loss uses the raw score."),
+    flag("--binary", model=True,
+         help="Output the sign (-1/1) and report 0/1 loss; learning is unchanged."),
+    number("--min_prediction", kind=float, default=None, model=True,
+           help="Smallest prediction to output (fixes the clipping range)."),
+    number("--max_prediction", kind=float, default=None, model=True,
+           help="Largest prediction to output (fixes the clipping range; above "
+                "--min_prediction)."),
+)
+
+class GradientDescent:
+    """VW's gradient descent (adaptive, normalized, invariant or plain SGD) with the lazy
+    --l1/--l2 (optim/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; its
+    state is the weight table and the learner state. ``ew`` is the exponential-weights
+    family's, unused (tiny arrays)."""
+
+    CODE = GRADIENT_DESCENT
+    UNMERGEABLE = ""  # --dask merges its state by the declared rules
+    ARRAYS: dict = {}  # a model file needs nothing beyond the weight table and the state
+    NAMED: dict = {}
+
+    def __init__(self, config):
+        self.config = config
+        size = 1 << config.bit_precision if config.regularized else 1
+        self.lazy = np.zeros((size, regularize.snapshot_columns(config.l2 > 0)))
+        self.ew = new_experts(config)
+
+    @staticmethod
+    def describe(config) -> str:
+        """The learner as the header's "Enabled learners" names it."""
+        adaptive, normalized, invariant = config.update_rule
+        rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
+                                      ("invariant", invariant)) if on] or ["sgd"]
+        return f"gd ({', '.join(rule)})"
+
+    def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
+        """Apply every pending regularization step, so that ``weights`` hold the model."""
+        if self.config.regularized:
+            regularize.flush(weights, self.lazy, state[S_REG:S_REG + regularize.SIZE],
+                             self.config.l1, self.config.l2 > 0)
+
+    def model_arrays(self) -> dict:
+        return {}
+
+    def restore(self, arrays: dict, path: str) -> None:
+        """Nothing beyond the weight table and the state (the learner restores those)."""
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """Nothing beyond model.py's checks of the weight table and the state."""
+UPDATE_BLOCK = 256  # features per block of update's passes: 6 KB of scratch
+X_MIN = 1.084202e-19
+X2_MIN = X_MIN * X_MIN
+
+
+# With interactions or --stage_poly an example's features are spread over the whole table, out
+# of the L1 and L2 caches: the loops over them ask for the row PREFETCH_AHEAD features ahead
+# (``prefetch``, a literal), 10-15% less learning time on -q ff and the interaction shapes.
+# Without them (the table rows in use stay cached) the hints only cost instructions.
+PREFETCH_AHEAD = 16  # features
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefetch_ahead(W, index, k, hi):
+    prefetch_row(W, index[min(k + PREFETCH_AHEAD, hi - 1)])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def predict(W, index, value, lo, hi, initial, prefetch):
+    literally(prefetch)
+    raw = np.float32(initial)
+    if prefetch:
+        for k in range(lo, min(hi, lo + PREFETCH_AHEAD)):
+            prefetch_row(W, index[k])
+    for k in range(lo, hi):
+        if prefetch:
+            _prefetch_ahead(W, index, k, hi)
+        raw += W[index[k], W_W] * value[k]
+    return raw
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def update(W, state, params, index, value, lo, hi, p, y, imp, shared, work, prefetch):
+    """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
+
+    Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
+    size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
+    least one column: the features are taken that many at a time); ``shared``: the loss's
+    :func:`shared_term` of (p, y), which its value took too. VW's default rule
+    (adaptive, normalized, power_t 0.5) and plain SGD (neither adaptive nor normalized, any
+    power_t) run copies compiled for them (literal flags: no per-feature branch on them).
+    ``prefetch`` (literal): see PREFETCH_AHEAD.
+    """
+    literally(prefetch)
+    adaptive = params[P_ADAPTIVE] != 0
+    normalized = params[P_NORMALIZED] != 0
+    sqrt_rate = params[P_POWER_T] == 0.5
+    if adaptive and normalized and sqrt_rate:
+        return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
+                            shared, work, prefetch)
+    if not adaptive and not normalized:  # sqrt_rate only matters to a per-feature state
+        return _update_rule(False, False, False, W, state, params, index, value, lo, hi, p, y,
+                            imp, shared, work, prefetch)
+    return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
+                        p, y, imp, shared, work, prefetch)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
+                 imp, shared, work, prefetch):
+    """:func:`update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
+    0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
+    L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
+    sees its earlier occurrences), each feature's rate (:func:`_rates`: no memory but
+    ``work``'s, so that LLVM can vectorize its divisions and square roots), then the rates'
+    sums, in order (none of them when no feature has a state and the update is not
+    invariant: nothing would read their sums); then one pass of weight steps. ``work``'s rows
+    (x², the sums then the rates, the norms then the normalizer's terms) are indexed in place,
+    never taken as views: a view takes and drops a reference, atomically, per example."""
+    invariant = params[P_INVARIANT] != 0
+    loss = int(params[P_LOSS])
+    param = params[P_LOSS_PARAM]
+    power_t = params[P_POWER_T]
+    neg_norm_power = power_t - 1.0 if adaptive else -1.0
+    d1 = derivative_shared(loss, param, p, y, shared)
+    g2 = imp * d1 * d1 if adaptive else 0.0
+    stateful = adaptive or normalized
+    norm_x = 0.0
+    ppu = 0.0
+    for first in range(lo, hi if stateful or invariant else lo, work.shape[1]):
+        n = min(work.shape[1], hi - first)
+        for k in range(n):
+            if prefetch:
+                _prefetch_ahead(W, index, first + k, hi)
+            j = index[first + k]
+            x = np.float64(value[first + k])
+            x2 = x * x
+            if x2 < X2_MIN:
+                x = X_MIN if x > 0 else -X_MIN
+                x2 = X2_MIN
+            work[0, k] = x2
+            if adaptive:
+                W[j, W_G] += g2 * x2
+                work[1, k] = W[j, W_G]
+            if normalized:
+                ax = abs(x)
+                n_j = np.float64(W[j, W_N])
+                if ax > n_j:
+                    if n_j > 0:
+                        if sqrt_rate:
+                            r = n_j / ax
+                            W[j, W_W] *= r if adaptive else r * r
+                        else:
+                            W[j, W_W] *= ((ax / n_j) ** 2) ** neg_norm_power
+                    W[j, W_N] = ax
+                    n_j = ax
+                work[2, k] = n_j
+        if stateful:
+            _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n)
+        for k in range(n):
+            rate = work[1, k] if stateful else 1.0
+            if normalized:
+                norm_x += work[2, k]
+            if stateful:
+                W[index[first + k], W_RATE] = rate
+            ppu += work[0, k] * rate
+    multiplier = 1.0
+    if normalized:
+        state[S_NORM] += imp * norm_x
+        state[S_TOTAL] += imp
+        avg = state[S_NORM] / state[S_TOTAL]
+        if avg <= 0.0:  # no example so far had a feature: VW's update is NaN, made 0
+            return 0.0
+        if sqrt_rate:
+            multiplier = np.sqrt(1.0 / avg) if adaptive else 1.0 / avg
+        else:
+            multiplier = avg ** neg_norm_power
+        ppu *= multiplier
+    scale = params[P_ETA] * imp
+    if not adaptive:
+        scale *= (state[S_T] + imp) ** -power_t
+    if invariant:
+        u = invariant_update_shared(loss, param, p, y, scale, ppu, shared)
+    else:
+        u = -d1 * scale
+    if np.isnan(u):
+        u = 0.0
+    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
+    u *= multiplier
+    for k in range(lo, hi):
+        if prefetch:
+            _prefetch_ahead(W, index, k, hi)
+        j = index[k]
+        if stateful:
+            W[j, W_W] += u * value[k] * W[j, W_RATE]
+        else:
+            W[j, W_W] += u * value[k]
+    return eta_bar
+
+
+# numpy's error model: no division-by-zero check (a branch per division, which stops LLVM
+# from vectorizing the loop); no divisor here can be 0 (the sum is tested > 0, the norm >= X_MIN)
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
+def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n):
+    """Each feature's rate into ``work[1]`` (from its sum of squared gradients ``work[1, k]``
+    and norm ``work[2, k]``) and, normalized, its term x²/N² of the normalizer (x² is
+    ``work[0, k]``) into ``work[2]``."""
+    for k in range(n):
+        rate = 1.0
+        if adaptive:
+            g = np.float32(work[1, k])
+            if g > 0:
+                rate = 1.0 / np.sqrt(g) if sqrt_rate else g ** -power_t
+            else:  # gradients so small that their squares vanish in float32: no step
+                rate = 0.0
+        if normalized:
+            n_j = work[2, k]
+            work[2, k] = work[0, k] / (n_j * n_j)
+            if sqrt_rate:
+                rate *= 1.0 / n_j if adaptive else 1.0 / (n_j * n_j)
+            else:
+                rate *= (n_j * n_j) ** neg_norm_power
+        work[1, k] = rate
+
+
+@njit(cache=True, nogil=True)
+def output(params, p):
+    """The prediction as the user sees it: after --link and --binary."""
+    if params[P_BINARY] != 0:
+        return 1.0 if p > 0 else -1.0
+    link = params[P_LINK]
+    if link == 1:
+        return 1.0 / (1.0 + np.exp(-p))
+    if link == 2:
+        return 2.0 / (1.0 + np.exp(-p)) - 1.0
+    if link == 3:
+        return np.exp(p)
+    return p

@@ -1,1 +1,0 @@
-"""Optimizers: the per-example update rules, as numba kernels over batches."""

@@ -1,0 +1,1 @@
+"""The progress table and summary, predictions, audit, metrics, learning curves."""

@@ -1,0 +1,347 @@
+"""Model files: the whole learner state and the options it depends on, in one checked file.
+
+Layout: ``MAGIC``, a little-endian uint32 header length, a JSON header (format version, the
+model options, and each array's dtype, shape and byte range), the arrays' bytes, and a SHA-256
+of everything before it. Written through a temporary file and renamed, so a crash never leaves
+a half-written model.
+
+A model file is untrusted input: its checksum catches accidents, not lies (anyone can write a
+valid one). :func:`load` checks every field before use: the header's types, each option's type
+and value, each array's dtype, shape and byte range, index ranges and uniqueness, finiteness,
+and the invariants the kernels rely on (counts and sizes they index or loop with, divisors).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import struct
+
+import numpy as np
+
+import olearn
+from olearn.core.atomic import AtomicOutput
+from olearn.core.checks import INT64_LIMIT, Invalid, increasing_below, require
+from olearn.errors import OlearnError
+from olearn.features.stage_poly import StagePoly
+from olearn.kernel import layouts
+from olearn.learners import regularize
+from olearn.learners.families import FAMILIES, family_of
+from olearn.learners.weights import COLUMNS, W_G, storable
+from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
+from olearn.reductions.oaa import AUTO, OneAgainstAll
+
+MAGIC = b"OLEARN-MODEL\n"
+# Format 5 names the fields of its state arrays and may lack options (a model from an older
+# olearn): they take their defaults. Formats 3 (olearn 0.1.0) and 4 stored the fields by
+# position, in the order LEGACY_FIELDS freezes; format 3's state has no regularization step
+# count, its last field, which loads as its default 0 (its accumulators are flushed when saved,
+# so no steps are pending).
+FORMAT_VERSION = 5
+VERSIONS = (3, 4, 5)
+_DIGEST = 32
+HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
+SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
+# The dtype and shape (None: any length) of each array save() writes.
+# Beside the weight table and the learner state, the expander's and the families' own.
+OWNERS = (StagePoly, OneAgainstAll, *FAMILIES)
+ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
+          "state": ("<f8", (None,)),
+          **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}
+# The arrays whose fields are declared (olearn/core/fields.py), and the axis the fields run along.
+NAMED = {"rows": (COLUMNS, 1), "state": (layouts.STATE, 0),
+         **{name: named for owner in OWNERS for name, named in owner.NAMED.items()}}
+# The fields of formats 3 and 4, by position (format 3's state lacks the last one).
+LEGACY_FIELDS = {
+    "rows": ["w", "G", "N", "rate"],
+    "state": ["norm", "total", "t", "min", "max", "reg_phi", "reg_sum", "reg_steps"],
+    "poly_counters": ["sparsity", "examples", "period", "pending", "counter_base"],
+    "ew_es": ["sum", "top", "eps", "session", "n", "q", "d0", "alpha", "u", "b", "b_scale", "eta",
+              "var", "range", "off", "ref", "a", "touches", "b_max"],
+    "ew_shared": ["active", "t", "meta_sum", "touched"],
+    "ew_coord": ["center", "avg", "g", "snap", "scratch"]}
+# Config's annotation of each option, and the JSON types each of its words accepts.
+_ANNOTATIONS = {f.name: f.type for f in dataclasses.fields(Config)}
+_JSON_TYPES = {"bool": (bool,), "int": (int,), "float": (int, float), "str": (str,),
+               "None": (type(None),)}
+
+
+def _sha256(data: bytes) -> bytes:
+    import hashlib  # here, not at the top: loading OpenSSL costs every run ~5 ms of start-up
+    return hashlib.sha256(data).digest()
+
+
+def _default_row(config: Config) -> np.ndarray:
+    """The state row of a coordinate never updated (G starts at initial_t in adaptive mode)."""
+    row = COLUMNS.defaults().astype(np.float32)
+    if config.update_rule[0] and config.t0 > 0:
+        row[W_G] = config.t0
+    return row
+
+
+def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
+         owners: tuple = ()) -> None:
+    """Write a model: only the coordinates that differ from a fresh learner's are stored, and
+    what ``owners`` keep of their state (``model_arrays``: the --stage_poly expander's
+    monomials, the learner family's own state)."""
+    saved = COLUMNS.saved
+    changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
+    arrays = {"index": changed, "rows": weights[changed], "state": state}
+    for owner in owners:
+        arrays.update(owner.model_arrays())
+    spec, offset, blobs, fields = {}, 0, [], {}
+    for name, (layout, axis) in NAMED.items():
+        if name in arrays:  # the saved fields only, each named
+            arrays[name] = np.take(arrays[name], layout.saved, axis=axis)
+            fields[name] = [layout.names[i] for i in layout.saved]
+    for name, array in arrays.items():
+        dtype = ARRAYS[name][0]
+        data = np.ascontiguousarray(array, dtype=dtype).tobytes()
+        spec[name] = {"dtype": dtype, "shape": list(array.shape), "offset": offset,
+                      "bytes": len(data)}
+        offset += len(data)
+        blobs.append(data)
+    header = json.dumps({"format_version": FORMAT_VERSION, "olearn": olearn.__version__,
+                         "options": config.model_options(), "arrays": spec,
+                         "fields": fields}).encode()
+    body = MAGIC + struct.pack("<I", len(header)) + header + b"".join(blobs)
+    out = AtomicOutput(path)
+    try:
+        out.write(body)
+        out.write(_sha256(body))
+        out.commit()
+    except BaseException:
+        out.discard()
+        raise
+
+
+@dataclasses.dataclass
+class Model:
+    """A loaded model: its options and state, ready to be applied to a learner."""
+
+    options: dict
+    arrays: dict
+
+    @property
+    def state(self) -> np.ndarray:
+        return self.arrays["state"]
+
+    def weights(self, config: Config) -> np.ndarray:
+        weights = np.tile(_default_row(config), (1 << config.bit_precision, 1))
+        weights[self.arrays["index"]] = self.arrays["rows"]
+        return weights
+
+    def restore(self, learner, path: str) -> None:
+        """Put the saved state into ``learner`` (an OnlineLearner for the merged options)."""
+        learner.restore(self.weights(learner.config), self.state)
+        learner.family.restore(self.arrays, path)
+        learner.expander.restore(self.arrays)
+        learner.reduction.restore(self.arrays)
+
+
+def load(path: str) -> Model:
+    """Read and check a model; any problem is one OlearnError naming what is wrong."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise OlearnError("no such model file", path) from None
+    except OSError as exc:
+        raise OlearnError(f"cannot read model: {exc.strerror or exc}", path) from None
+    if not data.startswith(MAGIC):
+        raise OlearnError("not an olearn model file (bad magic bytes)", path)
+    start = len(MAGIC) + 4
+    if len(data) < start + _DIGEST:
+        raise OlearnError("truncated model file", path)
+    (header_len,) = struct.unpack("<I", data[len(MAGIC):start])
+    body, digest = data[:-_DIGEST], data[-_DIGEST:]
+    if _sha256(body) != digest:
+        too_short = len(data) < start + header_len + _DIGEST
+        raise OlearnError("truncated model file" if too_short
+                          else "corrupted model file (checksum mismatch)", path)
+    try:
+        require(start + header_len <= len(body), "header longer than the file")
+        header = _header(body[start:start + header_len])
+        version = header["format_version"]
+        if version not in VERSIONS:
+            raise OlearnError(f"unsupported model format version {version} (this olearn reads "
+                              f"versions {VERSIONS[0]} to {VERSIONS[-1]})", path)
+        keys = HEADER_KEYS | {"fields"} if version >= 5 else HEADER_KEYS
+        require(set(header) == keys and type(header["olearn"]) is str
+                 and type(header["options"]) is dict, "unexpected header fields")
+        unknown = sorted(set(header["options"]) - set(MODEL_OPTIONS))
+        if unknown:
+            raise OlearnError(f"the model (olearn {header['olearn']}) has options this olearn "
+                              f"does not know: {', '.join(unknown)}", path)
+        # a model from an older olearn lacks the options added since: they take their defaults
+        options = {**_option_defaults(), **header["options"]}
+        config = _config(options)
+        arrays = _arrays(header["arrays"], body[start + header_len:], _names(config))
+        _name_fields(arrays, header.get("fields"), version, config)
+        _check_table(arrays, config)
+        StagePoly.check(arrays, config)
+        OneAgainstAll.check(arrays, config)
+        family_of(config).check(arrays, config)
+    except Invalid as exc:
+        raise OlearnError(f"corrupted model file ({exc})", path) from None
+    return Model(options, arrays)
+
+
+def _header(text: bytes) -> dict:
+    """The JSON header: an object with an integer format version."""
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for the parser
+        raise Invalid("unreadable header") from None
+    require(type(header) is dict and type(header.get("format_version")) is int,
+             "header without a format version")
+    return header
+
+
+def _config(options: dict) -> Config:
+    """The model's options as a Config: each of its Config field's type, then Config's checks."""
+    for name, value in options.items():
+        annotation = _ANNOTATIONS[name]
+        if annotation == "list[str]":  # interaction terms: namespaces are bytes
+            fits = type(value) is list and all(
+                type(term) is str and max(map(ord, term), default=0) < 256 for term in value)
+        else:
+            fits = any(type(value) in _JSON_TYPES[word] for word in annotation.split(" | "))
+        require(fits, f"option {name} is a {type(value).__name__}, not {annotation}")
+        require(not (type(value) is float and math.isnan(value)), f"option {name} is NaN")
+        require(not (type(value) is int and abs(value) >= INT64_LIMIT),
+                 f"option {name} out of range")
+    try:
+        return Config(quiet=True, **options)
+    except OlearnError as exc:
+        raise Invalid(f"options: {exc.message}") from None
+
+
+def _option_defaults() -> dict:
+    """Each model option's default (what a model that lacks the option was trained with)."""
+    return {name: default(REGISTRY[name]) for name in MODEL_OPTIONS}
+
+
+def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> None:
+    """Each declared array in the current layout, from its fields' names (format 5) or
+    positions (formats 3 and 4); a field the file lacks takes its fresh value."""
+    if version >= 5:
+        require(type(fields) is dict and set(fields) == set(NAMED) & set(arrays),
+                 "unexpected field names")
+    for name, (layout, axis) in NAMED.items():
+        if name not in arrays:
+            continue
+        values = arrays[name]
+        if version >= 5:
+            names = fields[name]
+            require(type(names) is list and all(type(n) is str for n in names)
+                     and len(set(names)) == len(names), f"{name}: malformed field names")
+        else:
+            names = LEGACY_FIELDS[name][:values.shape[axis]]
+            missing = len(LEGACY_FIELDS[name]) - len(names)
+            require(missing == 0 or (version == 3 and name == "state" and missing == 1),
+                     f"{name}: {values.shape[axis]} fields, not {len(LEGACY_FIELDS[name])}")
+        require(values.shape[axis] == len(names), f"{name}: not one value per field")
+        fill = _default_row(config) if name == "rows" else layout.defaults()
+        try:
+            arrays[name] = layout.from_names(names, values, fill, axis)
+        except KeyError as exc:
+            raise Invalid(f"{name}: fields this olearn does not know ({exc.args[0]}; "
+                           "a newer olearn's model?)") from None
+
+
+def _names(config: Config) -> set[str]:
+    """The arrays a model of these options holds."""
+    names = {"index", "rows", "state"}
+    if config.stage_poly:
+        names |= set(StagePoly.ARRAYS)
+    if config.oaa is not None:
+        names |= set(OneAgainstAll.ARRAYS)
+    names |= set(family_of(config).ARRAYS)
+    return names
+
+
+def _arrays(specs: object, payload: bytes, names: set[str]) -> dict[str, np.ndarray]:
+    """The arrays ``specs`` describe in ``payload``: each one's dtype the one save() writes,
+    its shape of that rank (fixed dimensions equal), its byte range its size and inside."""
+    require(type(specs) is dict and set(specs) == names, "unexpected arrays")
+    limit = len(payload)  # no dimension, offset or size can be larger
+
+    def natural(x: object) -> bool:
+        return type(x) is int and 0 <= x <= limit
+
+    arrays = {}
+    for name, spec in specs.items():
+        dtype, pattern = ARRAYS[name]
+        require(type(spec) is dict and set(spec) == SPEC_KEYS, f"{name}: unexpected fields")
+        require(spec["dtype"] == dtype, f"{name}: not of dtype {dtype}")
+        shape, offset, size = spec["shape"], spec["offset"], spec["bytes"]
+        require(type(shape) is list and len(shape) == len(pattern)
+                 and all(natural(d) and p in (None, d) for d, p in zip(shape, pattern)),
+                 f"{name}: unexpected shape")
+        count = math.prod(shape)
+        require(natural(offset) and natural(size) and size == count * np.dtype(dtype).itemsize
+                 and offset + size <= limit, f"{name}: byte range does not fit its shape")
+        arrays[name] = np.frombuffer(payload, dtype=dtype, count=count,
+                                     offset=offset).reshape(shape).copy()
+    return arrays
+
+
+def _check_table(arrays: dict, config: Config) -> None:
+    """The weight rows and the learner state."""
+    index, rows = arrays["index"], arrays["rows"]
+    require(len(rows) == len(index), "rows and index of different lengths")
+    require(increasing_below(index, 1 << config.bit_precision),
+             "index out of range, unsorted or repeated")
+    # what OnlineLearner.save checks (the update's scratch rate is not saved)
+    require(storable(rows), "NaN or infinite weights, or NaN or negative adaptive sums or "
+                            "normalizers")
+    state = arrays["state"]
+    require(bool(np.isfinite(state).all()), "NaN or infinite state")
+    require(state[layouts.S_NORM] >= 0 and state[layouts.S_TOTAL] >= 0,
+             "negative normalization totals")
+    # the lazy snapshots are not saved: they are consistent only with flushed accumulators
+    require(not state[layouts.S_REG:layouts.S_REG + regularize.SIZE].any(),
+             "regularization accumulators not flushed")
+    fixed = config.min_prediction is not None or config.max_prediction is not None
+    require(fixed or state[layouts.S_MIN] <= state[layouts.S_MAX], "label range with min > max")
+    require(state[layouts.S_INDEXING] in (0.0, 1.0, AUTO), "unknown --oaa indexing")
+
+
+def merged_config(config: Config, model: Model, path: str, warn) -> Config:
+    """The run's options with ``-i``: the model's, except those given on the command line
+    (a warning when they differ). A different ``-b`` is an error, as in VW, and so is another
+    learner (the state would not be its)."""
+    saved = model.options
+    if "bit_precision" in config.explicit and config.bit_precision != saved["bit_precision"]:
+        raise OlearnError(f"model has -b {saved['bit_precision']}, the command line asks for "
+                          f"-b {config.bit_precision}", path)
+    given = [name for name in MODEL_OPTIONS
+             if name in config.explicit and getattr(config, name) != saved[name]]
+    options = {**saved, **{name: getattr(config, name) for name in given}}
+    if any(name in config.explicit for name in (*EXPERT_LEARNERS, "saew_calibrate")):
+        # the command line names the learner: --boa replaces a model's --eg (it is not both)
+        options.update({name: getattr(config, name) for name in EXPERT_LEARNERS})
+    if _learner(options) != _learner(saved):
+        raise OlearnError(f"model was trained with {_learner(saved)}, the command line asks for "
+                          f"{_learner(options)} (a model continues with its own learner)", path)
+    try:
+        merged = dataclasses.replace(config, **options)
+        merged.check_subroutine(merged=True)  # a model of gradient descent has no subroutine
+    except OlearnError as exc:  # the model's options with the command line's
+        raise OlearnError(exc.message, path) from None
+    for name in given:
+        warn(f"[warning] --{name} {getattr(config, name)} from the command line overrides "
+             f"the model's {saved[name]}")
+    return merged
+
+
+def _learner(options: dict) -> str:
+    """The learner model options train, as its options (it decides what state is saved)."""
+    chosen = [name for name in EXPERT_LEARNERS if options[name]]
+    if not chosen:
+        return "gradient descent"
+    if chosen != ["saew"]:
+        return " ".join(f"--{name}" for name in chosen)
+    kind = "--saew_calibrate" if options["saew_calibrate"] else "--saew"
+    return f"{kind} --saew_sub {options['saew_sub']}"

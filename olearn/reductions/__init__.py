@@ -1,0 +1,1 @@
+"""What wraps the scalar learner: one-against-all."""

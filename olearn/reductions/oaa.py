@@ -1,0 +1,171 @@
+"""``--oaa K``: VW's one-against-all multiclass reduction (docs/vw-reference.md §9).
+
+The reduction sits between the expander and the learner family: each example becomes K binary
+problems on one weight table, class k's label +1 when the example's class is k and -1 otherwise.
+As in VW, every feature index (the constant included) is widened to ``h · W`` with W the
+smallest power of two >= K (VW's feature width) before interactions and monomials are formed,
+and class k's copy of a feature lives at slot ``(h · W + k) & mask``. Each class has its own
+normalizer sums (VW's per-model state); the learning-rate clock t and the clipping range are
+shared. The prediction is the first class of highest clipped score; --scores writes every
+class's score and --probabilities their logistic values normalized to sum 1 (and adds the
+multiclass log loss to the summary).
+
+Labels are VW's multiclass labels: a class 1..K (or 0..K-1, see --indexing), then an optional
+importance. With --indexing unset, VW's rule: the first training label 0 makes the labels
+0-based, the first training label K makes them 1-based. A label outside the classes is learned
+as a negative for every class and counts as an error, with a warning, as VW.
+
+:class:`OneAgainstAll` holds the configuration and the per-class state; the kernel side is
+``gd._learn_multiclass``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from olearn.core.checks import require
+from olearn.core.fields import Field, Layout
+from olearn.core.option import flag, number
+from olearn.errors import OlearnError
+
+MAX_CLASSES = 1 << 16
+AUTO = 2.0  # the indexing state while neither label 0 nor label K has been learned
+
+OPTIONS = (
+    number("--oaa", kind=int, default=None, low=1, high=MAX_CLASSES, model=True,
+           metavar="K", help="One-against-all multiclass with K classes."),
+    number("--indexing", kind=int, default=None, low=0, high=1, model=True,
+           help="Classes are 0..K-1 (0) or 1..K (1) [default: the first label 0 or K "
+                "learned decides, as VW]."),
+    flag("--probabilities",
+         help="With --oaa: predict each class's probability (-p writes class:probability "
+              "pairs), and report the multiclass log loss."),
+    flag("--scores", help="With --oaa: -p writes every class's score (class:score pairs)."),
+)
+
+# The learner state's field for the indexing (gd.STATE appends it).
+STATE_FIELDS = (
+    Field("indexing", "--oaa's labels: 0-based (0), 1-based (1) or not yet known (2)",
+          merge="min", default=AUTO),)
+
+# Per class (a row each): the normalized update's sums, VW's per-model state.
+CLASSES = Layout(
+    "oaa_classes",
+    Field("norm", "S: sum of importance-weighted normalized norms", merge="mean"),
+    Field("total", "T: sum of importance of normalized updates", merge="mean"))
+CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
+
+
+def feature_width(classes: int) -> int:
+    """VW's feature width for K classes: the smallest power of two >= K."""
+    return 1 << max(classes - 1, 0).bit_length()
+
+
+def check(config) -> None:
+    """The options --oaa needs or refuses (called from Config's checks)."""
+    from olearn.errors import OptionError
+    if config.oaa is None:
+        for name in ("probabilities", "scores", "indexing"):
+            if getattr(config, name) not in (False, None):
+                raise OptionError(f"--{name} needs --oaa")
+        return
+    if config.experts:
+        raise OptionError(f"--oaa works with gradient descent, not with "
+                          f"--{config.expert_learner}")
+    for name, on in (("binary", config.binary), ("link", config.link != "identity")):
+        if on:
+            raise OptionError(f"--{name} does not apply to --oaa's class predictions "
+                              "(--probabilities gives probabilities)")
+    if feature_width(config.oaa) > 1 << config.bit_precision:
+        raise OptionError(f"--oaa {config.oaa} needs at least "
+                          f"{feature_width(config.oaa).bit_length() - 1} bits (-b)")
+
+
+class OneAgainstAll:
+    """The reduction's configuration and state: K, the feature width, each class's normalizer
+    sums (``classes``, a row per class), and how predictions are written."""
+
+    ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
+    NAMED = {"oaa_classes": (CLASSES, 1)}
+
+    def __init__(self, config):
+        self.k = config.oaa or 0
+        self.on = self.k > 0
+        self.shift = feature_width(self.k).bit_length() - 1 if self.on else 0
+        self.mask = config.mask
+        adaptive, normalized, _ = config.update_rule
+        self.classes = np.zeros((max(self.k, 1), len(CLASSES)))
+        if normalized and adaptive and config.t0 > 0:  # as gd's own sums start
+            self.classes[:] = config.t0
+        self.probabilities = bool(config.probabilities)
+        self.scores = bool(config.scores) or self.probabilities
+        self.indexing = config.indexing
+
+    def widen(self, index: np.ndarray) -> np.ndarray:
+        """A batch's feature indices ``h`` as VW's ``h · W`` (the classes' slots follow)."""
+        if not self.on:
+            return index
+        return (index << np.uint32(self.shift)) & np.uint32(self.mask)
+
+    def feature_names(self, names: dict[int, str]) -> dict[int, str]:
+        """``names`` of the features by index, as VW's --invert_hash names the classes'
+        weights: class 0's as the feature, class k's with ``[k]`` after it."""
+        if not self.on:
+            return names
+        width = 1 << self.shift
+        return {((index << self.shift) + k) & self.mask: name + (f"[{k}]" if k else "")
+                for index, name in names.items() for k in range(min(self.k, width))}
+
+    def class_slots(self, index: np.ndarray) -> np.ndarray:
+        """The weight slots of features ``index``: a row per class (one row without --oaa)."""
+        if not self.on:
+            return index[None, :]
+        widened = self.widen(index).astype(np.int64)
+        return (widened[None, :] + np.arange(self.k)[:, None]) & self.mask
+
+    def prediction_columns(self) -> int:
+        """The width of the kernel's prediction array: output, raw, then one per class."""
+        return 2 + self.k
+
+    def model_arrays(self) -> dict:
+        return {"oaa_classes": self.classes} if self.on else {}
+
+    def restore(self, arrays: dict) -> None:
+        if self.on and "oaa_classes" in arrays:
+            self.classes[:] = arrays["oaa_classes"]
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """A model's per-class sums: a row per class, finite and non-negative."""
+        if config.oaa is None:
+            return
+        classes = arrays["oaa_classes"]
+        require(classes.shape == (config.oaa, len(CLASSES)), "oaa_classes: not a row per class")
+        require(bool(np.all(np.isfinite(classes) & (classes >= 0))),
+                "oaa_classes: negative or non-finite sums")
+
+    def check_labels(self, batch, indexing: float, prefix: str) -> list[str]:
+        """Refuse labels of ``batch`` that are not classes (an OlearnError naming the line);
+        return warnings for labels outside the classes (learned as negatives for every class,
+        as VW), given the ``indexing`` in force."""
+        labels = batch.numbers[:, 0]
+        labeled = ~np.isnan(labels)
+        bad = labeled & ((labels < 0) | (labels != np.floor(labels)))
+        with_initial = labeled & (batch.numbers[:, 2] != 0)
+        for rows, what in ((bad, "is not a class (a whole number >= 0)"),
+                           (with_initial, "has a third number; a multiclass label is a class "
+                                          "and an importance")):
+            if rows.any():
+                e = int(np.argmax(rows))
+                raise OlearnError(f"--oaa: label {labels[e]:g} {what}", batch.source,
+                                  batch.first_line + int(batch.lines[e]) + 1)
+        low = 1 if indexing == 1 else 0
+        high = self.k - 1 if indexing == 0 else self.k
+        outside = labeled & ((labels < low) | (labels > high))
+        if not outside.any():
+            return []
+        e = int(np.argmax(outside))
+        count = int(outside.sum())
+        more = f" ({count - 1} more in this block)" if count > 1 else ""
+        return [f"{prefix}{batch.source}:{batch.first_line + int(batch.lines[e]) + 1}: label "
+                f"{labels[e]:g} is not in {{{low}..{high}}}; learned as a negative for every "
+                f"class{more}"]

@@ -1,0 +1,1 @@
+"""The prediction server (--daemon)."""
