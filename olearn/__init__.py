@@ -9,30 +9,44 @@ from olearn.errors import OlearnError, OptionError, ParseWarning  # noqa: F401 (
 __version__ = "0.1.0"
 
 
-def _source_hash() -> str:
-    """64 bits (CRC-32 and Adler-32) of every .py file's path and contents. zlib rather than
-    hashlib and os.walk rather than pathlib: those imports cost ~20 ms of every start-up."""
+# What numba's compiled kernels depend on: the modules that define kernels and every module
+# they import (tests/test_shape.py checks that list against the import graph).
+KERNEL_SOURCES = ("core", "data", "features", "kernel", "learners", "reductions",
+                  os.path.join("outputs", "predictions.py"), "errors.py")
+
+
+def _source_hashes() -> tuple[str, str]:
+    """64 bits (CRC-32 and Adler-32) of the path and contents of every .py file, and of those
+    of KERNEL_SOURCES only. zlib rather than hashlib and os.walk rather than pathlib: those
+    imports cost ~20 ms of every start-up."""
     package = os.path.dirname(os.path.abspath(__file__))
-    crc = adler = 1
+    crc = adler = kernel_crc = kernel_adler = 1
     for folder, subfolders, files in os.walk(package):
         subfolders.sort()
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
+                relative = os.path.relpath(path, package)
                 with open(path, "rb") as f:
-                    data = os.path.relpath(path, package).encode() + b"\0" + f.read()
+                    data = relative.encode() + b"\0" + f.read()
                 crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
-    return f"{crc:08x}{adler:08x}"
+                if relative in KERNEL_SOURCES or relative.split(os.sep)[0] in KERNEL_SOURCES:
+                    kernel_crc = zlib.crc32(data, kernel_crc)
+                    kernel_adler = zlib.adler32(data, kernel_adler)
+    return f"{crc:08x}{adler:08x}", f"{kernel_crc:08x}{kernel_adler:08x}"
 
 
-SOURCE_HASH = _source_hash()
+# SOURCE_HASH ties the ahead-of-time module to every source (its exports are the signatures the
+# front ends call with); KERNEL_HASH names numba's cache folder, so that an edit outside the
+# kernels' sources (a front end, the options, a test) compiles nothing again.
+SOURCE_HASH, KERNEL_HASH = _source_hashes()
 
 
 KERNEL_FOLDER_PREFIX = "kernels-"
 
 
 def _use_kernel_cache_for_these_sources() -> str | None:
-    """Point numba's on-disk kernel cache at a folder named by a hash of olearn's sources, and
+    """Point numba's on-disk kernel cache at a folder named by a hash of the kernels' sources, and
     mark it used now (its modification time: aot.prune_unused_kernel_folders reads it); returns
     the folder holding such folders, or None when NUMBA_CACHE_DIR is set (then left alone).
 
@@ -44,7 +58,7 @@ def _use_kernel_cache_for_these_sources() -> str | None:
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     parent = os.path.join(base, "olearn")
-    folder = os.path.join(parent, KERNEL_FOLDER_PREFIX + SOURCE_HASH)
+    folder = os.path.join(parent, KERNEL_FOLDER_PREFIX + KERNEL_HASH)
     os.environ["NUMBA_CACHE_DIR"] = folder
     try:
         os.utime(folder)

@@ -353,7 +353,7 @@ class _Instance:
 
     def sgd_step(self, g, touched):
         """AdaGrad (sums of ||g||∞²) with L1 towards the center on the box around it
-        (optim/sgd.py), every coordinate shrunk at every step."""
+        (learners/experts/l1_sgd.py), every coordinate shrunk at every step."""
         self.avg += np.where(touched, self.dev, self.held)
         self.sq += np.where(touched, np.abs(g).max() ** 2, 0.0)
         with np.errstate(divide="ignore"):
@@ -442,8 +442,8 @@ def _dense_stream(examples):
 
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
                         output="iterate", regrow=0.75, sgd_eta=1.0, sgd_l1=0.0, **settings):
-    """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in optim/saew.py) in plain numpy,
-    squared loss: progressive predictions of (label or None, importance, [(index, value)])
+    """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in learners/experts/saew.py) in plain
+    numpy, squared loss: progressive predictions of (label or None, importance, [(index, value)])
     examples. Every corner is updated at every step, including those of features not seen yet.
     ``final`` (a dict) receives the exported θ by feature index. ``settings``: sessions, C,
     center_last."""
@@ -481,8 +481,8 @@ def _boa_step(V, B2, R, regrets):
 
 def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False, sgd_eta=1.0,
                            sgd_l1=0.0):
-    """SAEW calibrated (Algorithm 3 as optim/saew.py reads it), squared loss: BOA over SAEW
-    instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
+    """SAEW calibrated (Algorithm 3 as learners/experts/saew.py reads it), squared loss: BOA over
+    SAEW instances, one per ``grid`` row (d0, alpha, radius, B scale, join), which learn throughout
     from their own clipped forecasts; the BOA restarts at learned examples 1, 2, 4, 8, ...,
     2^j over the instances whose join is at most j."""
     stream = _dense_stream(examples)

@@ -11,6 +11,7 @@ from olearn.errors import OlearnError
 LINES = [f"{(i * 7) % 11 - 5} |a x:{i % 5} y:{(i * 3) % 7 - 3} |b z{i % 4}" for i in range(300)]
 
 
+@pytest.mark.slow  # compiles the kept calls of every example's mode
 def test_module_docstring_examples_run():
     import olearn.frontends.api
     assert doctest.testmod(olearn.frontends.api).failed == 0

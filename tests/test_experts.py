@@ -1,4 +1,5 @@
-"""EG±, BOA and SAEW (optim/saew.py) against the dense numpy reference, and end to end."""
+"""EG±, BOA and SAEW (learners/experts/saew.py) against the dense numpy reference, and end to
+end."""
 import numpy as np
 import pytest
 from conftest import run_olearn

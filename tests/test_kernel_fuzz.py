@@ -61,6 +61,7 @@ def _lines_in(text: bytes) -> int:
     return text.count(b"\n") + (len(text) > 0 and not text.endswith(b"\n"))
 
 
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=2000)
 @given(text_bytes, st.sampled_from([FORMAT_VW, FORMAT_SVMLIGHT]), st.booleans())
 def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
@@ -83,6 +84,7 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
         assert np.all(batch.audit[:, 1] <= len(text))
 
 
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=500)
 @given(st.binary(max_size=200), st.integers(0, 7))
 def test_line_ends_are_every_newline_then_an_unterminated_end(text, offset):
@@ -113,6 +115,7 @@ def _learn(learner, batch, **replace):
     return loop.learn_batch(*args.values())
 
 
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=1000)
 @given(text_bytes, st.sampled_from(sorted(CONFIGS)))
 def test_learner_takes_any_parsed_bytes(learners, text, name):

@@ -16,7 +16,7 @@ from olearn.data.matrices import DictExamples
 from olearn.kernel import kept
 
 RNG = np.random.default_rng(11)
-# whole numbers: VW's number reader (io/numbers.py) is not correctly rounded ("1.359375" reads
+# whole numbers: VW's number reader (data/numbers.py) is not correctly rounded ("1.359375" reads
 # as 1.3593749), so only they read from text exactly as the numeric path takes them
 X = np.round(RNG.normal(size=(500, 12)) * 3) * (RNG.random((500, 12)) < 0.4)
 Y = np.round(X @ RNG.normal(size=12) + RNG.normal(size=500))

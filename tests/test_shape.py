@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
+
+import olearn
 
 PACKAGE = Path(__file__).resolve().parent.parent / "olearn"
 TOP_LEVEL_MODULES = 8  # besides __init__ and __main__
@@ -104,3 +107,34 @@ def test_package_inits_import_nothing_of_olearn():
 def test_few_modules_at_the_top_level():
     top = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
     assert len(top) <= TOP_LEVEL_MODULES, top
+
+
+NUMBA_DEFINITION = re.compile(
+    r"^\s*@(njit|intrinsic|overload)\b|\bnjit\(|structref\.(define|register)", re.M)
+
+
+def _kernel_closure(graph: dict[str, set[str]]) -> set[str]:
+    """The modules that define numba code, and every module they import, transitively."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    todo = [m for m, p in paths.items() if NUMBA_DEFINITION.search(p.read_text())]
+    closure: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module not in closure:
+            closure.add(module)
+            todo.extend(graph[module])
+    return closure
+
+
+def test_the_kernel_cache_hash_covers_every_source_kernels_depend_on():
+    """numba's cache folder is named by a hash of KERNEL_SOURCES only (olearn/__init__.py): a
+    module a kernel imports must be among them, else editing it would leave stale kernels."""
+    closure = _kernel_closure(import_graph())
+    assert "olearn.kernel.loop" in closure and "olearn.learners.losses" in closure
+    outside = []
+    for module in closure:
+        relative = module.split(".", 1)[1].replace(".", "/") if "." in module else ""
+        first = relative.split("/")[0]
+        if first not in olearn.KERNEL_SOURCES and f"{relative}.py" not in olearn.KERNEL_SOURCES:
+            outside.append(module)
+    assert outside == []

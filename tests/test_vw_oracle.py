@@ -472,7 +472,7 @@ def test_average_loss_within_1pct_of_vw(vw, shared_data, dataset, learner):
 
 
 # λ small enough that VW's truncated gradient and our proximal steps (a deliberate difference,
-# optim/regularize.py) agree, large enough to change the loss (cpusmall: 1564 → 2570 with l1).
+# learners/regularize.py) agree, large enough to change the loss (cpusmall: 1564 → 2570 with l1).
 REGULARIZED = {"l1": ["--l1", "1e-7"], "elastic_net": ["--l1", "1e-7", "--l2", "1e-6"],
                "sgd_l1": ["--sgd", "-l", "0.05", "--l1", "1e-6"]}
 
