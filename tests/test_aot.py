@@ -44,7 +44,7 @@ def test_call_with_other_types_is_refused_before_reaching_compiled_code(bad):
 
 def _install_in_subprocess(cache_dir) -> str:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
-    code = "import sys; from olearn import aot; print(aot.install(), 'numba' in sys.modules)"
+    code = "import sys; from olearn.kernel import aot; print(aot.install(), 'numba' in sys.modules)"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=True).stdout.strip()
 
@@ -128,7 +128,7 @@ def _build_first_in_subprocess(cache_dir, command: list[str]) -> subprocess.Comp
     prints whether the module was installed and whether the real numba was imported (the
     module's stand-in has no file)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
-    code = ("import sys; from olearn import aot; "
+    code = ("import sys; from olearn.kernel import aot; "
             f"print(aot.build_first(sys.stderr, {command!r}), "
             "hasattr(sys.modules.get('numba'), '__file__'))")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -151,7 +151,7 @@ def test_first_run_names_the_compilation_and_starts_from_the_built_module(tmp_pa
 
 def test_a_build_without_pycc_warns_is_recorded_and_not_retried(tmp_path, monkeypatch):
     without_pycc = [sys.executable, "-c", "import sys; sys.modules['numba.pycc'] = None; "
-                                          "from olearn import aot; aot.build()"]
+                                          "from olearn.kernel import aot; aot.build()"]
     result = _build_first_in_subprocess(tmp_path, without_pycc)
     assert result.stdout.split() == ["False", "False"]
     assert "[warning] the start-up kernels were not built (" in result.stderr
@@ -170,7 +170,7 @@ def test_a_second_process_waits_for_the_build_and_uses_it(tmp_path):
     with open(tmp_path / f"{aot.MODULE}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-        code = "import sys; from olearn import aot; print(aot.build_first(sys.stderr))"
+        code = "import sys; from olearn.kernel import aot; print(aot.build_first(sys.stderr))"
         waiting = subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         said = waiting.stderr.readline()  # it found the lock taken

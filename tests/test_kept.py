@@ -9,6 +9,7 @@ from olearn import Learner
 from olearn.data.matrices import DictExamples
 from olearn.engine.learner import OnlineLearner
 from olearn.kernel import kept, layouts, loop
+from olearn.kernel.bundles import Scratch, Synthetic
 from olearn.options.command_line import config_of
 
 ROWS = [({"a": 1.5, "b": -2.0, ("u", "c"): 0.25}, 1.0), ({"a": 3.0, ("u", "d"): 1.0}, -1.0),
@@ -83,7 +84,7 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
     arguments = learner._arguments(batch, learner.new_predictions(batch),
                                    np.empty((4, layouts.ROW_COLS)), learner.params, learner.state,
                                    learner.stats)
-    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = loop.new_scratch(
+    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack) = loop.new_scratch(
         learner.terms, learner.params)
     if shrink == "work":
         work = work[:, :0].copy()
@@ -94,8 +95,8 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
     else:
         stack = (stack[0][:3].copy(), *stack[1:])
     with pytest.raises(ValueError, match="scratch"):
-        loop.learn_kept(*arguments, (work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val,
-                                   stack))
+        loop.learn_kept(*arguments, Scratch(work, (ranges, pos, x_idx, x_val, no_src),
+                                            Synthetic(s_idx, s_val, stack)))
     assert learner.stats[layouts.R_EXAMPLES] == 0
 
 

@@ -17,6 +17,7 @@ from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, line_ends, p
 from olearn.engine.learner import OnlineLearner
 from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.kernel import layouts, loop
+from olearn.kernel.bundles import Examples, Expander, Family, Model, Out, Reduction
 from olearn.learners import regularize
 from olearn.learners.experts import saew
 from olearn.options.config import Config
@@ -84,7 +85,6 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
         assert np.all(batch.audit[:, 1] <= len(text))
 
 
-@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=500)
 @given(st.binary(max_size=200), st.integers(0, 7))
 def test_line_ends_are_every_newline_then_an_unterminated_end(text, offset):
@@ -112,7 +112,13 @@ def _learn(learner, batch, **replace):
             "preds": learner.new_predictions(batch),
             "rows": np.empty((4, layouts.ROW_COLS))}
     args.update(replace)
-    return loop.learn_batch(*args.values())
+    a = args
+    return loop.learn_batch(Model(a["W"], a["state"], a["params"]), Family(a["lazy"], a["ew"]),
+                            Expander(a["terms"], a["linear"], a["poly"]),
+                            Reduction(a["classes"]),
+                            Examples(a["numbers"], a["offsets"], a["index"], a["value"],
+                                     a["namespace"], a["lines"], a["first_line"]),
+                            Out(a["stats"], a["preds"], a["rows"]))
 
 
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
@@ -192,6 +198,7 @@ def _params(learner, slot, value):
     return params
 
 
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=500)
 @given(st.lists(st.sampled_from(GRAMMAR[:-4]), min_size=1, max_size=120).map(bytes),
        st.sampled_from(MUTATIONS), st.integers(0, 11), st.sampled_from(["default", "boa"]))

@@ -138,3 +138,19 @@ def test_the_kernel_cache_hash_covers_every_source_kernels_depend_on():
         if first not in olearn.KERNEL_SOURCES and f"{relative}.py" not in olearn.KERNEL_SOURCES:
             outside.append(module)
     assert outside == []
+
+
+MAX_PARAMETERS = 12  # kernel state travels in named bundles (olearn/kernel/bundles.py)
+
+
+def test_no_function_takes_more_than_twelve_parameters():
+    long = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                count = (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+                         + (a.vararg is not None) + (a.kwarg is not None))
+                if count > MAX_PARAMETERS:
+                    long.append(f"{path.relative_to(PACKAGE)}:{node.name} ({count})")
+    assert long == []

@@ -18,6 +18,7 @@ from test_vw_oracle import (
 )
 
 from olearn.features import stage_poly
+from olearn.kernel.bundles import Features, Synthetic
 
 BITS = 10
 MASK = (1 << BITS) - 1
@@ -48,8 +49,9 @@ def test_expansion_kernel_matches_reference(training):
         val = np.array([v for _, v in example], dtype=np.float32)
         out_idx = np.empty(1 << BITS, np.uint32)  # a row per slot, as the kernels size it
         out_val = np.empty(1 << BITS, np.float32)
-        n = stage_poly.expand(idx, val, 0, len(idx), CONSTANT, MASK, min_depth, flags, origin,
-                              learn, out_idx, out_val, stage_poly.new_stack(), 0)
+        n = stage_poly.expand(Features(idx, val, 0, len(idx)), CONSTANT, MASK,
+                              (min_depth, flags, np.empty(0), np.empty(0), origin), learn,
+                              Synthetic(out_idx, out_val, stage_poly.new_stack()), 0)
         assert [(int(j), float(v)) for j, v in zip(out_idx[:n], out_val[:n])] == want
         assert {int(j) for j in np.flatnonzero(flags & stage_poly.PARENT)} == ref_parents
         assert not (flags & stage_poly.CYCLE).any()

@@ -7,7 +7,7 @@ from numba import njit
 from olearn.core.arrays import LOW7, NEWLINES, TOPS, at, first_flagged, word
 from olearn.data.batch import ExampleBatch
 from olearn.data.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
-from olearn.data.parsed import AUDIT_COLS
+from olearn.data.parsed import AUDIT_COLS, Hashing, Parsed
 from olearn.data.svmlight import parse_svm_line
 from olearn.data.vw_text import group_namespaces, parse_vw_line
 
@@ -80,6 +80,8 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     warns = np.empty((MAX_WARNINGS_PER_BLOCK, 4), dtype=np.int64)
     ns_rank = np.zeros((256, 2), dtype=np.int64)
     constant = CONSTANT_HASH & mask
+    hashing = Hashing(mask, seed, hash_all, ns_hash)
+    out = Parsed(ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, warns)
     nf = 0
     nw = 0
     ex = 0
@@ -100,14 +102,12 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
             ex_line[ex] = line
             if fmt == FORMAT_VW:
                 first = nf
-                nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all,
-                                                ns_hash, ex_num, ex_tag, f_idx, f_val, f_ns,
-                                                f_audit, nf, warns, nw, ns_rank, index_of)
+                nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw,
+                                                ns_rank, index_of)
                 if regroup:
                     group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
             else:
-                nf, nw = parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num,
-                                        ex_tag, f_idx, f_val, f_ns, f_audit, nf, warns, nw)
+                nf, nw = parse_svm_line(buf, s, e, ex, line, hashing, out, nf, nw)
             if add_constant:
                 f_idx[nf] = constant
                 f_val[nf] = 1.0

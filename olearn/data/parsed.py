@@ -1,8 +1,20 @@
-"""Shared pieces of the numba parsers: output growth, feature and warning records."""
+"""Shared pieces of the numba parsers: their bundles, feature and warning records."""
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
+
+# What the per-line parsers write, for a block (parse.parse_block's buffers): per example its
+# label, importance and initial value (``numbers``) and tag span (``tags``); per feature its
+# index, value, namespace index and, with --audit, name spans (``audit``); the warnings.
+Parsed = namedtuple("Parsed", ["numbers", "tags", "index", "value", "namespace", "audit",
+                               "warns"])
+
+# How names become indices: the mask, the seed, whether numbers are hashed as strings
+# (--hash all), and the default namespace's hash (VW text) or namespace f's (svmlight).
+Hashing = namedtuple("Hashing", ["mask", "seed", "hash_all", "ns_hash"])
 
 # Warning codes recorded by the parsers; report.py turns them into messages.
 W_NOT_FLOAT = 1       # a label token that is not a number (read as 0)
@@ -51,9 +63,10 @@ def check_label(ex_num, ex, k, warns, nw, line, s, e):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def push_feature(f_idx, f_val, f_ns, f_audit, nf, index, value, ns, name_s, name_e, sval_s, sval_e,
-                 ns_s, ns_e):
-    """Append one feature; capacity was reserved per line by the block loop."""
+def push_feature(out, nf, index, value, ns, name_s, name_e, sval_s, sval_e, ns_s, ns_e):
+    """Append one feature to ``out`` (a :data:`Parsed`) as its ``nf``-th; capacity was reserved
+    per line by the block loop."""
+    f_idx, f_val, f_ns, f_audit = out.index, out.value, out.namespace, out.audit
     f_idx[nf] = index
     f_val[nf] = value
     f_ns[nf] = ns

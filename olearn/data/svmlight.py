@@ -35,13 +35,15 @@ def _token_end(buf, p, e):
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # as vw_text.parse_vw_line: no reference counting
-def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
-                   f_idx, f_val, f_ns, f_audit, nf, warns, nw):
-    """Parse one non-empty svmlight line ``buf[s:e]`` into example ``ex``; returns (nf, nw).
+def parse_svm_line(buf, s, e, ex, line, hashing, out, nf, nw):
+    """Parse one non-empty svmlight line ``buf[s:e]`` into example ``ex`` of ``out``
+    (data/parsed.py ``Parsed``), its names hashed as ``hashing`` says; returns (nf, nw).
 
     One pass: a '#' is found where a token would start or end, and a name is hashed as it is
     read (:func:`olearn.data.hashing.scan_name`).
     """
+    mask, _, hash_all, ns_hash = hashing
+    ex_num, warns = out.numbers, out.warns
     ex_num[ex, 0] = np.nan
     ex_num[ex, 1] = 1.0
     ex_num[ex, 2] = 0.0
@@ -90,6 +92,6 @@ def parse_svm_line(buf, s, e, ex, line, mask, ns_hash, hash_all, ex_num, ex_tag,
             continue
         if value != 0:
             h = hash_scanned(buf, ts, colon, digit_value, digits, ns_hash, hash_all)
-            nf = push_feature(f_idx, f_val, f_ns, f_audit, nf, h & mask, value, np.uint8(102),
-                              ts, colon, -1, -1, -1, -1)
+            nf = push_feature(out, nf, h & mask, value, np.uint8(102), ts, colon, -1, -1, -1,
+                              -1)
     return nf, nw

@@ -109,9 +109,9 @@ def group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank):
 # what it calls, which allocates nothing): the arrays stay owned by parse_block, and counting
 # each array argument once per line was about a fifth of the parser's time.
 @njit(cache=True, nogil=True, _nrt=False)
-def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex_num, ex_tag,
-                  f_idx, f_val, f_ns, f_audit, nf, warns, nw, ns_rank, index_of):
-    """Parse one non-empty line ``buf[s:e]`` into example ``ex``; returns (nf, nw, regroup):
+def parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw, ns_rank, index_of):
+    """Parse one non-empty line ``buf[s:e]`` into example ``ex`` of ``out`` (data/parsed.py
+    ``Parsed``), its names hashed as ``hashing`` says (``Hashing``); returns (nf, nw, regroup):
     ``regroup`` when a namespace came back after another (then :func:`group_namespaces`).
 
     ``ns_rank`` is per-block scratch of shape (256, 2): for each namespace index, the example
@@ -119,6 +119,8 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
     ``index_of`` (256 bytes) maps a named namespace's first byte to its index (--redefine,
     features/namespaces.py); the default namespace's is always ``' '``.
     """
+    mask, seed, hash_all, default_ns_hash = hashing
+    ex_num, ex_tag, warns = out.numbers, out.tags, out.warns
     n_ranks = 0
     regroup = False
     previous_ns = -1
@@ -204,8 +206,7 @@ def parse_vw_line(buf, s, e, ex, line, mask, seed, hash_all, default_ns_hash, ex
                         regroup = True
                     previous_ns = ns
                     ranked = True
-                nf = push_feature(f_idx, f_val, f_ns, f_audit, nf, h & mask, value, ns, fs, fe,
-                                  ss, se, ns_s, ns_e)
+                nf = push_feature(out, nf, h & mask, value, ns, fs, fe, ss, se, ns_s, ns_e)
             if malformed:
                 return nf, add_warning(warns, nw, line, W_MALFORMED, s, p), regroup
     return nf, nw, regroup

@@ -15,6 +15,7 @@ from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.kernel import layouts, loop
+from olearn.kernel.bundles import Examples, Expander, Family, Model, Out, Reduction
 from olearn.learners import gd
 from olearn.learners.families import family_of
 from olearn.learners.weights import W_G, WIDTH, initialize, storable
@@ -393,11 +394,12 @@ class OnlineLearner:
 
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
-        """loop.learn_batch's arguments."""
-        return (self.weights, self.lazy, self.poly, self.ew, self.reduction.classes, state,
-                stats, params, self.terms, self.linear, batch.numbers, batch.offsets,
-                self.reduction.widen(batch.index), batch.value, batch.namespace, batch.lines,
-                batch.pass_line, preds, rows)
+        """loop.learn_batch's arguments: its bundles (kernel/bundles.py)."""
+        return (Model(self.weights, state, params), Family(self.lazy, self.ew),
+                Expander(self.terms, self.linear, self.poly), Reduction(self.reduction.classes),
+                Examples(batch.numbers, batch.offsets, self.reduction.widen(batch.index),
+                         batch.value, batch.namespace, batch.lines, batch.pass_line),
+                Out(stats, preds, rows))
 
     @property
     def average_loss(self) -> float:

@@ -127,9 +127,10 @@ def new_stack():
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, training, out_idx,
-           out_val, stack, offset):
-    """Write the synthetic example of input features ``index/value[lo:hi]`` to ``out_*``.
+def expand(features, constant, mask, poly, training, synthetic, offset):
+    """Write the synthetic example of input ``features`` (kernel/bundles.py ``Features``) to
+    ``synthetic`` (``Synthetic``: its ``index``, ``value`` and the walk's ``stack``), by the
+    state ``poly`` (min_depth, flags, SSM sums, counters, origins).
 
     A depth-first walk from the constant (depth 0): each input feature times the current
     monomial is kept if it is not yet in the example and was first seen at this depth; kept
@@ -137,17 +138,19 @@ def expand(index, value, lo, hi, constant, mask, min_depth, flags, origin, train
     min_depth and takes away its parent flag, and (when ``origin`` has a row per slot, for
     --invert_hash) records the monomial as (parent, input feature). Returns the size.
 
-    ``out_*`` hold a row per slot of the table (trusted: the callers allocate them so), as the
-    walk keeps each slot at most once: it changes the state as it goes, so it could not be
-    restarted with larger arrays. It allocates nothing (gd's scalar example loop runs without
-    numba's runtime). ``stack`` comes from :func:`new_stack`.
+    The synthetic arrays hold a row per slot of the table (trusted: the callers allocate them
+    so), as the walk keeps each slot at most once: it changes the state as it goes, so it could
+    not be restarted with larger arrays. It allocates nothing (the scalar example loop runs
+    without numba's runtime). The stack comes from :func:`new_stack`.
 
     ``offset`` is --oaa's class: monomials are hashed as without it, and class k's copy of
     monomial c (its state and its synthetic feature) is slot ``(c + k) & mask``, as VW offsets
     a reduction's problems.
     """
+    index, value, lo, hi = features
+    min_depth, flags, _, _, origin = poly
+    out_idx, out_val, (stack_g, stack_x, stack_k) = synthetic
     record = origin.shape[0] == min_depth.shape[0]
-    stack_g, stack_x, stack_k = stack
     stack_g[0] = constant
     stack_x[0] = 1.0
     stack_k[0] = lo

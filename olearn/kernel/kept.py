@@ -2,7 +2,7 @@
 loop.learn_batch's arguments for one kept batch, held in one numba structref.
 
 A call of a compiled function from Python costs per argument: numba's dispatcher types each
-(learn_batch's 19, their tuples' 16 arrays: about a microsecond) and the compiled code unboxes
+(learn_batch's 6 bundles, their 32 arrays: about a microsecond) and the compiled code unboxes
 each array (about as much again), where one example's own work is a few hundred nanoseconds. A
 :class:`Kept` holds those arguments, plus learn_batch's scratch (loop.new_scratch), as one
 object: a call of :data:`learn` or :data:`predict` unboxes one argument and allocates nothing.
@@ -22,11 +22,10 @@ from numba.experimental import structref
 
 from olearn.kernel import layouts, loop
 
-# loop.learn_batch's arguments, in its order, then the kept scratch and, for a prediction, the
-# learner's parameters and state it copies (test-only) and fresh statistics
-FIELDS = ("W", "lazy", "poly", "ew", "classes", "state", "stats", "params", "terms", "linear",
-          "numbers", "offsets", "index", "value", "namespace", "lines", "first_line", "preds",
-          "rows", "scratch", "model_params", "model_state", "fresh_stats")
+# loop.learn_batch's bundles (kernel/bundles.py), in its order, then the kept scratch and, for a
+# prediction, the learner's parameters and state it copies (test-only) and fresh statistics
+FIELDS = ("model", "family", "expander", "reduction", "examples", "out", "scratch",
+          "model_params", "model_state", "fresh_stats")
 NONE = np.empty(0)  # a learning call's model_params, model_state and fresh_stats
 
 
@@ -44,12 +43,10 @@ structref.define_proxy(Kept, KeptType, list(FIELDS))
 
 
 @njit(cache=True)
-def _new(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
-         index, value, namespace, lines, first_line, preds, rows, scratch, model_params,
-         model_state, fresh_stats):
-    return Kept(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                offsets, index, value, namespace, lines, first_line, preds, rows, scratch,
-                model_params, model_state, fresh_stats)
+def _new(model, family, expander, reduction, examples, out, scratch, model_params, model_state,
+         fresh_stats):
+    return Kept(model, family, expander, reduction, examples, out, scratch, model_params,
+                model_state, fresh_stats)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -67,11 +64,10 @@ def nonzero_finite(values):
 def learn(a):
     """loop.learn_batch on a kept call's arguments: the table row count, or -1 (nothing done)
     when a value is 0 or not finite (:func:`nonzero_finite`)."""
-    if not nonzero_finite(a.value):
+    if not nonzero_finite(a.examples.value):
         return -1
-    return loop.learn_kept(a.W, a.lazy, a.poly, a.ew, a.classes, a.state, a.stats, a.params,
-                         a.terms, a.linear, a.numbers, a.offsets, a.index, a.value, a.namespace,
-                         a.lines, a.first_line, a.preds, a.rows, a.scratch)
+    return loop.learn_kept(a.model, a.family, a.expander, a.reduction, a.examples, a.out,
+                           a.scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -80,9 +76,10 @@ def predict(a):
     OnlineLearner.predict): the kept copies of the parameters and state are refreshed from the
     learner's (test-only), the statistics from fresh ones, then loop.learn_batch runs on them.
     Returns as :func:`learn`."""
-    if not nonzero_finite(a.value):
+    if not nonzero_finite(a.examples.value):
         return -1
-    params, state, stats = a.params, a.state, a.stats
+    model, out = a.model, a.out
+    params, state, stats = model.params, model.state, out.stats
     if not (a.model_params.shape[0] == params.shape[0] > layouts.P_TEST_ONLY
             and a.model_state.shape[0] == state.shape[0]
             and a.fresh_stats.shape[0] == stats.shape[0]):
@@ -94,21 +91,20 @@ def predict(a):
         state[j] = a.model_state[j]
     for j in range(stats.shape[0]):
         stats[j] = a.fresh_stats[j]
-    return loop.learn_kept(a.W, a.lazy, a.poly, a.ew, a.classes, state, stats, params, a.terms,
-                         a.linear, a.numbers, a.offsets, a.index, a.value, a.namespace, a.lines,
-                         a.first_line, a.preds, a.rows, a.scratch)
+    return loop.learn_kept(model, a.family, a.expander, a.reduction, a.examples, out,
+                           a.scratch)
 
 
 def kept(arguments: tuple, model_params: np.ndarray = NONE, model_state: np.ndarray = NONE,
          fresh_stats: np.ndarray = NONE) -> tuple:
-    """A kept call of loop.learn_batch's ``arguments`` (its 19, in order): the compiled
+    """A kept call of loop.learn_batch's ``arguments`` (its 6 bundles, in order): the compiled
     :data:`learn` (or, given the learner's parameters, state and fresh statistics, with copies
     of them in ``arguments``, :data:`predict`) for this call's types, and its :class:`Kept`.
     Calling the one on the other runs the kernel, numba's dispatcher left out: the types are
     those the function was compiled for, fixed in the structref."""
-    terms, params = arguments[8], arguments[7]
-    call = _new(*arguments, loop.new_scratch(terms, params), model_params, model_state,
-                fresh_stats)
+    model, _, expander = arguments[:3]
+    call = _new(*arguments, loop.new_scratch(expander.terms, model.params), model_params,
+                model_state, fresh_stats)
     function = learn if model_params is NONE else predict
     function.compile((typeof(call),))
     return function.overloads[(typeof(call),)].entry_point, call

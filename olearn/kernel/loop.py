@@ -14,6 +14,7 @@ from numba import literally, njit
 from olearn.data.batch import valid_batch
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
+from olearn.kernel.bundles import Features, Scratch, Settings, Synthetic
 from olearn.kernel.layouts import (
     EXPONENTIAL_WEIGHTS,
     GRADIENT_DESCENT,
@@ -109,10 +110,13 @@ def _holdout_averages(stats, row):
 # arrays. On one example (the Python API's kept calls, olearn/kernel/kept.py) that was ~150 of
 # _check_arguments' ~400 ns, and all but 3 of scratch_fits' ~150 ns (in-process loops).
 @njit(cache=True, nogil=True, _nrt=False)
-def _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                     offsets, index, value, namespace, lines, preds, rows):
+def _check_arguments(model, family, expander, reduction, examples, out):
     """Raise ValueError unless :func:`learn_batch`'s arguments fit each other. O(1), plus one
     pass over the batch's offsets and indices (:func:`valid_batch`)."""
+    W, state, params = model
+    terms, linear, poly = expander
+    numbers, offsets, index, value, namespace, lines, _ = examples
+    stats, preds, rows = out
     if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
             or stats.shape[0] < STATS_SIZE):
         raise ValueError("learn_batch: parameter, state or statistics array too short")
@@ -135,78 +139,71 @@ def _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, li
         raise ValueError("learn_batch: linear must flag all 256 namespace indices")
     lam2 = params[P_L2]
     if (params[P_L1] > 0 or lam2 > 0) and not regularize.fits(
-            lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
+            family.lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
         raise ValueError("learn_batch: regularization snapshots of the wrong shape")
     if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
                                           and 0 <= params[P_CONSTANT] < size):
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
-    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(ew, size):
+    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(family.ew, size):
         raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
     k = params[P_OAA]
     if k != 0 and not (k == np.floor(k) and 1 <= k <= size and params[P_FAMILY] == GRADIENT_DESCENT
-                       and classes.shape[0] >= k and classes.shape[1] >= 2
+                       and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
                        and preds.shape[1] >= 2 + k):
         raise ValueError("learn_batch: --oaa's class count, family or arrays do not fit")
 
 
 @njit(cache=True, nogil=True)
-def learn_batch(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
-                index, value, namespace, lines, first_line, preds, rows):
+def learn_batch(model, family, expander, reduction, examples, out):
     """Predict, report and (where the example allows) learn each example of a batch in order.
 
-    Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
-    whether it is held out (VW's holdout: predicted and scored apart, never learned).
+    The arguments are kernel/bundles.py's: the ``model`` learned (weights, state, parameters),
+    the learner ``family``'s own state, the ``expander`` in front of it (interaction terms,
+    --ignore_linear's linear namespaces, --stage_poly's state), the ``reduction`` between them
+    (--oaa's per-class sums), the batch's ``examples`` and what the call writes, ``out``.
 
-    ``terms`` are the interactions (features/interactions.py; no rows: none), expanded per
-    example; ``linear[ns]`` says whether namespace index ``ns``'s features are linear terms too
-    (--ignore_linear: not, features/namespaces.py). Writes each example's prediction (after
-    link and --binary) and raw score (before clipping) to ``preds[e]`` (with --oaa: the class,
-    its score, then each class's score or probability) and progress-table rows to ``rows``;
-    returns the row count. ``lazy`` holds the per-coordinate snapshots of the --l1/--l2
-    regularization; ``poly`` the --stage_poly state (min_depth, flags, SSM sums, counters,
-    origins; features/stage_poly.py); ``ew`` the state of the exponential-weights learners
-    (optim/layout.py), which predict from their own state except in test-only mode, where ``W``
-    holds the model they exported; ``classes`` --oaa's per-class sums (olearn/reductions/oaa.py).
+    Example ``e`` is on line ``first_line + lines[e]`` (0-based) of the pass, which decides
+    whether it is held out (VW's holdout: predicted and scored apart, never learned). Writes
+    each example's prediction (after link and --binary) and raw score (before clipping) to
+    ``out.preds[e]`` (with --oaa: the class, its score, then each class's score or
+    probability) and progress-table rows to ``out.rows``; returns the row count. The
+    exponential-weights learners predict from their own state except in test-only mode, where
+    the weight table holds the model they exported.
     """
-    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                     offsets, index, value, namespace, lines, preds, rows)
-    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                  offsets, index, value, namespace, lines, first_line, preds, rows,
-                  new_scratch(terms, params))
+    _check_arguments(model, family, expander, reduction, examples, out)
+    return _learn(model, family, expander, reduction, examples, out,
+                  new_scratch(expander.terms, model.params))
 
 
 @njit(cache=True, nogil=True, inline="always")
-def learn_kept(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
-               index, value, namespace, lines, first_line, preds, rows, scratch):
+def learn_kept(model, family, expander, reduction, examples, out, scratch):
     """:func:`learn_batch` with the scratch of a :func:`new_scratch` the caller keeps (the Python
     API's single examples, olearn/kernel/kept.py: a call allocates nothing then); checked as the
     other arguments are (:func:`scratch_fits`)."""
-    _check_arguments(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                     offsets, index, value, namespace, lines, preds, rows)
-    if not scratch_fits(scratch, terms, params):
+    _check_arguments(model, family, expander, reduction, examples, out)
+    if not scratch_fits(scratch, expander.terms, model.params):
         raise ValueError("learn_batch: scratch of the wrong shape")
-    return _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers,
-                  offsets, index, value, namespace, lines, first_line, preds, rows, scratch)
+    return _learn(model, family, expander, reduction, examples, out, scratch)
 
 
 @njit(cache=True, nogil=True)
 def new_scratch(terms, params):
-    """The scalar example loop's scratch (:func:`_examples`) for a learner's interaction terms
-    and (checked) parameters: _update's work, the interactions' expansion scratch (16 rows, grown
-    by :func:`_learn_scalar` as examples need), --stage_poly's synthetic example (one row per slot
-    of the table: the walk keeps each slot at most once; none without it) and its walk's
-    stack."""
+    """The scalar example loop's scratch (:func:`_examples`, kernel/bundles.py ``Scratch``) for
+    a learner's interaction terms and (checked) parameters: the update's work, the
+    interactions' expansion scratch (16 rows, grown by :func:`_learn_scalar` as examples
+    need), --stage_poly's synthetic example (one row per slot of the table: the walk keeps each
+    slot at most once; none without it) and its walk's stack."""
     synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
-    return (np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
-            np.empty(synthetic, dtype=np.uint32), np.empty(synthetic, dtype=np.float32),
-            stage_poly.new_stack())
+    return Scratch(np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
+                   Synthetic(np.empty(synthetic, dtype=np.uint32),
+                             np.empty(synthetic, dtype=np.float32), stage_poly.new_stack()))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def scratch_fits(scratch, terms, params):
     """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
     parameters (at least its rows)."""
-    work, (ranges, pos, x_idx, x_val, no_src), s_idx, s_val, stack = scratch
+    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack) = scratch
     synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
     depth = stage_poly.MAX_DEPTH + 1
     return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
@@ -218,41 +215,48 @@ def scratch_fits(scratch, terms, params):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn(W, lazy, poly, ew, classes, state, stats, params, terms, linear, numbers, offsets,
-           index, value, namespace, lines, first_line, preds, rows, scratch):
+def _learn(model, family, expander, reduction, examples, out, scratch):
     """:func:`learn_batch` on checked arguments and scratch."""
     # The stack is chosen here, once per batch: the reduction (one scalar problem, or --oaa's
     # K) and the learner family are compile-time constants of the example loops, which numba
     # compiles once for each (docs/architecture.md).
+    params = model.params
     if params[P_OAA] != 0:
-        return _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear,
-                                 numbers, offsets, index, value, namespace, lines, first_line,
-                                 preds, rows)
+        return _learn_multiclass(model, family, expander, reduction, examples, out)
     if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
-        return _learn_scalar(EXPONENTIAL_WEIGHTS, True, W, lazy, poly, ew, state, stats, params,
-                             terms, linear, numbers, offsets, index, value, namespace, lines,
-                             first_line, preds, rows, scratch)
-    if terms.shape[0] == 0 and params[P_STAGE_POLY] == 0 and not _some_not_linear(linear):
-        return _learn_scalar(GRADIENT_DESCENT, False, W, lazy, poly, ew, state, stats, params,
-                             terms, linear, numbers, offsets, index, value, namespace, lines,
-                             first_line, preds, rows, scratch)
-    return _learn_scalar(GRADIENT_DESCENT, True, W, lazy, poly, ew, state, stats, params, terms,
-                         linear, numbers, offsets, index, value, namespace, lines, first_line,
-                         preds, rows, scratch)
+        return _learn_scalar(EXPONENTIAL_WEIGHTS, True, model, family, expander, examples, out,
+                             scratch)
+    if (expander.terms.shape[0] == 0 and params[P_STAGE_POLY] == 0
+            and not _some_not_linear(expander.linear)):
+        return _learn_scalar(GRADIENT_DESCENT, False, model, family, expander, examples, out,
+                             scratch)
+    return _learn_scalar(GRADIENT_DESCENT, True, model, family, expander, examples, out, scratch)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _settings(params):
-    """The example loops' options, read once per batch: loss code and parameter, test-only,
-    fixed range, mask, permutations, λ1, λ2, regularized, --stage_poly's (on, constant,
-    exponent, heuristic, doubling, fallback) and normalized."""
-    lam1 = params[P_L1]
-    lam2 = params[P_L2]
-    return (int(params[P_LOSS]), params[P_LOSS_PARAM], params[P_TEST_ONLY] != 0,
-            params[P_FIXED_RANGE] != 0, np.int64(params[P_MASK]), params[P_PERMUTATIONS] != 0,
-            lam1, lam2, lam1 > 0 or lam2 > 0, params[P_STAGE_POLY] != 0,
-            np.int64(params[P_CONSTANT]), params[P_SCHED_EXPONENT], int(params[P_HEURISTIC]),
-            params[P_DOUBLING] != 0, params[P_POLY_FALLBACK] != 0, params[P_NORMALIZED] != 0)
+def settings(params):
+    """The example loops' options (kernel/bundles.py ``Settings``), read once per batch."""
+    l1 = params[P_L1]
+    l2 = params[P_L2]
+    # named locals, then positional: numba compiles no call with this many keywords
+    loss = int(params[P_LOSS])
+    loss_param = params[P_LOSS_PARAM]
+    test_only = params[P_TEST_ONLY] != 0
+    fixed_range = params[P_FIXED_RANGE] != 0
+    mask = np.int64(params[P_MASK])
+    permutations = params[P_PERMUTATIONS] != 0
+    regularized = l1 > 0 or l2 > 0
+    stage_poly_on = params[P_STAGE_POLY] != 0
+    constant = np.int64(params[P_CONSTANT])
+    sched_exponent = params[P_SCHED_EXPONENT]
+    heuristic = int(params[P_HEURISTIC])
+    doubling = params[P_DOUBLING] != 0
+    poly_fallback = params[P_POLY_FALLBACK] != 0
+    normalized = params[P_NORMALIZED] != 0
+    binary = params[P_BINARY] != 0
+    return Settings(loss, loss_param, test_only, fixed_range, mask, permutations, l1, l2,
+                    regularized, stage_poly_on, constant, sched_exponent, heuristic, doubling,
+                    poly_fallback, normalized, binary)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -347,55 +351,56 @@ def _expansion_scratch(terms, rows):
 # returns, which the example loop (without the runtime) would never give back: the batch's
 # arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
 # callees return numbers only.)
+# inline: a function compiled on its own with numba's runtime counts a reference to an array it
+# returns, which the example loop (without the runtime) would never give back: the batch's
+# arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
+# callees return numbers only.)
 @njit(cache=True, nogil=True, inline="always")
-def _example_features(e, offsets, index, value, namespace, terms, mask, permutations, linear,
-                      some_not_linear, interacting, scratch):
-    """Example ``e``'s features: the batch's own, or (``interacting``) after the interactions
-    and --ignore_linear, written to the scratch of :func:`_expansion_scratch`. Returns
-    (indices, values, lo, hi, how many --ignore_linear left out, 0), or with rows needed last
-    when the scratch holds fewer rows than the expansion may need (then nothing is written)."""
+def _example_features(e, examples, expander, s, some_not_linear, interacting, expansion):
+    """Example ``e``'s features (kernel/bundles.py ``Features``): the batch's own, or
+    (``interacting``) after the interactions and --ignore_linear, written to the scratch of
+    :func:`_expansion_scratch`. Returns (features, how many --ignore_linear left out, 0), or
+    with rows needed last when the scratch holds fewer rows than the expansion may need (then
+    nothing is written). ``s``: the loop's :func:`settings`."""
+    offsets, index, value, namespace = (examples.offsets, examples.index, examples.value,
+                                        examples.namespace)
     if not interacting:
-        return index, value, offsets[e], offsets[e + 1], 0, 0
-    ranges, pos, x_idx, x_val, no_src = scratch
+        return Features(index, value, offsets[e], offsets[e + 1]), 0, 0
+    ranges, pos, x_idx, x_val, no_src = expansion
     lo = offsets[e]
     hi = offsets[e + 1]
-    need = expanded_size(namespace, lo, hi, terms, ranges)
+    need = expanded_size(namespace, lo, hi, expander.terms, ranges)
     if need > x_idx.shape[0]:
-        return x_idx, x_val, 0, 0, 0, need
-    n = expand(index, value, lo, hi, terms, ranges, mask, permutations, x_idx, x_val, no_src,
-               pos)
+        return Features(x_idx, x_val, 0, 0), 0, need
+    n = expand(index, value, lo, hi, expander.terms, ranges, s.mask, s.permutations, x_idx,
+               x_val, no_src, pos)
     left_out = 0
     if some_not_linear:
-        n, left_out = _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear)
-    return x_idx, x_val, 0, n, left_out, 0
+        n, left_out = _drop_linear(x_idx, x_val, n, namespace, lo, hi, expander.linear)
+    return Features(x_idx, x_val, 0, n), left_out, 0
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, terms, linear,
-                  numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
-                  kept_scratch):
-    """:func:`learn_batch` for one scalar problem: runs :func:`_examples` (which runs without
-    numba's runtime, so cannot allocate) over the batch with the scratch of
-    :func:`new_scratch`; when it stops before an example, gives it a larger expansion scratch
-    (for this batch) or runs the due --stage_poly stage, and lets it go on. ``expanded``: see
-    :func:`_examples`."""
-    (_, _, _, _, _, _, _, _, _, _, constant, exponent, heuristic, _, fallback,
-     normalized) = _settings(params)
-    min_depth, flags, ssm, counters, _ = poly
-    work, scratch, s_idx, s_val, stack = kept_scratch
+def _learn_scalar(code, expanded, model, family, expander, examples, out, scratch):
+    """:func:`learn_batch` for one scalar problem and the learner family of ``code``: runs
+    :func:`_examples` (which runs without numba's runtime, so cannot allocate) over the batch
+    with the scratch of :func:`new_scratch`; when it stops before an example, gives it a larger
+    expansion scratch (for this batch) or runs the due --stage_poly stage, and lets it go on.
+    ``expanded``: see :func:`_examples`."""
+    s = settings(model.params)
+    min_depth, flags, ssm, counters, _ = expander.poly
     e = 0
     nrows = 0
     while True:
-        e, nrows, rows_needed, stage = _examples(family, expanded, e, nrows, W, lazy, poly, ew,
-                                                 state, stats, params, terms, linear, numbers,
-                                                 offsets, index, value, namespace, lines,
-                                                 first_line, preds, rows, work, scratch, s_idx,
-                                                 s_val, stack)
+        e, nrows, rows_needed, stage = _examples(code, expanded, e, nrows, model, family,
+                                                 expander, examples, out, scratch)
         if rows_needed > 0:
-            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
+            grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
+            scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
+                              scratch.synthetic)
         elif stage:
-            stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
-                                 heuristic, normalized, fallback)
+            stage_poly.run_stage(model.W, flags, ssm, min_depth, counters, s.constant,
+                                 s.sched_exponent, s.heuristic, s.normalized, s.poly_fallback)
         else:
             return nrows
 
@@ -407,57 +412,61 @@ def _learn_scalar(family, expanded, W, lazy, poly, ew, state, stats, params, ter
 # (_label, _update, interactions.expand, ...) is marked _nrt=False too, else it counts its
 # array arguments' references on every example. Such a function must return no array (nothing
 # would count the reference its caller drops).
+# _nrt=False: numba's runtime is off in the example loop, so that no reference is counted (an
+# atomic operation per array argument per call: a fifth of the time of an interaction run) and
+# nothing is allocated; numba refuses to compile an allocation here. Numba compiles each callee
+# with its own options, not its caller's: every function the loop calls that is not inlined
+# (_label, gd.update, interactions.expand, ...) is marked _nrt=False too, else it counts its
+# array arguments' references on every example. Such a function must return no array (nothing
+# would count the reference its caller drops).
 @njit(cache=True, nogil=True, _nrt=False)
-def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, params, terms,
-              linear, numbers, offsets, index, value, namespace, lines, first_line, preds, rows,
-              work, scratch, s_idx, s_val, stack):
-    """:func:`learn_batch`'s example loop for one scalar problem and one learner ``family``,
-    from example ``e0`` with ``nrows`` table rows written. Returns (the example it stopped at,
-    the row count, rows needed, stage due): at the end of the batch (rows needed 0, no stage
-    due), or before an example (nothing of it done) whose interactions need more rows than
-    ``scratch`` holds, or before which a --stage_poly stage is due (it allocates). ``family``
-    and ``expanded`` are literals: the stack expander → family → loss is fixed for the whole
-    loop. ``expanded`` False: no interactions, --ignore_linear or --stage_poly, so each
-    example's features are the batch's own. ``s_idx``/``s_val`` hold a row per slot of the
-    table with --stage_poly (else none), ``stack`` its walk's scratch."""
-    literally(family)
+def _examples(code, expanded, e0, nrows, model, family, expander, examples, out, scratch):
+    """:func:`learn_batch`'s example loop for one scalar problem and the learner family of
+    ``code``, from example ``e0`` with ``nrows`` table rows written. Returns (the example it
+    stopped at, the row count, rows needed, stage due): at the end of the batch (rows needed 0,
+    no stage due), or before an example (nothing of it done) whose interactions need more rows
+    than the expansion scratch holds, or before which a --stage_poly stage is due (it
+    allocates). ``code`` and ``expanded`` are literals: the stack expander → family → loss is
+    fixed for the whole loop. ``expanded`` False: no interactions, --ignore_linear or
+    --stage_poly, so each example's features are the batch's own. The scratch's synthetic
+    example holds a row per slot of the table with --stage_poly (else none)."""
+    literally(code)
     literally(expanded)
-    binary = params[P_BINARY] != 0
-    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
-     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
+    W, state, params = model
+    lazy, ew = family
+    numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
+    stats, preds, rows = out
+    s = settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
-    min_depth, flags, ssm, counters, origin = poly
-    some_not_linear = _some_not_linear(linear)
-    interacting = expanded and (terms.shape[0] > 0 or some_not_linear)
+    ssm, counters = expander.poly[2], expander.poly[3]
+    some_not_linear = _some_not_linear(expander.linear)
+    interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
     for e in range(e0, numbers.shape[0]):
-        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
-        if expanded and poly_on and learn and stage_poly.stage_due(counters):
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
+        if expanded and s.stage_poly and learn and stage_poly.stage_due(counters):
             return e, nrows, 0, True
         # not_linear: features left out of the linear terms, counted as VW counts them
-        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
-            e, offsets, index, value, namespace, terms, mask, permutations, linear,
-            some_not_linear, interacting, scratch)
+        features, not_linear, rows_needed = _example_features(
+            e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
         if rows_needed > 0:
             return e, nrows, rows_needed, False
-        if expanded and poly_on:
+        if expanded and s.stage_poly:
             if learn:
-                stage_poly.count_input(counters, hi - lo)
-            n_syn = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
-                                      origin, learn, s_idx, s_val, stack, 0)
-            f_idx = s_idx
-            f_val = s_val
-            lo = 0
-            hi = n_syn
-        if learn and not fixed_range:
+                stage_poly.count_input(counters, features.hi - features.lo)
+            n_syn = stage_poly.expand(features, s.constant, s.mask, expander.poly, learn,
+                                      scratch.synthetic, 0)
+            features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n_syn)
+        f_idx, f_val, lo, hi = features
+        if learn and not s.fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
-        if family == GRADIENT_DESCENT and regularized and not test_only:
-            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, f_idx, lo, hi)
-        if family == EXPONENTIAL_WEIGHTS and not test_only:
+        if code == GRADIENT_DESCENT and s.regularized and not s.test_only:
+            regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, f_idx, lo, hi)
+        if code == EXPONENTIAL_WEIGHTS and not s.test_only:
             raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
                                                state[S_MAX], learn)
-        elif family == GRADIENT_DESCENT and regularized and test_only:
-            raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, f_idx,
+        elif code == GRADIENT_DESCENT and s.regularized and s.test_only:
+            raw = np.float64(regularize.predict_caught_up(W, lazy, acc, s.l1, s.l2 > 0, f_idx,
                                                           f_val, lo, hi, numbers[e, 2]))
         else:
             raw = np.float64(gd.predict(W, f_idx, f_val, lo, hi, numbers[e, 2], expanded))
@@ -469,9 +478,9 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
         preds[e, 1] = raw
         if labeled:
             # computed once for the loss, its derivative and the update
-            shared = shared_term(loss_code, p, y)
-            loss = loss_value_shared(loss_code, loss_param, p, y, shared)
-            reported = (shown != y) * imp if binary else loss * imp
+            shared = shared_term(s.loss, p, y)
+            loss = loss_value_shared(s.loss, s.loss_param, p, y, shared)
+            reported = (shown != y) * imp if s.binary else loss * imp
         if held and labeled:
             _count_held_out(stats, reported, imp)
             continue
@@ -486,17 +495,17 @@ def _examples(family, expanded, e0, nrows, W, lazy, poly, ew, state, stats, para
                     stats[R_LABEL2] = y
                 elif y != stats[R_LABEL2]:
                     stats[R_MANY_LABELS] = 1.0
-            if learn and poly_on and heuristic == 1:
+            if learn and s.stage_poly and s.heuristic == 1:
                 stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
-            if learn and family == EXPONENTIAL_WEIGHTS:
-                saew.learn(ew, loss_code, loss_param, p, y, imp, numbers[e, 2])
-            elif learn and family == GRADIENT_DESCENT and loss > 0:
-                eta_bar = gd.update(W, state, params, f_idx, f_val, lo, hi, p, y, imp, shared,
-                                  work, expanded)
-                if regularized and eta_bar > 0.0:
-                    regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
-            if learn and poly_on:
-                stage_poly.after_training(counters, first_line + lines[e], doubling)
+            if learn and code == EXPONENTIAL_WEIGHTS:
+                saew.learn(ew, s.loss, s.loss_param, p, y, imp, numbers[e, 2])
+            elif learn and code == GRADIENT_DESCENT and loss > 0:
+                eta_bar = gd.update(model, f_idx, f_val, lo, hi, p, y, imp, shared, scratch.work,
+                                    expanded)
+                if s.regularized and eta_bar > 0.0:
+                    regularize.advance(W, lazy, acc, s.l1, s.l2, eta_bar)
+            if learn and s.stage_poly:
+                stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
@@ -528,64 +537,65 @@ def _class_label(y, indexing, k):
 
 
 @njit(cache=True, nogil=True)
-def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linear, numbers,
-                      offsets, index, value, namespace, lines, first_line, preds, rows):
-    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py), with
-    gradient descent: each example's features are copied once per class to the class's slots (by
-    --stage_poly's walk for that class, with it), every class is predicted, then every class
-    learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
+def _learn_multiclass(model, family, expander, reduction, examples, out):
+    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py),
+    with gradient descent: each example's features are copied once per class to the class's
+    slots (by --stage_poly's walk for that class, with it), every class is predicted, then every
+    class learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
+    W, state, params = model
+    lazy = family.lazy
+    classes = reduction.classes
+    numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
+    stats, preds, rows = out
+    s = settings(params)
     k_classes = np.int64(params[P_OAA])
     probabilities = params[P_PROBABILITIES] != 0
-    (loss_code, loss_param, test_only, fixed_range, mask, permutations, lam1, lam2, regularized,
-     poly_on, constant, exponent, heuristic, doubling, fallback, normalized) = _settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
-    min_depth, flags, ssm, counters, origin = poly
-    work = np.empty((3, gd.UPDATE_BLOCK))  # _update's scratch
-    scratch = _expansion_scratch(terms, 16)
-    synthetic = mask + 1 if poly_on else 0  # as in _learn_scalar
-    s_idx = np.empty(synthetic, dtype=np.uint32)
-    s_val = np.empty(synthetic, dtype=np.float32)
-    stack = stage_poly.new_stack()
+    min_depth, flags, ssm, counters, _ = expander.poly
+    scratch = new_scratch(expander.terms, params)
+    s_idx, s_val, _ = scratch.synthetic
     c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
     c_val = np.empty(16, dtype=np.float32)
     c_lo = np.zeros(k_classes + 1, dtype=np.int64)
     scores = np.zeros(k_classes)
     probs = np.zeros(k_classes, dtype=np.float32)
     nrows = 0
-    some_not_linear = _some_not_linear(linear)
-    interacting = terms.shape[0] > 0 or some_not_linear
+    some_not_linear = _some_not_linear(expander.linear)
+    interacting = expander.terms.shape[0] > 0 or some_not_linear
     for e in range(numbers.shape[0]):
-        f_idx, f_val, lo, hi, not_linear, rows_needed = _example_features(
-            e, offsets, index, value, namespace, terms, mask, permutations, linear,
-            some_not_linear, interacting, scratch)
+        features, not_linear, rows_needed = _example_features(
+            e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
         if rows_needed > 0:
-            scratch = _expansion_scratch(terms, max(rows_needed, 2 * scratch[2].shape[0]))
-            f_idx, f_val, lo, hi, not_linear, _ = _example_features(
-                e, offsets, index, value, namespace, terms, mask, permutations, linear,
-                some_not_linear, interacting, scratch)
-        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, test_only)
-        if poly_on and learn:
+            grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
+            scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
+                              scratch.synthetic)
+            features, not_linear, _ = _example_features(
+                e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
+        f_idx, f_val, lo, hi = features
+        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
+        if s.stage_poly and learn:
             if stage_poly.stage_due(counters):
-                stage_poly.run_stage(W, flags, ssm, min_depth, counters, constant, exponent,
-                                     heuristic, normalized, fallback)
+                stage_poly.run_stage(W, flags, ssm, min_depth, counters, s.constant,
+                                     s.sched_exponent, s.heuristic, s.normalized,
+                                     s.poly_fallback)
             stage_poly.count_input(counters, hi - lo)
         n = 0
         for k in range(k_classes):
             c_lo[k] = n
-            if poly_on:
-                m = stage_poly.expand(f_idx, f_val, lo, hi, constant, mask, min_depth, flags,
-                                      origin, learn, s_idx, s_val, stack, k)
+            if s.stage_poly:
+                m = stage_poly.expand(features, s.constant, s.mask, expander.poly, learn,
+                                      scratch.synthetic, k)
             else:
                 m = hi - lo
             if n + m > c_idx.shape[0]:
                 c_idx = _grown(c_idx, n, n + m)
                 c_val = _grown(c_val, n, n + m)
             for j in range(m):
-                if poly_on:
+                if s.stage_poly:
                     c_idx[n + j] = s_idx[j]
                     c_val[n + j] = s_val[j]
                 else:
-                    c_idx[n + j] = (np.int64(f_idx[lo + j]) + k) & mask
+                    c_idx[n + j] = (np.int64(f_idx[lo + j]) + k) & s.mask
                     c_val[n + j] = f_val[lo + j]
             n += m
         c_lo[k_classes] = n
@@ -593,11 +603,11 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
         for k in range(k_classes):
             a = c_lo[k]
             b = c_lo[k + 1]
-            if regularized and not test_only:
-                regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
-            if regularized and test_only:
-                raw = np.float64(regularize.predict_caught_up(W, lazy, acc, lam1, lam2 > 0, c_idx,
-                                                              c_val, a, b, numbers[e, 2]))
+            if s.regularized and not s.test_only:
+                regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, c_idx, a, b)
+            if s.regularized and s.test_only:
+                raw = np.float64(regularize.predict_caught_up(W, lazy, acc, s.l1, s.l2 > 0,
+                                                              c_idx, c_val, a, b, numbers[e, 2]))
             else:
                 raw = np.float64(gd.predict(W, c_idx, c_val, a, b, numbers[e, 2], False))
             if np.isnan(raw):
@@ -647,28 +657,28 @@ def _learn_multiclass(W, lazy, poly, classes, state, stats, params, terms, linea
                 first = 0 if indexing == 0 else 1
                 for k in range(k_classes):
                     yk = 1.0 if y == k + first else -1.0
-                    if not fixed_range:
+                    if not s.fixed_range:
                         state[S_MIN] = min(state[S_MIN], yk)
                         state[S_MAX] = max(state[S_MAX], yk)
                     a = c_lo[k]
                     b = c_lo[k + 1]
                     pk = scores[k]
-                    if poly_on and heuristic == 1:
+                    if s.stage_poly and s.heuristic == 1:
                         stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
-                    shared = shared_term(loss_code, pk, yk)
-                    if loss_value_shared(loss_code, loss_param, pk, yk, shared) > 0:
-                        if regularized:  # the earlier classes' proximal steps, as VW's gravity
-                            regularize.catch_up(W, lazy, acc, lam1, lam2 > 0, c_idx, a, b)
+                    shared = shared_term(s.loss, pk, yk)
+                    if loss_value_shared(s.loss, s.loss_param, pk, yk, shared) > 0:
+                        if s.regularized:  # the earlier classes' proximal steps, as VW's gravity
+                            regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, c_idx, a, b)
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                        eta_bar = gd.update(W, state, params, c_idx, c_val, a, b, pk, yk, imp,
-                                          shared, work, False)
+                        eta_bar = gd.update(model, c_idx, c_val, a, b, pk, yk, imp, shared,
+                                            scratch.work, False)
                         classes[k, oaa.CLASS_NORM] = state[S_NORM]
                         classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
-                        if regularized and eta_bar > 0.0:
-                            regularize.advance(W, lazy, acc, lam1, lam2, eta_bar)
-                if poly_on:
-                    stage_poly.after_training(counters, first_line + lines[e], doubling)
+                        if s.regularized and eta_bar > 0.0:
+                            regularize.advance(W, lazy, acc, s.l1, s.l2, eta_bar)
+                if s.stage_poly:
+                    stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             state[S_T] += imp
         else:
             stats[R_W_UNLABELED] += imp

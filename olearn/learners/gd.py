@@ -12,6 +12,7 @@ from numba import literally, njit
 
 from olearn.core.option import choice, flag, number
 from olearn.core.vmath import prefetch_row
+from olearn.kernel.bundles import Features
 from olearn.kernel.layouts import (
     GRADIENT_DESCENT,
     P_ADAPTIVE,
@@ -117,6 +118,8 @@ def _prefetch_ahead(W, index, k, hi):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def predict(W, index, value, lo, hi, initial, prefetch):
+    """The raw score of the features ``index``/``value`` rows ``lo:hi`` from the weights ``W``,
+    starting at ``initial``."""
     literally(prefetch)
     raw = np.float32(initial)
     if prefetch:
@@ -130,8 +133,11 @@ def predict(W, index, value, lo, hi, initial, prefetch):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def update(W, state, params, index, value, lo, hi, p, y, imp, shared, work, prefetch):
-    """One example's update: VW's gd.cc for every adaptive/normalized/invariant combination.
+def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
+    """One example's update of ``model`` (kernel/bundles.py ``Model``) from its features
+    ``index``/``value`` rows ``lo:hi``: VW's gd.cc for every adaptive/normalized/invariant
+    combination. (The features come as arrays, not as a ``Features`` bundle: --oaa's loop, which
+    counts references, would count two per class per example building one.)
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
@@ -142,22 +148,24 @@ def update(W, state, params, index, value, lo, hi, p, y, imp, shared, work, pref
     ``prefetch`` (literal): see PREFETCH_AHEAD.
     """
     literally(prefetch)
+    features = Features(index, value, lo, hi)
+    params = model.params
     adaptive = params[P_ADAPTIVE] != 0
     normalized = params[P_NORMALIZED] != 0
     sqrt_rate = params[P_POWER_T] == 0.5
     if adaptive and normalized and sqrt_rate:
-        return _update_rule(True, True, True, W, state, params, index, value, lo, hi, p, y, imp,
-                            shared, work, prefetch)
+        return _update_rule(True, True, True, model, features, p, y, imp, shared, work,
+                            prefetch)
     if not adaptive and not normalized:  # sqrt_rate only matters to a per-feature state
-        return _update_rule(False, False, False, W, state, params, index, value, lo, hi, p, y,
-                            imp, shared, work, prefetch)
-    return _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi,
-                        p, y, imp, shared, work, prefetch)
+        return _update_rule(False, False, False, model, features, p, y, imp, shared, work,
+                            prefetch)
+    return _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, shared,
+                        work, prefetch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value, lo, hi, p, y,
-                 imp, shared, work, prefetch):
+def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, shared, work,
+                 prefetch):
     """:func:`update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
     0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
     L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
@@ -167,6 +175,8 @@ def _update_rule(adaptive, normalized, sqrt_rate, W, state, params, index, value
     invariant: nothing would read their sums); then one pass of weight steps. ``work``'s rows
     (x², the sums then the rates, the norms then the normalizer's terms) are indexed in place,
     never taken as views: a view takes and drops a reference, atomically, per example."""
+    W, state, params = model
+    index, value, lo, hi = features
     invariant = params[P_INVARIANT] != 0
     loss = int(params[P_LOSS])
     param = params[P_LOSS_PARAM]
