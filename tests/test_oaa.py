@@ -1,5 +1,5 @@
 """--oaa: VW's one-against-all multiclass reduction (olearn/reductions/oaa.py,
-gd._learn_multiclass)."""
+loop._learn_multiclass)."""
 import math
 import re
 

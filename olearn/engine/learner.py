@@ -48,7 +48,7 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, W_G] = t0
-        # the learner family (optim/families.py) and its state: gradient descent's lazy
+        # the learner family (learners/families.py) and its state: gradient descent's lazy
         # --l1/--l2 snapshots, or the exponential weights' ``ew`` (the other one's tiny)
         self.family = family_of(config)(config)
         self.lazy, self.ew = self.family.lazy, self.family.ew

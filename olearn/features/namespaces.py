@@ -10,7 +10,7 @@ single namespace is mapped by :func:`select`. Then the namespaces whose index is
 (``--ignore``, or every one not listed by ``--keep``) lose their features (:func:`select`).
 The constant is never ignored nor redefined, and, as in VW's text parser, the default
 namespace is never redefined. ``--ignore_linear`` acts in the learning kernel instead
-(:func:`linear_terms`, gd.learn_batch): those namespaces' features only form interactions.
+(:func:`linear_terms`, loop.learn_batch): those namespaces' features only form interactions.
 """
 from __future__ import annotations
 

@@ -354,7 +354,7 @@ class StagePoly:
     state (``state``: min_depth, flags, SSM sums, counters and, for --invert_hash, each
     monomial's origin; tiny arrays when unused), what a model file keeps of it (``ARRAYS``,
     ``NAMED``, ``model_arrays``, ``restore``, ``check``) and the monomials' names.
-    The kernel side is :func:`expand` and the stage functions above, run by gd.learn_batch."""
+    The kernel side is :func:`expand` and the stage functions above, run by loop.learn_batch."""
 
     # The dtype and shape of each array a model file keeps (model.py), and the declared ones.
     ARRAYS = {"poly_index": ("<u4", (None,)), "poly_depth": ("|u1", (None,)),

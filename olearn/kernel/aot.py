@@ -194,7 +194,7 @@ def _stand_in_numba(exports: dict[str, list[tuple[Callable, list]]]) -> types.Mo
 
     stand_in.njit = njit
     stand_in.literally = lambda value: value  # a typing directive, only in compiled code
-    # intrinsics (optim/vmath.py) are compiled into the kernels and never called from Python
+    # intrinsics (core/vmath.py) are compiled into the kernels and never called from Python
     stand_in.extending = types.ModuleType("numba.extending")
     stand_in.extending.intrinsic = lambda function: function
     return stand_in

@@ -74,7 +74,7 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
 PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
 
-# The learner families' codes in the kernel (each family class's CODE; optim/families.py).
+# The learner families' codes in the kernel (each family class's CODE; learners/families.py).
 GRADIENT_DESCENT, EXPONENTIAL_WEIGHTS = FAMILY_CODES = 0, 1
 
 

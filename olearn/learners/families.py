@@ -2,7 +2,7 @@
 
 A family owns its state beyond the weight table and the learner state, what a model file keeps
 of it (``ARRAYS``, ``model_arrays``, ``restore``, ``check``), its export into the weight table
-(``sync``) and its description in the header. Both run in gd.learn_batch, which takes both
+(``sync``) and its description in the header. Both run in loop.learn_batch, which takes both
 families' arrays (the inactive one's tiny).
 """
 from __future__ import annotations

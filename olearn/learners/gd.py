@@ -61,7 +61,7 @@ OPTIONS = (
 
 class GradientDescent:
     """VW's gradient descent (adaptive, normalized, invariant or plain SGD) with the lazy
-    --l1/--l2 (optim/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; its
+    --l1/--l2 (learners/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; its
     state is the weight table and the learner state. ``ew`` is the exponential-weights
     family's, unused (tiny arrays)."""
 

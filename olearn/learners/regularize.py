@@ -85,7 +85,7 @@ def _caught_up(w, lam1, phi, s, phi_j, s_j, l2):
 @njit(cache=True, nogil=True, inline="always")
 def soft_threshold(w, amount):
     """``w`` after L1 proximal steps (λ1 = 1) whose sizes add up to ``amount``: the L1-only
-    catch-up, for SAEW's lazy SGD subroutine (optim/sgd.py)."""
+    catch-up, for SAEW's lazy SGD subroutine (learners/experts/l1_sgd.py)."""
     return _caught_up(w, 1.0, 0.0, amount, 0.0, 0.0, False)
 
 
@@ -116,7 +116,7 @@ def catch_up(W, lazy, acc, lam1, l2, index, lo, hi):
 
 @njit(cache=True, nogil=True, _nrt=False)
 def predict_caught_up(W, lazy, acc, lam1, l2, index, value, lo, hi, initial):
-    """The raw prediction :func:`catch_up` then ``gd._predict`` give (the same float32 weights
+    """The raw prediction :func:`catch_up` then ``gd.predict`` give (the same float32 weights
     and sum), writing nothing: a test-only prediction must leave the state as it found it, for
     a weight caught up in two steps rounds differently from one caught up in one."""
     phi = acc[PHI]

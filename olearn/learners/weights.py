@@ -1,7 +1,8 @@
 """The weight table: one float32 row per feature index (2^b rows), its columns declared once.
 
 Gradient descent uses every column; the exponential-weights learners export their θ into W
-(olearn/learners/experts/saew.py), and the lazy regularization (optim/regularize.py) moves W only.
+(olearn/learners/experts/saew.py), and the lazy regularization (learners/regularize.py) moves W
+only.
 """
 import numpy as np
 

@@ -9,7 +9,7 @@ where its length n satisfies the stopping rule (docs/algorithms.md §4, constant
 
     n >= C d0 2^(i/2) (a sqrt(Q) + b B) / (alpha U),   Q = Σ_session ||g||∞²
 
-The learner kernel (gd.learn_batch) calls :func:`predict` then :func:`learn` per example; the
+The learner kernel (loop.learn_batch) calls :func:`predict` then :func:`learn` per example; the
 state layout is in layout.py. Coordinates are the features seen so far: a new one starts in
 every instance as if it had been there all along with a zero gradient (BOA: the ghost corner's
 state; EG: weight e^0; SGD: θ̂ = center), so the result does not depend on when a feature first
