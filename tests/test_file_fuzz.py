@@ -157,6 +157,7 @@ def test_model_with_a_lying_header(folder, models, name, data):
     _try_model(folder / "m.olearn", model_file(_mutated(header, data), payload))
 
 
+@pytest.mark.slow  # a thousand models: make check runs it, bounds-checked too
 @settings(max_examples=1000)
 @given(st.sampled_from(sorted(LEARNERS)), st.data())
 def test_model_with_lying_array_values(folder, models, name, data):

@@ -55,6 +55,7 @@ def batches(draw):
             namespace, dropped, index_of, has_constant)
 
 
+@pytest.mark.slow  # 300 batches: make check runs it, bounds-checked too
 @settings(max_examples=300)
 @given(batches())
 def test_select_keeps_what_the_reference_keeps(batch):
