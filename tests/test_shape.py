@@ -45,11 +45,16 @@ def _imports(tree: ast.AST, known: set[str]) -> set[str]:
     return {m for m in found if m in known}
 
 
+def _sources() -> dict[str, Path]:
+    """Each olearn module's name -> its file."""
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def import_graph() -> dict[str, set[str]]:
     """Each olearn module -> the olearn modules it imports (a package's ``__init__`` is left
     out as a target: importing ``olearn.data.x`` runs ``olearn/data/__init__.py``, which
     imports nothing)."""
-    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    paths = _sources()
     known = set(paths)
     return {name: _imports(ast.parse(path.read_text()), known) - {name, "olearn"}
             for name, path in paths.items()}
@@ -116,8 +121,7 @@ NUMBA_DEFINITION = re.compile(
 
 def _kernel_closure(graph: dict[str, set[str]]) -> set[str]:
     """The modules that define numba code, and every module they import, transitively."""
-    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    todo = [m for m, p in paths.items() if NUMBA_DEFINITION.search(p.read_text())]
+    todo = [m for m, p in _sources().items() if NUMBA_DEFINITION.search(p.read_text())]
     closure: set[str] = set()
     while todo:
         module = todo.pop()

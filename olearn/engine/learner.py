@@ -98,8 +98,8 @@ class OnlineLearner:
         params[layouts.P_DOUBLING] = not config.batch_sz_no_doubling
         params[layouts.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
         params[layouts.P_POLY_FALLBACK] = config.stage_poly_fallback
-        params[layouts.P_CONSTANT] = self.reduction.widen(np.array([CONSTANT_HASH & config.mask],
-                                                              dtype=np.uint32))[0]
+        constant = np.array([CONSTANT_HASH & config.mask], dtype=np.uint32)
+        params[layouts.P_CONSTANT] = self.reduction.widen(constant)[0]
         params[layouts.P_FAMILY] = self.family.CODE
         params[layouts.P_OAA] = self.reduction.k
         params[layouts.P_PROBABILITIES] = self.reduction.probabilities
@@ -107,7 +107,7 @@ class OnlineLearner:
             params[layouts.P_HOLDOUT_PERIOD] = config.holdout_period
             params[layouts.P_HOLDOUT_AFTER] = config.holdout_after
         params[layouts.P_FIXED_RANGE] = (config.min_prediction is not None
-                                    or config.max_prediction is not None)
+                                         or config.max_prediction is not None)
         self.params = params
         # --metric auc: every example's score, kept for the summary
         self.auc = AucMeter(params) if config.metric == "auc" else None

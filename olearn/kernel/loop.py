@@ -438,7 +438,7 @@ def _examples(code, expanded, e0, nrows, model, family, expander, examples, out,
     stats, preds, rows = out
     s = settings(params)
     acc = state[S_REG:S_REG + regularize.SIZE]
-    ssm, counters = expander.poly[2], expander.poly[3]
+    _, _, ssm, counters, _ = expander.poly
     some_not_linear = _some_not_linear(expander.linear)
     interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
     for e in range(e0, numbers.shape[0]):
