@@ -484,7 +484,7 @@ def session_counts(olearn, settings: dict[str, Setting], c_grid, runs: int = 3) 
                     learner = olearn.Learner(**s.base(), **saew_opts(C, center, s.radius,
                                                                      d0=s.d0))
                     learner.fit(*data)
-                    es = learner._learner.ew[6]
+                    es = learner._learner.family.ew[6]
                     out.setdefault(sname, {}).setdefault(f"saew-C{C:g}-{center}", []).append(
                         int(es[0, layout.E_SESSION]))
     return out

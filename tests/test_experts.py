@@ -238,7 +238,7 @@ def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
     from olearn.learners.experts import state
     learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, noconstant=True)
     learner.fit(str(halves[2]))
-    es = learner._learner.ew[6]
+    es = learner._learner.family.ew[6]
     assert es[0, state.E_SESSION] >= 4
     assert (es[0, state.E_GROWN] >= 2) == grows
 
@@ -345,7 +345,7 @@ def test_sgd_session_touches_only_the_example_coordinates():
                     saew_sgd_l1=1.0)
     learner = OnlineLearner(config)
     kernel_predictions(examples, config, learner)
-    slot, coord = learner.ew[0], learner.ew[5]
+    slot, coord = learner.family.ew[0], learner.family.ew[5]
     before = coord.copy()
     feats = [(3, 0.5), (7, -1.0)]
     kernel_predictions([(0.4, 1.0, feats)], config, learner)
@@ -366,7 +366,7 @@ def test_sgd_model_resumes_exactly(tmp_path, halves):
     uninterrupted.fit(str(second))
     resumed = olearn.Learner.load(tmp_path / "m.olearn")
     resumed.fit(str(second))
-    for a, b in zip(uninterrupted._learner.ew, resumed._learner.ew):
+    for a, b in zip(uninterrupted._learner.family.ew, resumed._learner.family.ew):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(uninterrupted.predict(str(whole)), resumed.predict(str(whole)))
 

@@ -272,7 +272,7 @@ def test_command_line_radius_applies_to_the_restored_experts(folder, models):
     path = folder / "boa.olearn"
     path.write_bytes(models["boa"])
     learner = Learner.load(path, radius=3.0)
-    assert learner._learner.ew[6][0, L.E_U] == 3.0
+    assert learner._learner.family.ew[6][0, L.E_U] == 3.0
 
 
 @pytest.mark.parametrize("name, given, message", [

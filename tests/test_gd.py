@@ -63,7 +63,7 @@ def test_sync_brings_every_weight_up_to_date():
     dense = np.zeros(1 << 8)
     dense[list(want)] = list(want.values())
     np.testing.assert_allclose(learner.weights[:, 0], dense, rtol=1e-3, atol=1e-5)
-    assert ((learner.lazy == 0).all()
+    assert ((learner.family.lazy == 0).all()
             and (learner.state[layouts.S_REG:layouts.S_REG + regularize.SIZE] == 0).all())
 
 
@@ -74,7 +74,7 @@ def _steady_l1_learner(sum_so_far: float, steps_so_far: float) -> OnlineLearner:
     learner = OnlineLearner(config)
     learner.state[layouts.S_REG + regularize.SUM] = sum_so_far
     learner.state[layouts.S_REG + regularize.STEPS] = steps_so_far
-    learner.lazy[:, regularize.SNAP_SUM] = sum_so_far
+    learner.family.lazy[:, regularize.SNAP_SUM] = sum_so_far
     kernel_predictions([(1.0, 1.0, [(3, 1.0), (CONSTANT_HASH & 15, 1.0)])] * 20000, config,
                        learner)
     return learner

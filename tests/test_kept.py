@@ -25,8 +25,10 @@ def _learner_and_batches(argv: str) -> tuple[OnlineLearner, list]:
 
 
 def _state(learner: OnlineLearner) -> list[np.ndarray]:
-    return [learner.weights, learner.lazy, *learner.poly, *learner.ew, learner.state,
-            learner.stats]
+    family = [a for field in learner.family.bundle()  # the arrays, not the options
+              for a in (field if isinstance(field, tuple) else (field,))
+              if isinstance(a, np.ndarray)]
+    return [learner.weights, *family, *learner.poly, learner.state, learner.stats]
 
 
 @pytest.mark.parametrize("options", OPTIONS)

@@ -17,11 +17,14 @@ from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, line_ends, p
 from olearn.engine.learner import OnlineLearner
 from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.kernel import layouts, loop
-from olearn.kernel.bundles import Examples, Expander, Family, Model, Out, Reduction
+from olearn.kernel.bundles import Examples, Expander, Model, NoReduction, Out
 from olearn.learners import regularize
 from olearn.learners.experts import saew
+from olearn.learners.experts.family import ExponentialWeights
+from olearn.learners.gd import GradientDescent
 from olearn.options.config import Config
 from olearn.outputs.predictions import format_predictions
+from olearn.reductions.oaa import OneAgainstAll
 
 # Bytes that matter to the parsers, so that random input reaches every branch.
 GRAMMAR = list(b"|: \t\n\r'#abq0123456789.-+eExinfa\x00\xef\xbb\xbf")
@@ -103,8 +106,8 @@ def learners():
 
 def _learn(learner, batch, **replace):
     """loop.learn_batch on ``batch`` with some of its arguments replaced."""
-    args = {"W": learner.weights, "lazy": learner.lazy, "poly": learner.poly, "ew": learner.ew,
-            "classes": learner.reduction.classes, "state": learner.state, "stats": learner.stats,
+    args = {"W": learner.weights, "family": learner.family.bundle(), "poly": learner.poly,
+            "reduction": learner.reduction.bundle(), "state": learner.state, "stats": learner.stats,
             "params": learner.params, "terms": learner.terms, "linear": learner.linear,
             "numbers": batch.numbers, "offsets": batch.offsets,
             "index": batch.index, "value": batch.value, "namespace": batch.namespace,
@@ -113,9 +116,8 @@ def _learn(learner, batch, **replace):
             "rows": np.empty((4, layouts.ROW_COLS))}
     args.update(replace)
     a = args
-    return loop.learn_batch(Model(a["W"], a["state"], a["params"]), Family(a["lazy"], a["ew"]),
-                            Expander(a["terms"], a["linear"], a["poly"]),
-                            Reduction(a["classes"]),
+    return loop.learn_batch(Model(a["W"], a["state"], a["params"]), a["family"],
+                            Expander(a["terms"], a["linear"], a["poly"]), a["reduction"],
                             Examples(a["numbers"], a["offsets"], a["index"], a["value"],
                                      a["namespace"], a["lines"], a["first_line"]),
                             Out(a["stats"], a["preds"], a["rows"]))
@@ -133,8 +135,7 @@ def test_learner_takes_any_parsed_bytes(learners, text, name):
 
 
 MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
-             "weights", "terms", "linear", "lazy", "poly", "ew", "family", "state", "params",
-             "classes")
+             "weights", "terms", "linear", "lazy", "poly", "ew", "state", "params", "classes")
 
 
 def _mutated(learner, batch, what, k):
@@ -170,26 +171,29 @@ def _mutated(learner, batch, what, k):
     if what == "linear":
         return {"linear": np.ones(255 + 2 * (k % 2), dtype=np.bool_)}
     if what == "lazy":
-        return {"lazy": np.zeros((1, 1)), "params": _params(learner, layouts.P_L1, 1e-3)}
+        return {"family": GradientDescent.BUNDLE(np.zeros((1, 1))),
+                "params": _params(learner, layouts.P_L1, 1e-3)}
     if what == "poly":
         poly = tuple(a[:1] for a in learner.poly)
         return {"poly": poly, "params": _params(learner, layouts.P_STAGE_POLY, 1)}
     if what == "ew":
-        return {"ew": tuple(a[..., :1] for a in learner.ew),
-                "params": _params(learner, layouts.P_FAMILY, layouts.EXPONENTIAL_WEIGHTS)}
-    if what == "family":
-        return {"params": _params(learner, layouts.P_FAMILY,
-                                  [len(layouts.FAMILY_CODES), -1, 0.5][k % 3])}
+        ew = ExponentialWeights(Config(bit_precision=BITS, saew=True, quiet=True)).ew
+        return {"family": ExponentialWeights.BUNDLE(tuple(a[..., :1] for a in ew))}
     if what == "state":
         return {"state": learner.state[:-1]}
     if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad
-        params = _params(learner, layouts.P_OAA, [3, 3, 0.5, 1 << 20][k % 4])
+        params = _params(learner, layouts.P_OAA, [3, 3, 0.5, 1 << 20, 3][k % 5])
         wide = np.empty((n, 5), dtype=np.float32)
-        return [{"classes": np.zeros((2, 2)), "preds": wide, "params": params},
-                {"classes": np.zeros((3, 2)), "params": params},
-                {"classes": np.zeros((3, 2)), "preds": wide, "params": params},
-                {"classes": np.zeros((1 << 20, 2)), "preds": wide, "params": params}][k % 4]
+        return [{"reduction": _classes(2), "preds": wide, "params": params},
+                {"reduction": _classes(3), "params": params},
+                {"reduction": _classes(3), "preds": wide, "params": params},
+                {"reduction": _classes(1 << 20), "preds": wide, "params": params},
+                {"reduction": NoReduction(), "preds": wide, "params": params}][k % 5]
     return {"params": learner.params[:-1]}
+
+
+def _classes(k):
+    return OneAgainstAll.BUNDLE(np.zeros((k, 2)))
 
 
 def _params(learner, slot, value):
@@ -277,17 +281,18 @@ def test_flush_and_export_check_their_arrays(learners):
     learner = learners["elastic net"]
     acc = learner.state[layouts.S_REG:layouts.S_REG + regularize.SIZE]
     with pytest.raises(ValueError, match="flush"):
-        regularize.flush(learner.weights, learner.lazy[:-1], acc, 1e-3, True)
+        regularize.flush(learner.weights, learner.family.lazy[:-1], acc, 1e-3, True)
     with pytest.raises(ValueError, match="flush"):
-        regularize.flush(learner.weights, learner.lazy[:, :1], acc, 1e-3, True)
+        regularize.flush(learner.weights, learner.family.lazy[:, :1], acc, 1e-3, True)
     experts = learners["boa"]
     with pytest.raises(ValueError, match="export"):
-        saew.export(experts.ew, experts.weights[:-1])
-    hashes = experts.ew[1].copy()
+        saew.export(experts.family.ew, experts.weights[:-1])
+    hashes = experts.family.ew[1].copy()
     hashes[0] = 1 << 20
-    shared = experts.ew[7].copy()
+    shared = experts.family.ew[7].copy()
     shared[0] = 1  # one active coordinate, whose feature index is out of range
-    ew = experts.ew[:1] + (hashes,) + experts.ew[2:7] + (shared,) + experts.ew[8:]
+    old = experts.family.ew
+    ew = old[:1] + (hashes,) + old[2:7] + (shared,) + old[8:]
     with pytest.raises(ValueError, match="export"):
         saew.export(ew, experts.weights)
 

@@ -15,10 +15,10 @@ from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.kernel import layouts, loop
-from olearn.kernel.bundles import Examples, Expander, Family, Model, Out, Reduction
+from olearn.kernel.bundles import Examples, Expander, Model, Out
 from olearn.learners import gd
 from olearn.learners.families import family_of
-from olearn.learners.weights import W_G, WIDTH, initialize, storable
+from olearn.learners.weights import W_G, WIDTH, initialize
 from olearn.options.config import Config
 from olearn.outputs.audit import audit_line
 from olearn.outputs.history import History
@@ -33,7 +33,7 @@ IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
 KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
 # the learner's arrays a kept call holds: rebinding one drops the kept calls
-KEPT_ARRAYS = frozenset({"weights", "lazy", "poly", "ew", "reduction", "state", "stats", "params",
+KEPT_ARRAYS = frozenset({"weights", "family", "poly", "reduction", "state", "stats", "params",
                          "terms", "linear", "_kept_rows"})
 
 
@@ -48,10 +48,8 @@ class OnlineLearner:
         t0 = config.t0
         if adaptive and t0 > 0:
             self.weights[:, W_G] = t0
-        # the learner family (learners/families.py) and its state: gradient descent's lazy
-        # --l1/--l2 snapshots, or the exponential weights' ``ew`` (the other one's tiny)
+        # the learner family (learners/families.py) and its state beyond the weight table
         self.family = family_of(config)(config)
-        self.lazy, self.ew = self.family.lazy, self.family.ew
         # the expander in front of the family: --stage_poly's monomials (interactions are
         # stateless: their terms below)
         self.expander = stage_poly.StagePoly(config)
@@ -69,8 +67,7 @@ class OnlineLearner:
         self.state = layouts.STATE.defaults()
         self.state[layouts.S_T] = t0
         self.state[layouts.S_MIN], self.state[layouts.S_MAX] = config.loss.start_range
-        if normalized and adaptive and t0 > 0:
-            self.state[layouts.S_NORM] = self.state[layouts.S_TOTAL] = t0
+        self.family.start(self.state)
         self._apply_fixed_options()
         self.stats = self.new_stats()
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
@@ -100,7 +97,6 @@ class OnlineLearner:
         params[layouts.P_POLY_FALLBACK] = config.stage_poly_fallback
         constant = np.array([CONSTANT_HASH & config.mask], dtype=np.uint32)
         params[layouts.P_CONSTANT] = self.reduction.widen(constant)[0]
-        params[layouts.P_FAMILY] = self.family.CODE
         params[layouts.P_OAA] = self.reduction.k
         params[layouts.P_PROBABILITIES] = self.reduction.probabilities
         if config.holdout:
@@ -176,7 +172,7 @@ class OnlineLearner:
         """Write the model file (olearn/persistence/model.py) of the state as it is now; a state
         that is not finite (inputs of too large a magnitude) is refused rather than saved."""
         self.sync()
-        if not (storable(self.weights) and np.isfinite(self.state).all()):
+        if not (self.family.storable(self.weights) and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
         model.save(path, self.config, self.weights, self.state,
@@ -395,8 +391,8 @@ class OnlineLearner:
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
         """loop.learn_batch's arguments: its bundles (kernel/bundles.py)."""
-        return (Model(self.weights, state, params), Family(self.lazy, self.ew),
-                Expander(self.terms, self.linear, self.poly), Reduction(self.reduction.classes),
+        return (Model(self.weights, state, params), self.family.bundle(),
+                Expander(self.terms, self.linear, self.poly), self.reduction.bundle(),
                 Examples(batch.numbers, batch.offsets, self.reduction.widen(batch.index),
                          batch.value, batch.namespace, batch.lines, batch.pass_line),
                 Out(stats, preds, rows))
@@ -412,7 +408,7 @@ class OnlineLearner:
         --oaa, as VW: a line per class, its score and its features' weights)."""
         self._see_namespaces(batch)
         experts = self.config.experts
-        adaptive = self.config.update_rule[0] and not experts
+        adaptive = self.config.update_rule[0] and isinstance(self.family, gd.GradientDescent)
         index = self.reduction.widen(batch.index)
         classes = range(self.reduction.k) if self.reduction.on else range(1)
         rows = []

@@ -10,7 +10,7 @@ from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import DataPlan, run_passes
 from olearn.features import stage_poly
 from olearn.kernel import aot, layouts
-from olearn.learners.families import family_of
+from olearn.learners.families import FAMILIES, family_of
 from olearn.options.config import Config
 from olearn.outputs.audit import NameCollector
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
@@ -114,7 +114,7 @@ def run(config: Config) -> OnlineLearner:
         learner.sync()
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
-                readable.write(path, config, learner.weights, learner.state,
+                readable.write(path, config, learner.weights, learner.state, learner.family,
                                learner.feature_names(known.names) if known else None,
                                config.predict_only_model)
         if config.learning_curve:
@@ -142,7 +142,9 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,
                     "quadratic": ["ab"]},
                    {"cache": True, "passes": 2, "readable_model": TEMPORARY},
-                   {"saew": True, "final_regressor": TEMPORARY, "readable_model": TEMPORARY},
+                   # each other family's run, saving and printing its model
+                   *({**family.WARM_UP, "final_regressor": TEMPORARY,
+                      "readable_model": TEMPORARY} for family in FAMILIES if family.WARM_UP),
                    {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY})
 
 

@@ -57,7 +57,9 @@ def _spec(numba_type) -> list:
     if isinstance(numba_type, nt.Array):
         return ["array", np.dtype(numba_type.dtype.name).str, numba_type.ndim, numba_type.layout]
     if isinstance(numba_type, nt.BaseTuple):
-        return ["tuple", [_spec(t) for t in numba_type.types]]
+        # a bundle's class is part of its type: families' bundles of the same arrays differ
+        named = getattr(numba_type, "instance_class", tuple)
+        return ["tuple", [_spec(t) for t in numba_type.types], named.__name__]
     if isinstance(numba_type, nt.Boolean):
         return ["bool"]
     if isinstance(numba_type, nt.Integer):
@@ -156,7 +158,8 @@ def _matches(value: Any, spec: list) -> bool:
                 and value.ndim == spec[2] and value.flags.aligned
                 and (spec[3] != "C" or value.flags.c_contiguous))
     if kind == "tuple":
-        return (isinstance(value, tuple) and len(value) == len(spec[1])
+        return (isinstance(value, tuple) and type(value).__name__ == spec[2]
+                and len(value) == len(spec[1])
                 and all(_matches(v, s) for v, s in zip(value, spec[1])))
     if kind == "bool":
         return isinstance(value, (bool, np.bool_))
@@ -197,6 +200,8 @@ def _stand_in_numba(exports: dict[str, list[tuple[Callable, list]]]) -> types.Mo
     # intrinsics (core/vmath.py) are compiled into the kernels and never called from Python
     stand_in.extending = types.ModuleType("numba.extending")
     stand_in.extending.intrinsic = lambda function: function
+    # compile-time choices (kernel/dispatch.py): nothing to choose without numba
+    stand_in.extending.overload = lambda *args, **options: lambda function: function
     return stand_in
 
 

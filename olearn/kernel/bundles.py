@@ -2,6 +2,8 @@
 fields are read by name, at no cost at run time). Each bundle is defined here once:
 ``learn_batch(model, family, expander, reduction, examples, out)`` (kernel/loop.py) takes one
 of each, and every function below it takes the bundles it reads, never their arrays one by one.
+The ``family`` bundle is the learner family's own (learners/family.py ``BUNDLE``): its type
+chooses the family's kernels (kernel/dispatch.py).
 """
 from __future__ import annotations
 
@@ -11,18 +13,15 @@ from collections import namedtuple
 # run's parameters (kernel/layouts.py STATE and PARAMS).
 Model = namedtuple("Model", ["W", "state", "params"])
 
-# The learner families' own state: gradient descent's lazy --l1/--l2 snapshots
-# (learners/regularize.py) and the exponential weights' arrays (learners/experts/state.py);
-# the inactive family's arrays are tiny.
-Family = namedtuple("Family", ["lazy", "ew"])
-
 # In front of the family: the interaction terms (features/interactions.py), which namespaces
 # are linear terms (--ignore_linear, features/namespaces.py) and --stage_poly's state
 # (features/stage_poly.py: min_depth, flags, SSM sums, counters, origins).
 Expander = namedtuple("Expander", ["terms", "linear", "poly"])
 
-# Between the expander and the family: --oaa's per-class normalizer sums (reductions/oaa.py).
-Reduction = namedtuple("Reduction", ["classes"])
+# Between the expander and the family: the reduction's own state (one scalar problem: none;
+# --oaa: reductions/oaa.py ``OneAgainstAll.BUNDLE``). Its type chooses the example loop
+# (kernel/loop.py REDUCTIONS).
+NoReduction = namedtuple("NoReduction", [])
 
 # A parsed batch (data/batch.py ExampleBatch): label, importance and initial prediction per
 # example, the CSR features, each example's line in its source and the pass's line of line 0.
@@ -35,6 +34,10 @@ Out = namedtuple("Out", ["stats", "preds", "rows"])
 
 # One example's features as the family sees them: ``index``/``value`` rows ``lo:hi``.
 Features = namedtuple("Features", ["index", "value", "lo", "hi"])
+
+# A scored example, as the family's update takes it: the clipped prediction, the label, the
+# importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).
+Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 
 # The scalar example loop's scratch (loop.new_scratch): the update's work rows, the
 # interactions' expansion scratch (loop.expansion_scratch), --stage_poly's synthetic example.

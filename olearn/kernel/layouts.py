@@ -1,6 +1,6 @@
 """The kernel's declared arrays: the learner state, the progress statistics and the run's
 parameters as the kernel reads them (float64 arrays of named fields, olearn/core/fields.py),
-the learner families' codes and the width of a progress-table row.
+and the width of a progress-table row.
 
 The kernels index fields through the module constants (``S_T``, ``R_SUM_LOSS``, ``P_ETA``),
 which numba compiles as literals; Python code outside the kernels reads fields by name.
@@ -64,20 +64,14 @@ PARAMS = Layout("params", *(Field(name, saved=False) for name in (
     "sched_exponent", "doubling", "heuristic",
     "poly_fallback",   # --stage_poly_fallback: each stage's shallowest parent
     "constant",        # the constant feature's index
-    "family",          # the learner family's code (FAMILY_CODES)
     "oaa",             # --oaa's class count K (0: one scalar problem)
     "probabilities")))  # --oaa: probabilities instead of scores
 (P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
  P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
  P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
- P_HEURISTIC, P_POLY_FALLBACK, P_CONSTANT, P_FAMILY, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
+ P_HEURISTIC, P_POLY_FALLBACK, P_CONSTANT, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
 PARAMS_SIZE = len(PARAMS)
 PARAMS.check_constants(globals(), "P_")
-
-# The learner families' codes in the kernel (each family class's CODE; learners/families.py).
-GRADIENT_DESCENT, EXPONENTIAL_WEIGHTS = FAMILY_CODES = 0, 1
-
-
 
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row,
 # the prediction's probability (--oaa --probabilities; else NaN)

@@ -2,26 +2,26 @@
 
 :func:`learn_batch` is the entry point Python calls: it checks once per call that its arrays fit
 each other (shapes, the batch's offsets and indices, the optional states), so that no argument
-can make it read or write outside them; the functions it calls trust what it checked. It chooses
-the reduction (one scalar problem, or --oaa's K) and the learner family once per batch; each
-example then flows label -> features -> expansion -> prediction -> statistics -> update.
+can make it read or write outside them; the functions it calls trust what it checked. The
+reduction (one scalar problem, or --oaa's K) and the learner family are chosen when numba
+compiles it, by their bundles' types (REDUCTIONS here, kernel/dispatch.py for the families);
+each example then flows label -> features -> expansion -> prediction -> statistics -> update.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import literally, njit
+from numba.extending import overload
 
 from olearn.data.batch import valid_batch
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
-from olearn.kernel.bundles import Features, Scratch, Settings, Synthetic
+from olearn.kernel import dispatch
+from olearn.kernel.bundles import Features, NoReduction, Scored, Scratch, Settings, Synthetic
 from olearn.kernel.layouts import (
-    EXPONENTIAL_WEIGHTS,
-    GRADIENT_DESCENT,
     P_BINARY,
     P_CONSTANT,
     P_DOUBLING,
-    P_FAMILY,
     P_FIXED_RANGE,
     P_HEURISTIC,
     P_HOLDOUT_AFTER,
@@ -68,14 +68,12 @@ from olearn.kernel.layouts import (
     S_MAX,
     S_MIN,
     S_NORM,
-    S_REG,
     S_T,
     S_TOTAL,
     STATE_SIZE,
     STATS_SIZE,
 )
-from olearn.learners import gd, regularize
-from olearn.learners.experts import saew
+from olearn.learners import gd
 from olearn.learners.losses import known, loss_value_shared, shared_term
 from olearn.learners.weights import WIDTH
 from olearn.reductions import oaa
@@ -129,28 +127,19 @@ def _check_arguments(model, family, expander, reduction, examples, out):
         raise ValueError("learn_batch: batch arrays of different lengths")
     if not known(int(params[P_LOSS])):
         raise ValueError("learn_batch: unknown loss code")
-    if params[P_FAMILY] != GRADIENT_DESCENT and params[P_FAMILY] != EXPONENTIAL_WEIGHTS:
-        raise ValueError("learn_batch: unknown learner family code")
     if not valid_batch(offsets, index, value, namespace, size - 1):
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
     if not valid_terms(terms):
         raise ValueError("learn_batch: malformed interaction terms")
     if linear.shape[0] != 256:
         raise ValueError("learn_batch: linear must flag all 256 namespace indices")
-    lam2 = params[P_L2]
-    if (params[P_L1] > 0 or lam2 > 0) and not regularize.fits(
-            family.lazy, state[S_REG:S_REG + regularize.SIZE], size, lam2 > 0):
-        raise ValueError("learn_batch: regularization snapshots of the wrong shape")
+    if not dispatch.fits(family, model):
+        raise ValueError("learn_batch: the learner family's state does not fit the table")
     if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
                                           and 0 <= params[P_CONSTANT] < size):
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
-    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS and not saew.fits(family.ew, size):
-        raise ValueError("learn_batch: --eg/--boa/--saew state of the wrong shape")
-    k = params[P_OAA]
-    if k != 0 and not (k == np.floor(k) and 1 <= k <= size and params[P_FAMILY] == GRADIENT_DESCENT
-                       and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
-                       and preds.shape[1] >= 2 + k):
-        raise ValueError("learn_batch: --oaa's class count, family or arrays do not fit")
+    if not _reduction_fits(reduction, model, out):
+        raise ValueError("learn_batch: the reduction's state or class count does not fit")
 
 
 @njit(cache=True, nogil=True)
@@ -217,20 +206,73 @@ def scratch_fits(scratch, terms, params):
 @njit(cache=True, nogil=True, inline="always")
 def _learn(model, family, expander, reduction, examples, out, scratch):
     """:func:`learn_batch` on checked arguments and scratch."""
-    # The stack is chosen here, once per batch: the reduction (one scalar problem, or --oaa's
-    # K) and the learner family are compile-time constants of the example loops, which numba
-    # compiles once for each (docs/architecture.md).
-    params = model.params
-    if params[P_OAA] != 0:
-        return _learn_multiclass(model, family, expander, reduction, examples, out)
-    if params[P_FAMILY] == EXPONENTIAL_WEIGHTS:
-        return _learn_scalar(EXPONENTIAL_WEIGHTS, True, model, family, expander, examples, out,
-                             scratch)
-    if (expander.terms.shape[0] == 0 and params[P_STAGE_POLY] == 0
+    # The stack is fixed here, at compile time: the reduction's bundle type chooses its example
+    # loop (REDUCTIONS), the family's its kernels (kernel/dispatch.py); numba compiles a loop for
+    # each combination used. Whether examples need an expansion is chosen per batch.
+    return _reduced(model, family, expander, reduction, examples, out, scratch)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn_one_problem(model, family, expander, reduction, examples, out, scratch):
+    """One scalar problem: the example loop compiled without expansion where the batch needs
+    none (no interactions, --stage_poly or --ignore_linear)."""
+    if (expander.terms.shape[0] == 0 and model.params[P_STAGE_POLY] == 0
             and not _some_not_linear(expander.linear)):
-        return _learn_scalar(GRADIENT_DESCENT, False, model, family, expander, examples, out,
-                             scratch)
-    return _learn_scalar(GRADIENT_DESCENT, True, model, family, expander, examples, out, scratch)
+        return _learn_scalar(False, model, family, expander, examples, out, scratch)
+    return _learn_scalar(True, model, family, expander, examples, out, scratch)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _one_problem_fits(reduction, model, out):
+    return model.params[P_OAA] == 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _learn_classes(model, family, expander, reduction, examples, out, scratch):
+    return _learn_multiclass(model, family, expander, reduction, examples, out)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _classes_fit(reduction, model, out):
+    """--oaa's class count (the parameter) against its sums and the prediction array."""
+    k = model.params[P_OAA]
+    return (k == np.floor(k) and 1 <= k <= model.W.shape[0]
+            and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
+            and out.preds.shape[1] >= 2 + k)
+
+
+# The reductions: each one's bundle type (kernel/bundles.py), its example loop and its check.
+REDUCTIONS = {NoReduction: (_learn_one_problem, _one_problem_fits),
+              oaa.OneAgainstAll.BUNDLE: (_learn_classes, _classes_fit)}
+
+
+def _reduction(reduction_type):
+    return REDUCTIONS.get(getattr(reduction_type, "instance_class", None))
+
+
+def _reduced(model, family, expander, reduction, examples, out, scratch):
+    raise NotImplementedError("compiled code only")
+
+
+def _reduction_fits(reduction, model, out):
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_reduced, inline="always", prefer_literal=True)
+def _reduced_typed(model, family, expander, reduction, examples, out, scratch):
+    found = _reduction(reduction)
+    if found is not None:
+        loop = found[0]
+        return lambda model, family, expander, reduction, examples, out, scratch: loop(
+            model, family, expander, reduction, examples, out, scratch)
+
+
+@overload(_reduction_fits, inline="always", jit_options={"_nrt": False})
+def _reduction_fits_typed(reduction, model, out):
+    found = _reduction(reduction)
+    if found is not None:
+        check = found[1]
+        return lambda reduction, model, out: check(reduction, model, out)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -351,10 +393,6 @@ def _expansion_scratch(terms, rows):
 # returns, which the example loop (without the runtime) would never give back: the batch's
 # arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
 # callees return numbers only.)
-# inline: a function compiled on its own with numba's runtime counts a reference to an array it
-# returns, which the example loop (without the runtime) would never give back: the batch's
-# arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
-# callees return numbers only.)
 @njit(cache=True, nogil=True, inline="always")
 def _example_features(e, examples, expander, s, some_not_linear, interacting, expansion):
     """Example ``e``'s features (kernel/bundles.py ``Features``): the batch's own, or
@@ -381,8 +419,8 @@ def _example_features(e, examples, expander, s, some_not_linear, interacting, ex
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_scalar(code, expanded, model, family, expander, examples, out, scratch):
-    """:func:`learn_batch` for one scalar problem and the learner family of ``code``: runs
+def _learn_scalar(expanded, model, family, expander, examples, out, scratch):
+    """:func:`learn_batch` for one scalar problem: runs
     :func:`_examples` (which runs without numba's runtime, so cannot allocate) over the batch
     with the scratch of :func:`new_scratch`; when it stops before an example, gives it a larger
     expansion scratch (for this batch) or runs the due --stage_poly stage, and lets it go on.
@@ -392,8 +430,8 @@ def _learn_scalar(code, expanded, model, family, expander, examples, out, scratc
     e = 0
     nrows = 0
     while True:
-        e, nrows, rows_needed, stage = _examples(code, expanded, e, nrows, model, family,
-                                                 expander, examples, out, scratch)
+        e, nrows, rows_needed, stage = _examples(expanded, e, nrows, model, family, expander,
+                                                 examples, out, scratch)
         if rows_needed > 0:
             grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
             scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
@@ -409,35 +447,28 @@ def _learn_scalar(code, expanded, model, family, expander, examples, out, scratc
 # atomic operation per array argument per call: a fifth of the time of an interaction run) and
 # nothing is allocated; numba refuses to compile an allocation here. Numba compiles each callee
 # with its own options, not its caller's: every function the loop calls that is not inlined
-# (_label, _update, interactions.expand, ...) is marked _nrt=False too, else it counts its
-# array arguments' references on every example. Such a function must return no array (nothing
-# would count the reference its caller drops).
-# _nrt=False: numba's runtime is off in the example loop, so that no reference is counted (an
-# atomic operation per array argument per call: a fifth of the time of an interaction run) and
-# nothing is allocated; numba refuses to compile an allocation here. Numba compiles each callee
-# with its own options, not its caller's: every function the loop calls that is not inlined
 # (_label, gd.update, interactions.expand, ...) is marked _nrt=False too, else it counts its
 # array arguments' references on every example. Such a function must return no array (nothing
 # would count the reference its caller drops).
 @njit(cache=True, nogil=True, _nrt=False)
-def _examples(code, expanded, e0, nrows, model, family, expander, examples, out, scratch):
-    """:func:`learn_batch`'s example loop for one scalar problem and the learner family of
-    ``code``, from example ``e0`` with ``nrows`` table rows written. Returns (the example it
-    stopped at, the row count, rows needed, stage due): at the end of the batch (rows needed 0,
-    no stage due), or before an example (nothing of it done) whose interactions need more rows
-    than the expansion scratch holds, or before which a --stage_poly stage is due (it
-    allocates). ``code`` and ``expanded`` are literals: the stack expander → family → loss is
-    fixed for the whole loop. ``expanded`` False: no interactions, --ignore_linear or
-    --stage_poly, so each example's features are the batch's own. The scratch's synthetic
-    example holds a row per slot of the table with --stage_poly (else none)."""
-    literally(code)
+def _examples(expanded, e0, nrows, model, family, expander, examples, out, scratch):
+    """:func:`learn_batch`'s example loop for one scalar problem, from example ``e0`` with
+    ``nrows`` table rows written. Returns (the example it stopped at, the row count, rows
+    needed, stage due): at the end of the batch (rows needed 0, no stage due), or before an
+    example (nothing of it done) whose interactions need more rows than the expansion scratch
+    holds, or before which a --stage_poly stage is due (it allocates). ``expanded`` is a
+    literal, and the family's kernels are its bundle type's (kernel/dispatch.py): the stack
+    expander → family → loss is fixed for the whole loop. ``expanded`` False: no
+    interactions, --ignore_linear or --stage_poly, so each example's features are the batch's
+    own. The scratch's synthetic example holds a row per slot of the table with --stage_poly
+    (else none).
+
+    Each example: label -> features -> expansion -> prediction -> statistics -> update."""
     literally(expanded)
     W, state, params = model
-    lazy, ew = family
     numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
     stats, preds, rows = out
     s = settings(params)
-    acc = state[S_REG:S_REG + regularize.SIZE]
     _, _, ssm, counters, _ = expander.poly
     some_not_linear = _some_not_linear(expander.linear)
     interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
@@ -456,24 +487,23 @@ def _examples(code, expanded, e0, nrows, model, family, expander, examples, out,
             n_syn = stage_poly.expand(features, s.constant, s.mask, expander.poly, learn,
                                       scratch.synthetic, 0)
             features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n_syn)
-        f_idx, f_val, lo, hi = features
+        initial = np.float64(numbers[e, 2])
+        first = learn and dispatch.shows_first(family)
+        shown_p = 0.0
+        if first:  # shown before the label widens the range, as VW shows it
+            shown_raw = dispatch.predict(family, model, features, initial, imp, s, expanded)
+            shown_p = _clipped(0.0 if np.isnan(shown_raw) else shown_raw, state)
         if learn and not s.fixed_range:
             state[S_MIN] = min(state[S_MIN], y)
             state[S_MAX] = max(state[S_MAX], y)
-        if code == GRADIENT_DESCENT and s.regularized and not s.test_only:
-            regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, f_idx, lo, hi)
-        if code == EXPONENTIAL_WEIGHTS and not s.test_only:
-            raw = numbers[e, 2] + saew.predict(ew, f_idx, f_val, lo, hi, state[S_MIN],
-                                               state[S_MAX], learn)
-        elif code == GRADIENT_DESCENT and s.regularized and s.test_only:
-            raw = np.float64(regularize.predict_caught_up(W, lazy, acc, s.l1, s.l2 > 0, f_idx,
-                                                          f_val, lo, hi, numbers[e, 2]))
+        if learn:
+            raw = dispatch.learn_predict(family, model, features, initial, imp, s, expanded)
         else:
-            raw = np.float64(gd.predict(W, f_idx, f_val, lo, hi, numbers[e, 2], expanded))
+            raw = dispatch.predict(family, model, features, initial, imp, s, expanded)
         if np.isnan(raw):
             raw = 0.0
-        p = min(max(raw, state[S_MIN]), state[S_MAX])
-        shown = gd.output(params, p)
+        p = _clipped(raw, state)
+        shown = gd.output(params, shown_p if first else p)
         preds[e, 0] = shown
         preds[e, 1] = raw
         if labeled:
@@ -496,24 +526,25 @@ def _examples(code, expanded, e0, nrows, model, family, expander, examples, out,
                 elif y != stats[R_LABEL2]:
                     stats[R_MANY_LABELS] = 1.0
             if learn and s.stage_poly and s.heuristic == 1:
-                stage_poly.add_ssm(ssm, f_idx, f_val, lo, hi, y - p)
-            if learn and code == EXPONENTIAL_WEIGHTS:
-                saew.learn(ew, s.loss, s.loss_param, p, y, imp, numbers[e, 2])
-            elif learn and code == GRADIENT_DESCENT and loss > 0:
-                eta_bar = gd.update(model, f_idx, f_val, lo, hi, p, y, imp, shared, scratch.work,
-                                    expanded)
-                if s.regularized and eta_bar > 0.0:
-                    regularize.advance(W, lazy, acc, s.l1, s.l2, eta_bar)
+                stage_poly.add_ssm(ssm, features.index, features.value, features.lo,
+                                   features.hi, y - p)
+            if learn:
+                dispatch.update(family, model, features, Scored(p, y, imp, initial, loss, shared),
+                                s, scratch.work, expanded)
             if learn and s.stage_poly:
                 stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
         nrows = _count_example(stats, rows, nrows, params, y, shown, np.nan,
-                               hi - lo + not_linear)
+                               features.hi - features.lo + not_linear)
     return numbers.shape[0], nrows, 0, False
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _clipped(raw, state):
+    """A raw score clipped to the label range."""
+    return min(max(raw, state[S_MIN]), state[S_MAX])
 
 
 @njit(cache=True, nogil=True)
@@ -538,19 +569,17 @@ def _class_label(y, indexing, k):
 
 @njit(cache=True, nogil=True)
 def _learn_multiclass(model, family, expander, reduction, examples, out):
-    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py),
-    with gradient descent: each example's features are copied once per class to the class's
+    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py):
+    each example's features are copied once per class to the class's
     slots (by --stage_poly's walk for that class, with it), every class is predicted, then every
     class learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
     W, state, params = model
-    lazy = family.lazy
     classes = reduction.classes
     numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
     stats, preds, rows = out
     s = settings(params)
     k_classes = np.int64(params[P_OAA])
     probabilities = params[P_PROBABILITIES] != 0
-    acc = state[S_REG:S_REG + regularize.SIZE]
     min_depth, flags, ssm, counters, _ = expander.poly
     scratch = new_scratch(expander.terms, params)
     s_idx, s_val, _ = scratch.synthetic
@@ -573,6 +602,7 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
                 e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
         f_idx, f_val, lo, hi = features
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
+        initial = np.float64(numbers[e, 2])
         if s.stage_poly and learn:
             if stage_poly.stage_due(counters):
                 stage_poly.run_stage(W, flags, ssm, min_depth, counters, s.constant,
@@ -601,15 +631,8 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
         c_lo[k_classes] = n
         best = 0
         for k in range(k_classes):
-            a = c_lo[k]
-            b = c_lo[k + 1]
-            if s.regularized and not s.test_only:
-                regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, c_idx, a, b)
-            if s.regularized and s.test_only:
-                raw = np.float64(regularize.predict_caught_up(W, lazy, acc, s.l1, s.l2 > 0,
-                                                              c_idx, c_val, a, b, numbers[e, 2]))
-            else:
-                raw = np.float64(gd.predict(W, c_idx, c_val, a, b, numbers[e, 2], False))
+            raw = dispatch.predict(family, model, Features(c_idx, c_val, c_lo[k], c_lo[k + 1]),
+                                   initial, imp, s, False)
             if np.isnan(raw):
                 raw = 0.0
             scores[k] = min(max(raw, state[S_MIN]), state[S_MAX])
@@ -666,17 +689,15 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
                     if s.stage_poly and s.heuristic == 1:
                         stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
                     shared = shared_term(s.loss, pk, yk)
-                    if loss_value_shared(s.loss, s.loss_param, pk, yk, shared) > 0:
-                        if s.regularized:  # the earlier classes' proximal steps, as VW's gravity
-                            regularize.catch_up(W, lazy, acc, s.l1, s.l2 > 0, c_idx, a, b)
+                    loss = loss_value_shared(s.loss, s.loss_param, pk, yk, shared)
+                    if loss > 0:  # the class's own normalizer sums, as VW's per-model state
                         state[S_NORM] = classes[k, oaa.CLASS_NORM]
                         state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                        eta_bar = gd.update(model, c_idx, c_val, a, b, pk, yk, imp, shared,
-                                            scratch.work, False)
+                        dispatch.update(family, model, Features(c_idx, c_val, a, b),
+                                        Scored(pk, yk, imp, initial, loss, shared), s,
+                                        scratch.work, False)
                         classes[k, oaa.CLASS_NORM] = state[S_NORM]
                         classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
-                        if s.regularized and eta_bar > 0.0:
-                            regularize.advance(W, lazy, acc, s.l1, s.l2, eta_bar)
                 if s.stage_poly:
                     stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             state[S_T] += imp

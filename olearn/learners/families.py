@@ -1,19 +1,36 @@
 """The learner families, and which one a configuration trains (docs/architecture.md).
 
-A family owns its state beyond the weight table and the learner state, what a model file keeps
-of it (``ARRAYS``, ``model_arrays``, ``restore``, ``check``), its export into the weight table
-(``sync``) and its description in the header. Both run in loop.learn_batch, which takes both
-families' arrays (the inactive one's tiny).
+A family (learners/family.py) is one module and one line here. The table's order is the order
+in which they are asked whether the configuration chooses them: gradient descent, the default,
+comes last.
 """
 from __future__ import annotations
 
+from olearn.errors import OptionError
 from olearn.learners.experts.family import ExponentialWeights
+from olearn.learners.family import LearnerFamily
 from olearn.learners.gd import GradientDescent
 
-FAMILIES = (GradientDescent, ExponentialWeights)
+FAMILIES: tuple[type[LearnerFamily], ...] = (ExponentialWeights, GradientDescent)
 
 
-def family_of(config) -> type:
-    """The family ``config`` trains: exponential weights with --eg/--boa/--saew, else gradient
-    descent."""
-    return ExponentialWeights if config.experts else GradientDescent
+def option_groups() -> list[tuple[str, tuple]]:
+    """--help's groups of the families' options: gradient descent's first, then the others
+    in the table's order, the families that share a group's name in one group."""
+    groups: dict[str, list] = {}
+    for family in (FAMILIES[-1], *FAMILIES[:-1]):
+        groups.setdefault(family.GROUP, []).extend(family.OPTIONS)
+    return [(name, tuple(options)) for name, options in groups.items()]
+
+
+def family_of(config) -> type[LearnerFamily]:
+    """The family ``config`` trains."""
+    return next(family for family in FAMILIES if family.chosen(config))
+
+
+def check(config) -> None:
+    """At most one family chosen by its flag, and the options it refuses refused."""
+    flagged = [family.flag(config) for family in FAMILIES[:-1] if family.chosen(config)]
+    if len(flagged) > 1:
+        raise OptionError(f"choose one learner family, not {' and '.join(flagged)}")
+    family_of(config).check_options(config)

@@ -7,6 +7,8 @@ the learner's state and parameters are the float64 arrays of olearn/kernel/layou
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import literally, njit
 
@@ -14,11 +16,12 @@ from olearn.core.option import choice, flag, number
 from olearn.core.vmath import prefetch_row
 from olearn.kernel.bundles import Features
 from olearn.kernel.layouts import (
-    GRADIENT_DESCENT,
     P_ADAPTIVE,
     P_BINARY,
     P_ETA,
     P_INVARIANT,
+    P_L1,
+    P_L2,
     P_LINK,
     P_LOSS,
     P_LOSS_PARAM,
@@ -30,7 +33,7 @@ from olearn.kernel.layouts import (
     S_TOTAL,
 )
 from olearn.learners import regularize
-from olearn.learners.experts.family import new_experts
+from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.losses import derivative_shared, invariant_update_shared
 from olearn.learners.weights import W_G, W_N, W_RATE, W_W
 
@@ -59,30 +62,52 @@ OPTIONS = (
                 "--min_prediction)."),
 )
 
-class GradientDescent:
-    """VW's gradient descent (adaptive, normalized, invariant or plain SGD) with the lazy
-    --l1/--l2 (learners/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; its
-    state is the weight table and the learner state. ``ew`` is the exponential-weights
-    family's, unused (tiny arrays)."""
+# module level, under its own name: numba's cache index pickles the class by reference
+GradientDescentState = namedtuple("GradientDescentState", ["lazy"])
 
-    CODE = GRADIENT_DESCENT
-    UNMERGEABLE = ""  # --dask merges its state by the declared rules
-    ARRAYS: dict = {}  # a model file needs nothing beyond the weight table and the state
-    NAMED: dict = {}
+
+class GradientDescent(LearnerFamily):
+    """VW's gradient descent (adaptive, normalized, invariant or plain SGD) with the lazy
+    --l1/--l2 (learners/regularize.py), whose per-coordinate snapshots (``lazy``) it owns; the
+    rest of its state is the weight table and the learner state."""
+
+    GROUP = "Gradient descent"
+    OPTIONS = OPTIONS
+    BUNDLE = GradientDescentState
 
     def __init__(self, config):
-        self.config = config
+        super().__init__(config)
         size = 1 << config.bit_precision if config.regularized else 1
         self.lazy = np.zeros((size, regularize.snapshot_columns(config.l2 > 0)))
-        self.ew = new_experts(config)
+
+    @classmethod
+    def chosen(cls, config) -> bool:
+        return True  # the default: the table asks it last
+
+    def bundle(self) -> tuple:
+        return self.BUNDLE(self.lazy)
+
+    def start(self, state: np.ndarray) -> None:
+        """The normalizer's sums start at initial_t, as VW's (adaptive and normalized)."""
+        adaptive, normalized, _ = self.config.update_rule
+        if normalized and adaptive and self.config.t0 > 0:
+            state[S_NORM] = state[S_TOTAL] = self.config.t0
 
     @staticmethod
     def describe(config) -> str:
-        """The learner as the header's "Enabled learners" names it."""
         adaptive, normalized, invariant = config.update_rule
         rule = [name for name, on in (("adaptive", adaptive), ("normalized", normalized),
                                       ("invariant", invariant)) if on] or ["sgd"]
         return f"gd ({', '.join(rule)})"
+
+    def readable_rows(self, weights: np.ndarray, predict_only: bool) -> tuple:
+        """Every nonzero weight, with its G and N under an adaptive or normalized rule (VW's
+        resume form) unless --predict_only_model."""
+        nonzero, w = super().readable_rows(weights, predict_only)
+        adaptive, normalized, _ = self.config.update_rule
+        if predict_only or not (adaptive or normalized):
+            return nonzero, w
+        return nonzero, weights[nonzero][:, [W_W, W_G, W_N]]
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Apply every pending regularization step, so that ``weights`` hold the model."""
@@ -90,15 +115,7 @@ class GradientDescent:
             regularize.flush(weights, self.lazy, state[S_REG:S_REG + regularize.SIZE],
                              self.config.l1, self.config.l2 > 0)
 
-    def model_arrays(self) -> dict:
-        return {}
 
-    def restore(self, arrays: dict, path: str) -> None:
-        """Nothing beyond the weight table and the state (the learner restores those)."""
-
-    @staticmethod
-    def check(arrays: dict, config) -> None:
-        """Nothing beyond model.py's checks of the weight table and the state."""
 UPDATE_BLOCK = 256  # features per block of update's passes: 6 KB of scratch
 X_MIN = 1.084202e-19
 X2_MIN = X_MIN * X_MIN
@@ -296,3 +313,51 @@ def output(params, p):
     if link == 3:
         return np.exp(p)
     return p
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fits(family, model):
+    """The lazy regularization's snapshots fit the table (with --l1/--l2)."""
+    W, state, params = model
+    lam2 = params[P_L2]
+    if params[P_L1] > 0 or lam2 > 0:
+        return regularize.fits(family.lazy, state[S_REG:S_REG + regularize.SIZE], W.shape[0],
+                               lam2 > 0)
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _predict(family, model, features, initial, imp, s, prefetch):
+    """The raw score, the features' pending regularization steps applied first (or, test-only,
+    computed aside: a test never moves the model)."""
+    literally(prefetch)
+    W, state, _ = model
+    index, value, lo, hi = features
+    if s.regularized:
+        acc = state[S_REG:S_REG + regularize.SIZE]
+        if s.test_only:
+            return np.float64(regularize.predict_caught_up(W, family.lazy, acc, s.l1, s.l2 > 0,
+                                                           index, value, lo, hi, initial))
+        regularize.catch_up(W, family.lazy, acc, s.l1, s.l2 > 0, index, lo, hi)
+    return np.float64(predict(W, index, value, lo, hi, initial, prefetch))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _update(family, model, features, scored, s, work, prefetch):
+    """:func:`update` where the loss is positive, then the regularization's proximal step. The
+    features' pending steps are applied first: --oaa's earlier classes took steps since the
+    prediction (as VW's gravity; otherwise there is nothing to apply)."""
+    literally(prefetch)
+    if scored.loss > 0:
+        index, value, lo, hi = features
+        if s.regularized:
+            regularize.catch_up(model.W, family.lazy, model.state[S_REG:S_REG + regularize.SIZE],
+                                s.l1, s.l2 > 0, index, lo, hi)
+        eta_bar = update(model, index, value, lo, hi, scored.p, scored.y, scored.imp,
+                         scored.shared, work, prefetch)
+        if s.regularized and eta_bar > 0.0:
+            regularize.advance(model.W, family.lazy,
+                               model.state[S_REG:S_REG + regularize.SIZE], s.l1, s.l2, eta_bar)
+
+
+GradientDescent.KERNELS = Kernels(_fits, _predict, _predict, _update)

@@ -16,8 +16,7 @@ from olearn.data import formats, hashing
 from olearn.errors import OptionError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
-from olearn.learners import gd, losses, regularize, weights
-from olearn.learners.experts import saew
+from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
 from olearn.reductions import oaa
@@ -29,12 +28,11 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
            + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
-          ("Gradient descent", gd.OPTIONS),
+          *families.option_groups(),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
           ("One against all (multiclass)", oaa.OPTIONS),
-          ("Exponential weights: EG, BOA, SAEW", saew.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -85,14 +83,7 @@ class _Checked:
             raise OptionError("choose one of --eg, --boa and --saew "
                               "(--saew_sub chooses SAEW's subroutine)")
         self.check_subroutine()
-        if self.experts:
-            for name, on in (("l1", self.l1 > 0), ("l2", self.l2 > 0),
-                             ("stage_poly", self.stage_poly),
-                             ("initial_weight", self.initial_weight != 0),
-                             ("random_weights", self.random_weights)):
-                if on:
-                    raise OptionError(f"--{name} works with gradient descent, not with "
-                                      f"--{self.expert_learner}")
+        families.check(self)
 
     def check_subroutine(self, merged: bool = False) -> None:
         """--saew_sub needs --saew, and SGD's options --saew_sub sgd. With -i and no learner

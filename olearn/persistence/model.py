@@ -27,10 +27,12 @@ from olearn.features.stage_poly import StagePoly
 from olearn.kernel import layouts
 from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
-from olearn.learners.weights import COLUMNS, W_G, storable
+from olearn.learners.weights import COLUMNS, W_G
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
 from olearn.reductions.oaa import AUTO, OneAgainstAll
 
+# The options that choose a learner family (the state a model holds is that family's).
+LEARNERS = (*EXPERT_LEARNERS, *(family.OPTION for family in FAMILIES if family.OPTION))
 MAGIC = b"OLEARN-MODEL\n"
 # Format 5 names the fields of its state arrays and may lack options (a model from an older
 # olearn): they take their defaults. Formats 3 (olearn 0.1.0) and 4 stored the fields by
@@ -294,8 +296,8 @@ def _check_table(arrays: dict, config: Config) -> None:
     require(increasing_below(index, 1 << config.bit_precision),
              "index out of range, unsorted or repeated")
     # what OnlineLearner.save checks (the update's scratch rate is not saved)
-    require(storable(rows), "NaN or infinite weights, or NaN or negative adaptive sums or "
-                            "normalizers")
+    require(family_of(config).storable(rows), "NaN or infinite weights, or NaN or negative "
+                                              "adaptive sums or normalizers")
     state = arrays["state"]
     require(bool(np.isfinite(state).all()), "NaN or infinite state")
     require(state[layouts.S_NORM] >= 0 and state[layouts.S_TOTAL] >= 0,
@@ -319,9 +321,9 @@ def merged_config(config: Config, model: Model, path: str, warn) -> Config:
     given = [name for name in MODEL_OPTIONS
              if name in config.explicit and getattr(config, name) != saved[name]]
     options = {**saved, **{name: getattr(config, name) for name in given}}
-    if any(name in config.explicit for name in (*EXPERT_LEARNERS, "saew_calibrate")):
+    if any(name in config.explicit for name in (*LEARNERS, "saew_calibrate")):
         # the command line names the learner: --boa replaces a model's --eg (it is not both)
-        options.update({name: getattr(config, name) for name in EXPERT_LEARNERS})
+        options.update({name: getattr(config, name) for name in LEARNERS})
     if _learner(options) != _learner(saved):
         raise OlearnError(f"model was trained with {_learner(saved)}, the command line asks for "
                           f"{_learner(options)} (a model continues with its own learner)", path)
@@ -338,7 +340,7 @@ def merged_config(config: Config, model: Model, path: str, warn) -> Config:
 
 def _learner(options: dict) -> str:
     """The learner model options train, as its options (it decides what state is saved)."""
-    chosen = [name for name in EXPERT_LEARNERS if options[name]]
+    chosen = [name for name in LEARNERS if options.get(name)]
     if not chosen:
         return "gradient descent"
     if chosen != ["saew"]:

@@ -9,7 +9,7 @@ import numpy as np
 import olearn
 from olearn.core.atomic import AtomicOutput
 from olearn.kernel import layouts
-from olearn.learners.weights import W_G, W_N, W_W
+from olearn.learners.weights import W_W
 from olearn.options.config import MODEL_OPTIONS, Config
 
 _DEFAULTS = Config()
@@ -30,14 +30,13 @@ def _kept_options(config: Config) -> str:
     return " ".join(flags)
 
 
-def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
+def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray, family,
           names: dict[int, str] | None = None, predict_only: bool = False) -> None:
-    """Write the text model: a header, then ``index:w G N`` per nonzero weight (``index:w`` with
-    --predict_only_model, plain SGD or the experts' θ), each prefixed by the feature's name with
-    --invert_hash."""
+    """Write the text model: a header, then a line ``index:values`` per coordinate the learner
+    ``family`` lists (learners/family.py ``readable_rows``: ``index:w G N`` per nonzero weight
+    for gradient descent, ``index:w`` with --predict_only_model), each prefixed by the
+    feature's name with --invert_hash."""
     nonzero = np.flatnonzero(weights[:, W_W])
-    stateful = ((config.update_rule[0] or config.update_rule[1]) and not predict_only
-                and not config.experts)
     checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, W_W]).tobytes())
     lines = [f"Version olearn {olearn.__version__}", "Id",
              f"Min label:{state[layouts.S_MIN]:g}", f"Max label:{state[layouts.S_MAX]:g}",
@@ -49,9 +48,9 @@ def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
         lines += [":1", f"initial_t {config.t0:g}", f"norm normalizer {state[layouts.S_NORM]:g}",
                   f"t {state[layouts.S_T]:g}", f"min_label {state[layouts.S_MIN]:g}",
                   f"max_label {state[layouts.S_MAX]:g}", f"total_weight {state[layouts.S_TOTAL]:g}"]
-    for j in nonzero.tolist():
-        w, g, n = weights[j, W_W], weights[j, W_G], weights[j, W_N]
-        entry = f"{j}:{w:g} {g:g} {n:g}" if stateful else f"{j}:{w:g}"
+    listed, values = family.readable_rows(weights, predict_only)
+    for j, row in zip(listed.tolist(), values.tolist()):
+        entry = f"{j}:{' '.join(f'{v:g}' for v in row)}"
         if names is not None:
             entry = f"{names.get(j, '?')}:{entry}"
         lines.append(entry)

@@ -20,12 +20,15 @@ as a negative for every class and counts as an error, with a warning, as VW.
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from olearn.core.checks import require
 from olearn.core.fields import Field, Layout
 from olearn.core.option import flag, number
 from olearn.errors import OlearnError
+from olearn.kernel.bundles import NoReduction
 
 MAX_CLASSES = 1 << 16
 AUTO = 2.0  # the indexing state while neither label 0 nor label K has been learned
@@ -68,9 +71,6 @@ def check(config) -> None:
             if getattr(config, name) not in (False, None):
                 raise OptionError(f"--{name} needs --oaa")
         return
-    if config.experts:
-        raise OptionError(f"--oaa works with gradient descent, not with "
-                          f"--{config.expert_learner}")
     for name, on in (("binary", config.binary), ("link", config.link != "identity")):
         if on:
             raise OptionError(f"--{name} does not apply to --oaa's class predictions "
@@ -80,10 +80,14 @@ def check(config) -> None:
                           f"{feature_width(config.oaa).bit_length() - 1} bits (-b)")
 
 
+OneAgainstAllState = namedtuple("OneAgainstAllState", ["classes"])
+
+
 class OneAgainstAll:
     """The reduction's configuration and state: K, the feature width, each class's normalizer
     sums (``classes``, a row per class), and how predictions are written."""
 
+    BUNDLE = OneAgainstAllState
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
@@ -99,6 +103,10 @@ class OneAgainstAll:
         self.probabilities = bool(config.probabilities)
         self.scores = bool(config.scores) or self.probabilities
         self.indexing = config.indexing
+
+    def bundle(self) -> tuple:
+        """The kernel's reduction bundle (kernel/bundles.py)."""
+        return self.BUNDLE(self.classes) if self.on else NoReduction()
 
     def widen(self, index: np.ndarray) -> np.ndarray:
         """A batch's feature indices ``h`` as VW's ``h · W`` (the classes' slots follow)."""

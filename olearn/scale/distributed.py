@@ -205,20 +205,22 @@ class Snapshot:
     state: np.ndarray
     poly: tuple  # min_depth, flags, ssm, counters (the origin is unused: no --invert_hash)
     # (no lazy regularization snapshots: every task ends with a flush, which zeroes them)
+    family: tuple  # the family's own state: its averaged parts, its maximal parts
 
     @classmethod
     def of(cls, learner: OnlineLearner) -> "Snapshot":
-        return cls(learner.weights, learner.state, learner.poly[:4])
+        return cls(learner.weights, learner.state, learner.poly[:4], learner.family.merged())
 
     def put(self, learner: OnlineLearner) -> None:
         learner.weights[:] = self.weights
         learner.state[:] = self.state
         for mine, theirs in zip(learner.poly, self.poly):
             mine[:] = theirs
+        learner.family.put_merged(*self.family)
 
     def __sizeof__(self) -> int:
         # what Dask counts for memory and transfers (it would see only the object, not arrays)
-        return _nbytes(self.weights, self.state, *self.poly)
+        return _nbytes(self.weights, self.state, *self.poly, *self.family[0], *self.family[1])
 
 
 def _nbytes(*arrays: np.ndarray | None) -> int:
@@ -268,9 +270,10 @@ def _partial(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
     depth, flags, ssm, counters = snap.poly
     gradient = None if start_g is None else _change(snap.weights[:, W_G], start_g)
     # flags hold only the PARENT bit between examples, so their max is the union of parents
+    family_means, family_highs = snap.family
     return Partial(float(stats[layouts.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
-                   [snap.state[S_MEAN], ssm, counters],
-                   [snap.weights[:, W_MAX], snap.state[S_MAX], flags],
+                   [snap.state[S_MEAN], ssm, counters, *family_means],
+                   [snap.weights[:, W_MAX], snap.state[S_MAX], flags, *family_highs],
                    [snap.state[S_MIN], depth], stats, row, warnings, lines, [more], power)
 
 
@@ -360,7 +363,7 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
     gradient = None
     if start is not None:
         rows = _added(rows_of(a), rows_of(b), rows_of(start))
-        begin = [start.state[S_MEAN], *start.poly[2:4]]
+        begin = [start.state[S_MEAN], *start.poly[2:4], *start.family[0]]
         means = [_added(x, y, z) for x, y, z in zip(a.means, b.means, begin)]
     else:
         means = [_mix(x, y, share) for x, y in zip(a.means, b.means)]
@@ -389,8 +392,8 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
     """The state for the next pass. With --stage_poly no stage follows pass 1 (the parents are
     frozen), except that --batch_sz 0's stage at the end of pass 1 runs, on the averaged weights
     (the same on every partition), before pass 2's first example."""
-    state_mean, ssm, counters = p.means
-    norm, top, flags = p.highs
+    state_mean, ssm, counters, *family_means = p.means
+    norm, top, flags, *family_highs = p.highs
     bottom, depth = p.lows
     weights = np.empty((len(norm), WIDTH), dtype=np.float32)
     weights[:, W_MEAN] = p.rows
@@ -409,7 +412,8 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
         counters[stage_poly.C_PERIOD] = 0.0
         counters[stage_poly.C_COUNTER_BASE] = 0.0
         counters[stage_poly.C_PENDING] = float(first_pass and config.batch_sz == 0)
-    return Snapshot(weights, state, (depth, flags, ssm, counters))
+    return Snapshot(weights, state, (depth, flags, ssm, counters),
+                    (tuple(family_means), tuple(family_highs)))
 
 
 def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int, list[bool]]:
@@ -561,8 +565,8 @@ def run(config: Config) -> OnlineLearner:
         console.close()
     final.put(learner)
     if config.readable_model:
-        readable.write(config.readable_model, config, learner.weights, learner.state, None,
-                       config.predict_only_model)
+        readable.write(config.readable_model, config, learner.weights, learner.state,
+                       learner.family, None, config.predict_only_model)
     if config.learning_curve:
         plot_learning_curve(learner.history, config.learning_curve)
     console.print(summary(learner.stats, config.loss, config.loss_param,

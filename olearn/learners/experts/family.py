@@ -5,17 +5,20 @@ The kernels are saew.py's, over boa.py and eg.py."""
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import literally, njit
 
 from olearn.core.checks import REL_TOL, counts, require
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.errors import OlearnError, OptionError
-from olearn.kernel import layouts
-from olearn.learners import regularize
+from olearn.kernel.layouts import S_MAX, S_MIN
 from olearn.learners.experts import boa, saew
 from olearn.learners.experts import state as L
+from olearn.learners.family import Kernels, LearnerFamily
+from olearn.learners.gd import predict as weights_predict
 
 if TYPE_CHECKING:  # annotations only: the registry imports every family
     from olearn.options.config import Config
@@ -115,11 +118,17 @@ def new_experts(config: Config) -> tuple:
             settings)
 
 
-class ExponentialWeights:
-    """EG, BOA or SAEW (calibrated or not) on the corners of an l1 ball: the ``ew`` state
-    tuple the kernels take. ``lazy`` is the gradient-descent family's, unused (one row)."""
+ExponentialWeightsState = namedtuple("ExponentialWeightsState", ["ew"])
 
-    CODE = layouts.EXPONENTIAL_WEIGHTS
+
+class ExponentialWeights(LearnerFamily):
+    """EG, BOA or SAEW (calibrated or not) on the corners of an l1 ball: the ``ew`` state
+    tuple the kernels take (state.py)."""
+
+    GROUP = "Exponential weights: EG, BOA, SAEW"
+    OPTIONS = saew.OPTIONS
+    BUNDLE = ExponentialWeightsState
+    WARM_UP = {"saew": True}
     # why --dask refuses the family: the experts' state (exponential weights, SAEW's balls and
     # sessions) declares no merge rule
     UNMERGEABLE = ("--eg/--boa/--saew: their corner weights have no averaging rule (weighted "
@@ -129,13 +138,33 @@ class ExponentialWeights:
     NAMED = NAMED
 
     def __init__(self, config: Config):
-        self.config = config
+        super().__init__(config)
         self.ew = new_experts(config)
-        self.lazy = np.zeros((1, regularize.snapshot_columns(False)))
+
+    @classmethod
+    def chosen(cls, config: Config) -> bool:
+        return config.experts
+
+    @classmethod
+    def flag(cls, config: Config) -> str:
+        return f"--{config.expert_learner}"
+
+    @classmethod
+    def check_options(cls, config: Config) -> None:
+        for name, on in (("l1", config.l1 > 0), ("l2", config.l2 > 0),
+                         ("stage_poly", config.stage_poly),
+                         ("initial_weight", config.initial_weight != 0),
+                         ("random_weights", config.random_weights),
+                         ("oaa", config.oaa is not None)):
+            if on:
+                raise OptionError(f"--{name} works with gradient descent, not with "
+                                  f"--{config.expert_learner}")
+
+    def bundle(self) -> tuple:
+        return self.BUNDLE(self.ew)
 
     @staticmethod
     def describe(config: Config) -> str:
-        """The learner as the header's "Enabled learners" names it."""
         if not config.saew:
             return f"{config.subroutine} (radius {config.radius:g})"
         sub = config.subroutine
@@ -261,3 +290,37 @@ def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: floa
         a = eta * r
         weights = eta * np.exp(a - (a.max() if offset is None else offset))
     return bool(np.all(fresh | np.isclose(w, weights, rtol=REL_TOL, atol=1e-300)))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _fits(family, model):
+    return saew.fits(family.ew, model.W.shape[0])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _predict(family, model, features, initial, imp, s, prefetch):
+    """From the experts' own state, except test-only: then the weight table holds the model
+    they exported."""
+    literally(prefetch)
+    index, value, lo, hi = features
+    if s.test_only:
+        return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
+    state = model.state
+    return initial + saew.predict(family.ew, index, value, lo, hi, state[S_MIN], state[S_MAX],
+                                  False)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _learn_predict(family, model, features, initial, imp, s, prefetch):
+    index, value, lo, hi = features
+    state = model.state
+    return initial + saew.predict(family.ew, index, value, lo, hi, state[S_MIN], state[S_MAX],
+                                  True)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _update(family, model, features, scored, s, work, prefetch):
+    saew.learn(family.ew, s.loss, s.loss_param, scored.p, scored.y, scored.imp, scored.initial)
+
+
+ExponentialWeights.KERNELS = Kernels(_fits, _predict, _learn_predict, _update)

@@ -1,0 +1,95 @@
+"""The example loop's calls into the learner family, chosen by the family's bundle type.
+
+Each function below is a stub that numba replaces, when it compiles a caller, by the kernel of
+the family whose bundle (learners/family.py ``BUNDLE``) the caller was given: the table is
+learners/families.py's, read at compile time. So a loop is compiled once per family, with the
+family's kernels in it and no branch on the family. The stubs never run in Python.
+"""
+from __future__ import annotations
+
+from numba.extending import overload
+
+from olearn.learners.families import FAMILIES
+
+_BY_BUNDLE = {family.BUNDLE: family for family in FAMILIES}
+
+
+def _family(bundle_type):
+    """The family class whose bundle has this numba type, or None (numba then reports that no
+    implementation fits)."""
+    return _BY_BUNDLE.get(getattr(bundle_type, "instance_class", None))
+
+
+def fits(family, model):
+    raise NotImplementedError("compiled code only")
+
+
+def predict(family, model, features, initial, imp, s, prefetch):
+    raise NotImplementedError("compiled code only")
+
+
+def learn_predict(family, model, features, initial, imp, s, prefetch):
+    raise NotImplementedError("compiled code only")
+
+
+def update(family, model, features, scored, s, work, prefetch):
+    raise NotImplementedError("compiled code only")
+
+
+def shows_first(family):
+    raise NotImplementedError("compiled code only")
+
+
+# inline: the call is replaced by the family's kernel call, with no function of its own between
+# them (which would count the references of its arrays); prefer_literal: literal arguments
+# (``prefetch``) reach the kernel as literals.
+_OVERLOAD = {"inline": "always", "prefer_literal": True, "jit_options": {"_nrt": False}}
+
+
+@overload(fits, **_OVERLOAD)
+def _fits(family, model):
+    found = _family(family)
+    if found is not None:
+        kernel = found.KERNELS.fits
+        return lambda family, model: kernel(family, model)
+
+
+@overload(predict, **_OVERLOAD)
+def _predict(family, model, features, initial, imp, s, prefetch):
+    found = _family(family)
+    if found is not None:
+        kernel = found.KERNELS.predict
+
+        def call(family, model, features, initial, imp, s, prefetch):
+            return kernel(family, model, features, initial, imp, s, prefetch)
+        return call
+
+
+@overload(learn_predict, **_OVERLOAD)
+def _learn_predict(family, model, features, initial, imp, s, prefetch):
+    found = _family(family)
+    if found is not None:
+        kernel = found.KERNELS.learn_predict
+
+        def call(family, model, features, initial, imp, s, prefetch):
+            return kernel(family, model, features, initial, imp, s, prefetch)
+        return call
+
+
+@overload(update, **_OVERLOAD)
+def _update(family, model, features, scored, s, work, prefetch):
+    found = _family(family)
+    if found is not None:
+        kernel = found.KERNELS.update
+
+        def call(family, model, features, scored, s, work, prefetch):
+            kernel(family, model, features, scored, s, work, prefetch)
+        return call
+
+
+@overload(shows_first, **_OVERLOAD)
+def _shows_first(family):
+    found = _family(family)
+    if found is not None:
+        first = bool(found.SHOWS_FIRST)
+        return lambda family: first

@@ -1,0 +1,120 @@
+"""What a learner family is: the optimizer at the bottom of the stack (docs/architecture.md,
+"Add an optimizer family").
+
+A family is one class, :class:`LearnerFamily`'s subclass, beside its kernels in one module, and
+one line in learners/families.py's table. The class holds the family's options and its state
+beyond the weight table and the learner state (``bundle()``: the namedtuple ``BUNDLE`` the
+kernels take), what a model file keeps of that state, its export into the weight table and its
+description in the header. The example loop (olearn/kernel/loop.py) reaches the family's
+kernels (``KERNELS``) through olearn/kernel/dispatch.py, which picks them by the bundle's type
+when numba compiles the loop: each family compiles a loop of its own, with no branch on it.
+
+The kernels, each a numba function of the family's bundle first:
+
+- ``fits(family, model)``: whether the bundle's arrays fit the model (kernel/bundles.py
+  ``Model``: the weight table, state and parameters); learn_batch checks it before anything.
+- ``predict(family, model, features, initial, imp, s, prefetch)``: the raw score of an example
+  that is not learned (test-only, held out, unlabeled), from ``features`` (kernel/bundles.py
+  ``Features``) starting at ``initial``; ``imp`` is its importance, ``s`` the loop's settings
+  (``Settings``), ``prefetch`` a literal: whether the features are spread over the table
+  (interactions).
+- ``learn_predict`` (the same arguments): the raw score of an example about to be learned
+  (after the label range took its label); a family may update its state here (VW's learners
+  that predict inside their learn).
+- ``update(family, model, features, scored, s, work, prefetch)``: learn from the example once
+  it is scored (``Scored``: the clipped prediction, label, importance, initial prediction, loss
+  and the loss's shared term); ``work`` is scratch (kernel/loop.py new_scratch).
+
+``SHOWS_FIRST`` (a constant, not a kernel): the table and -p show the prediction ``predict``
+gives before the label widens the range, while the loss is scored on ``learn_predict``'s (VW's
+learners whose learn does not return its prediction: --ftrl, --coin).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from olearn.learners.weights import W_W, storable
+
+Kernels = namedtuple("Kernels", ["fits", "predict", "learn_predict", "update"])
+
+
+class LearnerFamily:
+    """The interface of a learner family, with the defaults of a family whose whole state is
+    the weight table and the learner state."""
+
+    OPTION: str | None = None  # the flag that chooses the family (None: the default family)
+    GROUP = ""  # its options' group in --help
+    OPTIONS: tuple = ()
+    BUNDLE: type  # the namedtuple the kernels take
+    KERNELS: Kernels
+    SHOWS_FIRST = False
+    UNMERGEABLE = ""  # why --dask cannot merge the state ("": by the declared rules)
+    ARRAYS: dict = {}  # model-file arrays: name -> (dtype, shape with None for any length)
+    NAMED: dict = {}  # those with declared fields: name -> (layout, axis)
+    WARM_UP: dict | None = None  # the options of olearn --warm-cache's run of the family
+
+    def __init__(self, config):
+        self.config = config
+
+    @classmethod
+    def chosen(cls, config) -> bool:
+        """Whether ``config`` trains this family."""
+        return bool(getattr(config, cls.OPTION))
+
+    def start(self, state) -> None:
+        """Set what the family's run starts from in the learner state (kernel/layouts.py)."""
+
+    @classmethod
+    def flag(cls, config) -> str:
+        """The option that chose the family, as the user wrote it."""
+        return f"--{cls.OPTION}"
+
+    @classmethod
+    def check_options(cls, config) -> None:
+        """Refuse the options the family cannot honour (an OptionError)."""
+
+    def bundle(self) -> tuple:
+        """The family's state as its kernels take it."""
+        raise NotImplementedError
+
+    @staticmethod
+    def describe(config) -> str:
+        """The learner as the header's "Enabled learners" names it."""
+        raise NotImplementedError
+
+    def sync(self, weights, state) -> None:
+        """Put the model itself into the weight table's weights (before it is saved, printed
+        or used test-only); learning goes on as without it."""
+
+    def model_arrays(self) -> dict:
+        """The arrays (``ARRAYS``) a model file keeps of the family's state."""
+        return {}
+
+    def restore(self, arrays: dict, path: str) -> None:
+        """Continue from a model's arrays (model.py checked them with :meth:`check`)."""
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """Refuse (core/checks.py ``require``) a model's arrays the kernels could not trust."""
+
+    def merged(self) -> tuple:
+        """The state --dask merges beyond the weight table and the learner state: arrays
+        averaged by examples, and arrays whose maximum is kept (none: every task ends with a
+        sync, after which the rest is not needed)."""
+        return (), ()
+
+    def put_merged(self, means: tuple, highs: tuple) -> None:
+        """Take merged state, as :meth:`merged` gave it."""
+
+    @staticmethod
+    def storable(rows: np.ndarray) -> bool:
+        """Whether weight rows may be saved and loaded (learners/weights.py)."""
+        return storable(rows)
+
+    def readable_rows(self, weights: np.ndarray, predict_only: bool) -> tuple:
+        """The coordinates --readable_model writes and their values (a row each): every
+        nonzero weight, its value only."""
+        nonzero = np.flatnonzero(weights[:, W_W])
+        return nonzero, weights[nonzero, W_W, None]
