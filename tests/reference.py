@@ -513,3 +513,90 @@ def calibrated_predictions(examples, grid, sub="boa", C=2.0, center_last=False, 
                 inst.learn(imp * 2 * (f - label) * x, active, settings, touched=x != 0)
             pi = _boa_step(V, B2, R, imp * 2 * (p - label) * (p - forecasts[mixed]))
     return out
+
+
+def ftrl_predictions(examples, rule, alpha, beta, l1=0.0, l2=0.0):
+    """VW's --ftrl (``rule`` "ftrl"), --pistol or --coin in plain Python on float32 scalars,
+    squared loss, as docs/ftrl.md states them: each example's (shown prediction, raw score).
+
+    ``examples`` as for :func:`gd_predictions`. The weight of each coordinate is ``w`` (VW's
+    slot 0, what prediction without learning reads); the rest of its state is ``state``.
+    """
+    f = np.float32
+    alpha, beta, l1, l2 = f(alpha), f(beta), f(l1), f(l2)
+    w, state = {}, {}
+    lo = hi = 0.0
+    norm = total = 0.0  # --coin's N and T (double)
+    out = []
+
+    def dot(feats):  # a NaN score is forced to 0, as VW's
+        s = f(0)
+        for j, x in feats:
+            s = f(s + f(w.get(j, f(0)) * f(x)))
+        return 0.0 if math.isnan(s) else float(s)
+
+    def bet(st, a):
+        theta, big_g, _, wealth, lip = st
+        la = f(lip * a)
+        return f(f(f(alpha + wealth) / f(la * f(la + big_g))) * theta) if la > 0 else f(0)
+
+    with np.errstate(all="ignore"):  # PiSTOL's exp overflows by design (NaN predictions: 0)
+        for label, imp, feats in examples:
+            learn = label is not None and imp > 0
+            if not learn:
+                raw = dot(feats)
+                out.append((min(max(raw, lo), hi), raw))
+                continue
+            first = min(max(dot(feats), lo), hi)
+            lo, hi = min(lo, label), max(hi, label)
+            if rule == "ftrl":
+                raw = dot(feats)
+            elif rule == "pistol":
+                s = f(0)
+                for j, x in feats:
+                    st = state.setdefault(j, [f(0)] * 3)  # θ, G, a
+                    st[2] = max(st[2], f(abs(x)))
+                    tau = f(f(1) / f(f(alpha * st[2]) * f(st[1] + st[2])))
+                    w[j] = f(f(f(f(np.sqrt(st[1]) * beta) * st[0])
+                               * np.exp(f(f(f(st[0] * st[0]) / f(2)) * tau))) * tau)
+                    s = f(s + f(w[j] * f(x)))
+                raw = float(s)
+            else:
+                s, nu = f(0), f(0)
+                for j, x in feats:
+                    st = state.setdefault(j, [f(0)] * 5)  # θ, G, a, wealth, L
+                    a = max(st[2], f(abs(x)))
+                    s = f(s + f(bet(st, a) * f(x)))
+                    if a > 0:
+                        nu = f(nu + f(f(f(x) / a) * f(f(x) / a)))
+                norm += imp * float(nu)
+                total += imp
+                raw = float(f(s / f((norm + 1e-6) / total)))
+            if math.isnan(raw):
+                raw = 0.0
+            p = min(max(raw, lo), hi)
+            out.append((first if rule in ("ftrl", "coin") else p, raw))
+            d = f(2.0 * (p - label) * imp)
+            for j, x in feats:
+                g = f(d * f(x))
+                if rule == "ftrl":
+                    z, n = state.get(j, (f(0), f(0)))
+                    n_new = f(n + f(g * g))
+                    root = np.sqrt(n_new)
+                    sigma = f(f(root - np.sqrt(n)) / alpha)
+                    z = f(z + f(g - f(sigma * w.get(j, f(0)))))
+                    state[j] = (z, n_new)
+                    step = f(f(1) / f(l2 + f(f(beta + root) / alpha)))  # VW's rounding
+                    w[j] = f(0) if abs(z) <= l1 else f(f(step * np.sign(z)) * f(l1 - abs(z)))
+                elif rule == "pistol":
+                    st = state[j]
+                    st[0], st[1] = f(st[0] - g), f(st[1] + f(abs(g)))
+                else:
+                    st = state[j]
+                    st[2] = max(st[2], f(abs(x)))
+                    if abs(d) > st[4]:
+                        st[4] = max(f(abs(d)), beta)
+                    b = bet(st, st[2])
+                    st[0], st[1], st[3] = f(st[0] - g), f(st[1] + f(abs(g))), f(st[3] - f(g * b))
+                    w[j] = f(b / f((norm + 1e-6) / total))
+    return out

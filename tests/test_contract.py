@@ -46,11 +46,14 @@ FAMILIES: dict[str, dict] = {
     "logistic": {"loss_function": "logistic", "link": "logistic"},
     "quantile": {"loss_function": "quantile", "quantile_tau": 0.3},
     "oaa": {"oaa": 3},
+    "ftrl": {"ftrl": True},
+    "ftrl_l1": {"ftrl": True, "l1": 1e-3, "l2": 1e-2, "loss_function": "logistic"},
     # the reduction behind the expander, with another loss
     "oaa_stage_poly": {"oaa": 3, "stage_poly": True, "batch_sz": 50,
                        "loss_function": "logistic"},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
+COORDINATES = {"ftrl", "ftrl_l1", "pistol", "coin"}  # learners/coordinates.py's families
 KINDS = ("real", "binary", "classes")  # the labels of the generated datasets
 NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): exponential "
            "weights have no averaging rule to merge partitions with")
@@ -268,12 +271,12 @@ def test_one_partition_dask_run_is_the_single_process_run(one_worker, datasets, 
 
 # -- 5. --readable_model -----------------------------------------------------------------------
 
-_ENTRY = re.compile(r"(\d+):(\S+)(?: (\S+) (\S+))?")
+_ENTRY = re.compile(r"(\d+):(\S+(?: \S+)*)")
 
 
 def _readable_entries(path: Path) -> dict[int, list[float]]:
-    """index → [w] or [w, G, N] of a readable model (olearn/persistence/readable.py: a header ending
-    with ``:0``, or ``:1`` and six lines of learner state, then one ``index:w [G N]`` per line)."""
+    """index → values of a readable model (olearn/persistence/readable.py: a header ending with
+    ``:0``, or ``:1`` and six lines of learner state, then one ``index:w [more]`` per line)."""
     lines = path.read_text().splitlines()
     marker = next(i for i, line in enumerate(lines) if line in (":0", ":1"))
     start = marker + 1 + (6 if lines[marker] == ":1" else 0)
@@ -281,7 +284,7 @@ def _readable_entries(path: Path) -> dict[int, list[float]]:
     for line in lines[start:]:
         match = _ENTRY.fullmatch(line)
         assert match, f"not an entry: {line!r}"
-        entries[int(match[1])] = [float(x) for x in match.groups()[1:] if x is not None]
+        entries[int(match[1])] = [float(x) for x in match[2].split()]
     return entries
 
 
@@ -293,12 +296,15 @@ def test_readable_model_lists_exactly_the_changed_weights(datasets, family: str,
                 readable, "--quiet")
     learner = Learner(bit_precision=BITS, **FAMILIES[family]).fit(data.both)._learner
     learner.sync()
-    fresh = Learner(bit_precision=BITS, **FAMILIES[family])._learner.weights
-    changed = np.flatnonzero(learner.weights[:, 0] != fresh[:, 0])
+    fresh = Learner(bit_precision=BITS, **FAMILIES[family])._learner
+    # the weight, then the family's columns per coordinate (--ftrl, --pistol, --coin)
+    state, fresh_state = ([one.weights[:, :1], *([one.family.slots] if family in COORDINATES
+                                                  else [])] for one in (learner, fresh))
+    changed = np.flatnonzero(np.any(np.hstack(state) != np.hstack(fresh_state), axis=1))
     entries = _readable_entries(readable)
     assert changed.size > 0
     assert sorted(entries) == changed.tolist()
     listed = np.array([entries[j] for j in changed.tolist()])
+    values = (np.hstack(state) if family in COORDINATES else learner.weights)[changed]
     # %g keeps 6 significant digits: each value within half a unit of the 6th
-    np.testing.assert_allclose(listed, learner.weights[changed, :listed.shape[1]], rtol=5e-6,
-                               atol=0)
+    np.testing.assert_allclose(listed, values[:, :listed.shape[1]], rtol=5e-6, atol=0)

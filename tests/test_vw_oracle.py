@@ -485,6 +485,56 @@ def test_regularized_loss_within_1pct_of_vw(vw, shared_data, dataset, regularize
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
 
 
+def _task_loss(dataset_dir: Path) -> list[str]:
+    """The loss of a shared dataset's task: logistic for classification, else squared."""
+    task = json.loads((dataset_dir / "meta.json").read_text()).get("task", "regression")
+    return [] if task == "regression" else ["--loss_function", "logistic"]
+
+
+# --ftrl, --pistol, --coin (learners/ftrl.py, pistol.py, coin.py), with their defaults and more
+FTRL_RULES = {
+    "ftrl": ["--ftrl"],
+    "ftrl_l1": ["--ftrl", "--ftrl_alpha", "0.01", "--ftrl_beta", "0", "--l1", "2"],
+}
+
+
+@pytest.mark.parametrize("rule", [name for name in FTRL_RULES if name != "ftrl_l1"])
+@pytest.mark.parametrize("dataset", DATASETS or _NO_DATA)
+def test_ftrl_families_loss_within_1pct_of_vw(vw, shared_data, dataset, rule):
+    args = ["-d", shared_data / dataset / "train.vw.gz", *FTRL_RULES[rule],
+            *_task_loss(shared_data / dataset)]
+    ol, ref = _both(args, args)
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
+
+
+_READABLE_ENTRY = re.compile(r"^\d+:", re.M)
+
+
+@pytest.mark.parametrize("rule", list(FTRL_RULES))
+def test_ftrl_families_predict_and_save_as_vw(vw, tmp_path, rule):
+    """-p (the table's prediction: before learning for --ftrl and --coin) and the resume form
+    of --readable_model (``index:w`` then the family's state) as VW writes them."""
+    r = random.Random(5)
+    data = _write(tmp_path / "d.vw", "".join(
+        f"{r.uniform(-3, 3):.3f} {r.choice(['', '2 ', '0.5 '])}|a x:{r.uniform(-2, 2):.3f} "
+        f"c{r.randrange(20)} |b y:{r.uniform(0, 5):.2f} z{r.randrange(5)}\n"
+        for _ in range(300)))
+    outputs = {name: (tmp_path / f"{name}.p", tmp_path / f"{name}.txt") for name in ("ol", "vw")}
+    options = FTRL_RULES[rule]
+    _both(["-d", data, *options, "-p", outputs["ol"][0], "--readable_model", outputs["ol"][1]],
+          ["-d", data, *options, "-p", outputs["vw"][0], "--readable_model", outputs["vw"][1]])
+    ours, theirs = ([float(line.split()[0]) for line in p.read_text().splitlines()]
+                    for p, _ in outputs.values())
+    np.testing.assert_allclose(ours, theirs, rtol=PRED_REL, atol=PRED_ABS)
+    entries = [sorted(line for line in text.read_text().splitlines()
+                      if _READABLE_ENTRY.match(line)) for _, text in outputs.values()]
+    assert [e.split(":")[0] for e in entries[0]] == [e.split(":")[0] for e in entries[1]]
+    for a, b in zip(*entries):
+        np.testing.assert_allclose([float(v) for v in a.split(":")[1].split()],
+                                   [float(v) for v in b.split(":")[1].split()],
+                                   rtol=WEIGHT_REL, atol=WEIGHT_ABS)
+
+
 STDIN_DATASETS = [d for d in ("a9a", "cpusmall", "reuters") if d in DATASETS] or _NO_DATA
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from olearn.errors import OptionError
 from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
+from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (ExponentialWeights, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, ExponentialWeights, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:

@@ -343,6 +343,21 @@ def derivative_shared(code: int, param: float, p: float, y: float, shared: float
 
 
 @njit(cache=True, nogil=True)
+def derivative32(code: int, param: float, p: float, y: float, shared: float) -> np.float32:
+    """:func:`derivative_shared` as VW computes it, in float32: VW's learners other than gd
+    (--ftrl, --pistol, --coin) use the first derivative alone, and where float32 rounds it
+    otherwise (the logistic mixture, Poisson's exp) their results follow its bits."""
+    if code == LOGISTIC:
+        p32 = np.float32(p)
+        one = np.float32(1.0)
+        share = (np.float32(y) + one) / np.float32(2.0)
+        return share * (-one / (one + np.exp(p32))) + (one - share) * (one / (one + np.exp(-p32)))
+    if code == POISSON:
+        return np.exp(np.float32(p)) - np.float32(y)
+    return np.float32(derivative_shared(code, param, p, y, shared))
+
+
+@njit(cache=True, nogil=True)
 def invariant_update(code: int, param: float, p: float, y: float, s: float, q: float) -> float:
     """Importance-invariant update: the closed form of infinitely many tiny gradient steps."""
     return invariant_update_shared(code, param, p, y, s, q, shared_term(code, p, y))
