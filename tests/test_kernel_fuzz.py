@@ -50,7 +50,7 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
                           "saew_grid_radius": 1, "saew_grid_B": 1},
            "logistic": {"loss_function": "logistic", "link": "logistic"},
            "oaa": {"oaa": 3, "quadratic": ["ab"]},
-           "ftrl": {"ftrl": True, "l1": 1e-3, "quadratic": ["ab"]},
+           "ftrl": {"ftrl": True, "l1": 1e-3, "quadratic": ["ab"]}, "pistol": {"pistol": True},
            "oaa stage_poly": {"oaa": 5, "stage_poly": True, "batch_sz": 2, "l1": 1e-3,
                               "probabilities": True, "poly_heuristic": "ssm"}}
 BITS = 6

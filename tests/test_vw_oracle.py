@@ -495,6 +495,7 @@ def _task_loss(dataset_dir: Path) -> list[str]:
 FTRL_RULES = {
     "ftrl": ["--ftrl"],
     "ftrl_l1": ["--ftrl", "--ftrl_alpha", "0.01", "--ftrl_beta", "0", "--l1", "2"],
+    "pistol": ["--pistol"],
 }
 
 

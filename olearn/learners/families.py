@@ -11,8 +11,9 @@ from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
+from olearn.learners.pistol import Pistol
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, ExponentialWeights, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, ExponentialWeights, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:
