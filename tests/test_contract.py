@@ -49,6 +49,7 @@ FAMILIES: dict[str, dict] = {
     "ftrl": {"ftrl": True},
     "ftrl_l1": {"ftrl": True, "l1": 1e-3, "l2": 1e-2, "loss_function": "logistic"},
     "pistol": {"pistol": True},
+    "coin": {"coin": True, "loss_function": "logistic"},
     # the reduction behind the expander, with another loss
     "oaa_stage_poly": {"oaa": 3, "stage_poly": True, "batch_sz": 50,
                        "loss_function": "logistic"},

@@ -8,7 +8,7 @@ from reference import ftrl_predictions
 from olearn.errors import OptionError
 from olearn.options.config import Config
 
-RULES = ["ftrl", "pistol"]
+RULES = ["ftrl", "pistol", "coin"]
 # each rule's defaults (α, β) and other values
 CASES = {"ftrl": [({}, 0.5, 1.0),
                   ({"ftrl_alpha": 0.1, "ftrl_beta": 0.0, "l1": 0.5, "l2": 0.1}, 0.1, 0.0)],

@@ -19,6 +19,7 @@ from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, NoReduction, Out
 from olearn.learners import regularize
+from olearn.learners.coin import Coin
 from olearn.learners.experts import saew
 from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.gd import GradientDescent
@@ -51,6 +52,7 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
            "logistic": {"loss_function": "logistic", "link": "logistic"},
            "oaa": {"oaa": 3, "quadratic": ["ab"]},
            "ftrl": {"ftrl": True, "l1": 1e-3, "quadratic": ["ab"]}, "pistol": {"pistol": True},
+           "coin": {"coin": True, "loss_function": "logistic"},
            "oaa stage_poly": {"oaa": 5, "stage_poly": True, "batch_sz": 2, "l1": 1e-3,
                               "probabilities": True, "poly_heuristic": "ssm"}}
 BITS = 6
@@ -136,7 +138,8 @@ def test_learner_takes_any_parsed_bytes(learners, text, name):
 
 
 MUTATIONS = ("offsets", "index", "value", "namespace", "numbers", "lines", "preds", "rows",
-             "weights", "terms", "linear", "lazy", "poly", "ew", "state", "params", "classes")
+             "weights", "terms", "linear", "lazy", "poly", "ew", "slots", "state", "params",
+             "classes")
 
 
 def _mutated(learner, batch, what, k):
@@ -180,6 +183,9 @@ def _mutated(learner, batch, what, k):
     if what == "ew":
         ew = ExponentialWeights(Config(bit_precision=BITS, saew=True, quiet=True)).ew
         return {"family": ExponentialWeights.BUNDLE(tuple(a[..., :1] for a in ew))}
+    if what == "slots":  # --coin's per-coordinate table: a row short or a column short
+        slots = np.zeros(((1 << BITS) - 1 + k % 2, len(Coin.COLUMNS) - k % 2), np.float32)
+        return {"family": Coin.BUNDLE(slots, 4.0, 1.0)}
     if what == "state":
         return {"state": learner.state[:-1]}
     if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad

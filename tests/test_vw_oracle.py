@@ -496,6 +496,7 @@ FTRL_RULES = {
     "ftrl": ["--ftrl"],
     "ftrl_l1": ["--ftrl", "--ftrl_alpha", "0.01", "--ftrl_beta", "0", "--l1", "2"],
     "pistol": ["--pistol"],
+    "coin": ["--coin"],
 }
 
 

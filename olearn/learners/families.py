@@ -7,13 +7,15 @@ comes last.
 from __future__ import annotations
 
 from olearn.errors import OptionError
+from olearn.learners.coin import Coin
 from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
 from olearn.learners.pistol import Pistol
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, ExponentialWeights, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights,
+                                             GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:
