@@ -39,6 +39,10 @@ Features = namedtuple("Features", ["index", "value", "lo", "hi"])
 # importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).
 Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 
+# --oaa's per-example copies: each class's features (rows ``lo[k]:lo[k + 1]`` of ``index`` and
+# ``value``) and clipped score.
+Copies = namedtuple("Copies", ["index", "value", "lo", "scores"])
+
 # The scalar example loop's scratch (loop.new_scratch): the update's work rows, the
 # interactions' expansion scratch (loop.expansion_scratch), --stage_poly's synthetic example.
 Scratch = namedtuple("Scratch", ["work", "expansion", "synthetic"])

@@ -17,7 +17,15 @@ from olearn.data.batch import valid_batch
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.kernel import dispatch
-from olearn.kernel.bundles import Features, NoReduction, Scored, Scratch, Settings, Synthetic
+from olearn.kernel.bundles import (
+    Copies,
+    Features,
+    NoReduction,
+    Scored,
+    Scratch,
+    Settings,
+    Synthetic,
+)
 from olearn.kernel.layouts import (
     P_BINARY,
     P_CONSTANT,
@@ -567,6 +575,49 @@ def _class_label(y, indexing, k):
     return c % k
 
 
+# The per-class work runs without numba's runtime, as _examples: the family's kernels, inlined
+# there, would count a reference to each array they take, per class per example.
+@njit(cache=True, nogil=True, _nrt=False)
+def _score_classes(model, family, copies, initial, imp, s):
+    """Each class's clipped score, into ``copies.scores``; returns the first best class."""
+    state = model.state
+    best = 0
+    for k in range(np.int64(model.params[P_OAA])):
+        raw = dispatch.predict(family, model, Features(copies.index, copies.value, copies.lo[k],
+                                                       copies.lo[k + 1]), initial, imp, s, False)
+        copies.scores[k] = _clipped(0.0 if np.isnan(raw) else raw, state)
+        if copies.scores[k] > copies.scores[best]:
+            best = k
+    return best
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _update_classes(model, family, reduction, copies, y, first, imp, initial, s, work, ssm):
+    """Each class learns ±1 (+1 for class ``y - first``) from its own clipped score, with its
+    own normalizer sums, VW's per-model state (the clock t and the range are shared)."""
+    state = model.state
+    classes = reduction.classes
+    for k in range(np.int64(model.params[P_OAA])):
+        yk = 1.0 if y == k + first else -1.0
+        if not s.fixed_range:
+            state[S_MIN] = min(state[S_MIN], yk)
+            state[S_MAX] = max(state[S_MAX], yk)
+        a = copies.lo[k]
+        b = copies.lo[k + 1]
+        pk = copies.scores[k]
+        if s.stage_poly and s.heuristic == 1:
+            stage_poly.add_ssm(ssm, copies.index, copies.value, a, b, yk - pk)
+        shared = shared_term(s.loss, pk, yk)
+        loss = loss_value_shared(s.loss, s.loss_param, pk, yk, shared)
+        if loss > 0:
+            state[S_NORM] = classes[k, oaa.CLASS_NORM]
+            state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+            dispatch.update(family, model, Features(copies.index, copies.value, a, b),
+                            Scored(pk, yk, imp, initial, loss, shared), s, work, False)
+            classes[k, oaa.CLASS_NORM] = state[S_NORM]
+            classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+
+
 @njit(cache=True, nogil=True)
 def _learn_multiclass(model, family, expander, reduction, examples, out):
     """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py):
@@ -574,7 +625,6 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
     slots (by --stage_poly's walk for that class, with it), every class is predicted, then every
     class learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
     W, state, params = model
-    classes = reduction.classes
     numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
     stats, preds, rows = out
     s = settings(params)
@@ -629,15 +679,8 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
                     c_val[n + j] = f_val[lo + j]
             n += m
         c_lo[k_classes] = n
-        best = 0
-        for k in range(k_classes):
-            raw = dispatch.predict(family, model, Features(c_idx, c_val, c_lo[k], c_lo[k + 1]),
-                                   initial, imp, s, False)
-            if np.isnan(raw):
-                raw = 0.0
-            scores[k] = min(max(raw, state[S_MIN]), state[S_MAX])
-            if scores[k] > scores[best]:
-                best = k
+        copies = Copies(c_idx, c_val, c_lo, scores)
+        best = _score_classes(model, family, copies, initial, imp, s)
         indexing = state[S_INDEXING]
         shown = np.float64(best + (0 if indexing == 0 else 1))
         probability = np.nan
@@ -677,27 +720,8 @@ def _learn_multiclass(model, family, expander, reduction, examples, out):
             stats[R_W_LABELED] += imp
             stats[R_MC_LOG_LOSS] += log_loss
             if learn:
-                first = 0 if indexing == 0 else 1
-                for k in range(k_classes):
-                    yk = 1.0 if y == k + first else -1.0
-                    if not s.fixed_range:
-                        state[S_MIN] = min(state[S_MIN], yk)
-                        state[S_MAX] = max(state[S_MAX], yk)
-                    a = c_lo[k]
-                    b = c_lo[k + 1]
-                    pk = scores[k]
-                    if s.stage_poly and s.heuristic == 1:
-                        stage_poly.add_ssm(ssm, c_idx, c_val, a, b, yk - pk)
-                    shared = shared_term(s.loss, pk, yk)
-                    loss = loss_value_shared(s.loss, s.loss_param, pk, yk, shared)
-                    if loss > 0:  # the class's own normalizer sums, as VW's per-model state
-                        state[S_NORM] = classes[k, oaa.CLASS_NORM]
-                        state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                        dispatch.update(family, model, Features(c_idx, c_val, a, b),
-                                        Scored(pk, yk, imp, initial, loss, shared), s,
-                                        scratch.work, False)
-                        classes[k, oaa.CLASS_NORM] = state[S_NORM]
-                        classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+                _update_classes(model, family, reduction, copies, y, 0 if indexing == 0 else 1,
+                                imp, initial, s, scratch.work, ssm)
                 if s.stage_poly:
                     stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             state[S_T] += imp

@@ -74,7 +74,7 @@ def _normalizer(state):
     return np.float32((state[S_NORM] + 1e-6) / state[S_TOTAL])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _learn_predict(family, model, features, initial, imp, s, prefetch):
     """The bets' dot product over the normalizer A, after N and T took the example (no initial
     prediction, as VW's)."""
@@ -97,7 +97,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
     return np.float64(total / _normalizer(state))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _update(family, model, features, scored, s, work, prefetch):
     W = model.W
     slots = family.slots

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from olearn.core.fields import Field, Layout
 from olearn.core.option import flag, number
@@ -81,10 +81,9 @@ def _fits(family, model):
     return family.slots.shape[0] == model.W.shape[0] and family.slots.shape[1] == SIZE
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def predict(family, model, features, initial, imp, s, prefetch):
     """The dot product of the weights (VW's slot 0)."""
-    literally(prefetch)
     index, value, lo, hi = features
     return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
 
@@ -97,7 +96,7 @@ def gradient(scored, s):
         scored.imp)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _update(family, model, features, scored, s, work, prefetch):
     W = model.W
     slots = family.slots

@@ -326,11 +326,10 @@ def _fits(family, model):
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _predict(family, model, features, initial, imp, s, prefetch):
     """The raw score, the features' pending regularization steps applied first (or, test-only,
     computed aside: a test never moves the model)."""
-    literally(prefetch)
     W, state, _ = model
     index, value, lo, hi = features
     if s.regularized:
@@ -342,12 +341,11 @@ def _predict(family, model, features, initial, imp, s, prefetch):
     return np.float64(predict(W, index, value, lo, hi, initial, prefetch))
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _update(family, model, features, scored, s, work, prefetch):
     """:func:`update` where the loss is positive, then the regularization's proximal step. The
     features' pending steps are applied first: --oaa's earlier classes took steps since the
     prediction (as VW's gravity; otherwise there is nothing to apply)."""
-    literally(prefetch)
     if scored.loss > 0:
         index, value, lo, hi = features
         if s.regularized:

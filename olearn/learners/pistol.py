@@ -64,7 +64,7 @@ def _fits(family, model):
     return family.slots.shape[0] == model.W.shape[0] and family.slots.shape[1] == SIZE
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _learn_predict(family, model, features, initial, imp, s, prefetch):
     """Each feature's weight from its state (stored as the weight table's w), and their dot
     product (no initial prediction, as VW's)."""
@@ -88,7 +88,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
     return np.float64(total)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _update(family, model, features, scored, s, work, prefetch):
     slots = family.slots
     d = gradient(scored, s)

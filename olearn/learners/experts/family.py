@@ -9,7 +9,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from olearn.core.checks import REL_TOL, counts, require
 from olearn.data.hashing import CONSTANT_HASH
@@ -297,11 +297,10 @@ def _fits(family, model):
     return saew.fits(family.ew, model.W.shape[0])
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _predict(family, model, features, initial, imp, s, prefetch):
     """From the experts' own state, except test-only: then the weight table holds the model
     they exported."""
-    literally(prefetch)
     index, value, lo, hi = features
     if s.test_only:
         return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
@@ -310,7 +309,7 @@ def _predict(family, model, features, initial, imp, s, prefetch):
                                   False)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _learn_predict(family, model, features, initial, imp, s, prefetch):
     index, value, lo, hi = features
     state = model.state
@@ -318,7 +317,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
                                   True)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, inline="always")
 def _update(family, model, features, scored, s, work, prefetch):
     saew.learn(family.ew, s.loss, s.loss_param, scored.p, scored.y, scored.imp, scored.initial)
 
