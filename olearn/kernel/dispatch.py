@@ -54,26 +54,22 @@ def _fits(family, model):
         return lambda family, model: kernel(family, model)
 
 
-@overload(predict, **_OVERLOAD)
-def _predict(family, model, features, initial, imp, s, prefetch):
-    found = _family(family)
-    if found is not None:
-        kernel = found.KERNELS.predict
+def _predicting(name: str):
+    """The typing of ``predict`` or ``learn_predict`` (the same arguments): the family's kernel
+    of that ``name``."""
+    def typed(family, model, features, initial, imp, s, prefetch):
+        found = _family(family)
+        if found is not None:
+            kernel = getattr(found.KERNELS, name)
 
-        def call(family, model, features, initial, imp, s, prefetch):
-            return kernel(family, model, features, initial, imp, s, prefetch)
-        return call
+            def call(family, model, features, initial, imp, s, prefetch):
+                return kernel(family, model, features, initial, imp, s, prefetch)
+            return call
+    return typed
 
 
-@overload(learn_predict, **_OVERLOAD)
-def _learn_predict(family, model, features, initial, imp, s, prefetch):
-    found = _family(family)
-    if found is not None:
-        kernel = found.KERNELS.learn_predict
-
-        def call(family, model, features, initial, imp, s, prefetch):
-            return kernel(family, model, features, initial, imp, s, prefetch)
-        return call
+overload(predict, **_OVERLOAD)(_predicting("predict"))
+overload(learn_predict, **_OVERLOAD)(_predicting("learn_predict"))
 
 
 @overload(update, **_OVERLOAD)

@@ -48,12 +48,8 @@ class Coin(Ftrl):
     BUNDLE = CoinState
     SHOWS_FIRST = True
     DEFAULTS = (4.0, 1.0)
+    NAME = "ftrl-Coin Betting"
     WARM_UP = {"coin": True}
-
-    @classmethod
-    def describe(cls, config) -> str:
-        alpha, beta = cls.alpha_beta(config)
-        return f"ftrl-Coin Betting (alpha {alpha:g}, beta {beta:g})"
 
 
 @njit(cache=True, nogil=True, _nrt=False)

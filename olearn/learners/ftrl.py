@@ -50,6 +50,7 @@ class Ftrl(CoordinateFamily):
     BUNDLE = FtrlState
     SHOWS_FIRST = True
     DEFAULTS = (0.5, 1.0)  # α, β
+    NAME = "ftrl-Proximal-FTRL"  # as VW's "Enabled learners" line names it
     WARM_UP = {"ftrl": True, "l1": 1e-6}
 
     def bundle(self) -> tuple:
@@ -65,7 +66,7 @@ class Ftrl(CoordinateFamily):
     @classmethod
     def describe(cls, config) -> str:
         alpha, beta = cls.alpha_beta(config)
-        return f"ftrl-Proximal-FTRL (alpha {alpha:g}, beta {beta:g})"
+        return f"{cls.NAME} (alpha {alpha:g}, beta {beta:g})"
 
     @classmethod
     def check_options(cls, config) -> None:

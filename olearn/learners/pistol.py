@@ -43,6 +43,7 @@ class Pistol(Ftrl):
     BUNDLE = PistolState
     SHOWS_FIRST = False
     DEFAULTS = (1.0, 0.5)
+    NAME = "ftrl-PiSTOL"
     WARM_UP = {"pistol": True}
 
     @staticmethod
@@ -52,11 +53,6 @@ class Pistol(Ftrl):
         rows = rows.copy()
         rows[:, W_W] = 0
         return storable(rows)
-
-    @classmethod
-    def describe(cls, config) -> str:
-        alpha, beta = cls.alpha_beta(config)
-        return f"ftrl-PiSTOL (alpha {alpha:g}, beta {beta:g})"
 
 
 @njit(cache=True, nogil=True, _nrt=False)
