@@ -7,11 +7,19 @@ family's kernels in it and no branch on the family. The stubs never run in Pytho
 """
 from __future__ import annotations
 
+import warnings
+
 from numba.extending import overload
 
 from olearn.learners.families import FAMILIES
 
 _BY_BUNDLE = {family.BUNDLE: family for family in FAMILIES}
+
+# numba's pedantic check after it inlines a call below into a loop and the kernel into the call
+# (a kernel is inline="always" too) finds a variable of the inlined code "not in scope"; the
+# compiled loop is right (the kernels' reference tests), so the warning would only alarm users
+# on their first run.
+warnings.filterwarnings("ignore", message=r"variable '.*' is not in scope")
 
 
 def _family(bundle_type):
