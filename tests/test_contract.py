@@ -56,6 +56,9 @@ FAMILIES: dict[str, dict] = {
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
 COORDINATES = {"ftrl", "ftrl_l1", "pistol", "coin"}  # learners/coordinates.py's families
+# make test keeps one of them (each family compiles loops of its own); make check runs all
+CASES = [pytest.param(family, marks=pytest.mark.slow)
+         if family in COORDINATES - {"ftrl"} else family for family in FAMILIES]
 KINDS = ("real", "binary", "classes")  # the labels of the generated datasets
 NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): exponential "
            "weights have no averaging rule to merge partitions with")
@@ -161,21 +164,21 @@ def continued(datasets, tmp_path_factory) -> Callable[[str], dict[str, str | byt
     return functools.cache(make)  # once per family
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_continued_model_predicts_the_second_half_as_one_run(continued, family: str) -> None:
     runs = continued(family)
     assert len(runs["continued"].splitlines()) == HALF
     assert runs["continued"].splitlines() == runs["one run"].splitlines()
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_continued_model_predicts_the_test_set_as_one_runs_model(continued,
                                                                  family: str) -> None:
     runs = continued(family)
     assert runs["continued test"].splitlines() == runs["one run test"].splitlines()
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_continued_model_is_one_runs_model(continued, family: str) -> None:
     runs = continued(family)
     assert runs["continued model"] == runs["one run model"]
@@ -183,7 +186,7 @@ def test_continued_model_is_one_runs_model(continued, family: str) -> None:
 
 # -- 2. predicting changes no state ------------------------------------------------------------
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_predicting_between_fits_changes_no_state(datasets, family: str,
                                                   tmp_path: Path) -> None:
     data = _data(datasets, family)
@@ -216,7 +219,7 @@ def trained(datasets, tmp_path_factory) -> Callable[[str], tuple[np.ndarray, Pat
     return functools.cache(make)  # once per family
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_test_only_run_predicts_as_the_trained_learner(trained, family: str,
                                                        tmp_path: Path) -> None:
     predictions, path, data = trained(family)
@@ -224,7 +227,7 @@ def test_test_only_run_predicts_as_the_trained_learner(trained, family: str,
             == _p_text(predictions).splitlines())
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_loaded_learner_predicts_as_the_trained_learner(trained, family: str) -> None:
     predictions, path, data = trained(family)
     np.testing.assert_array_equal(Learner.load(path).predict(data.both), predictions)
@@ -290,7 +293,7 @@ def _readable_entries(path: Path) -> dict[int, list[float]]:
     return entries
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", CASES)
 def test_readable_model_lists_exactly_the_changed_weights(datasets, family: str,
                                                           tmp_path: Path) -> None:
     data, readable = _data(datasets, family), tmp_path / "readable.txt"

@@ -21,8 +21,10 @@ def _as_float32(examples):
              [(j, float(np.float32(x))) for j, x in f]) for y, imp, f in examples]
 
 
-@pytest.mark.parametrize("rule, options, alpha, beta",
-                         [(rule, *case) for rule in RULES for case in CASES[rule]])
+# make test checks --ftrl's (each family compiles loops of its own); make check all of them
+@pytest.mark.parametrize("rule, options, alpha, beta", [
+    pytest.param(rule, *case, marks=[pytest.mark.slow] if rule != "ftrl" else [])
+    for rule in RULES for case in CASES[rule]])
 def test_kernel_matches_reference(rule, options, alpha, beta):
     examples = _as_float32(random_examples(n=400))
     config = Config(bit_precision=8, **{rule: True}, **options)

@@ -14,7 +14,8 @@ from olearn.options.command_line import config_of
 
 ROWS = [({"a": 1.5, "b": -2.0, ("u", "c"): 0.25}, 1.0), ({"a": 3.0, ("u", "d"): 1.0}, -1.0),
         ({"b": 0.5, ("u", "c"): 2.0, ("u", "d"): -1.0}, 1.0)] * 7
-OPTIONS = ["", "-q fu", "--stage_poly --batch_sz 2", "--l1 1e-3 --l2 1e-3", "--boa", "--coin",
+OPTIONS = ["", "-q fu", "--stage_poly --batch_sz 2", "--l1 1e-3 --l2 1e-3", "--boa",
+           pytest.param("--coin", marks=pytest.mark.slow),  # make check: its own loops
            "--sgd --invariant", "--ignore_linear f -q fu"]
 
 
