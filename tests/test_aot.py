@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from olearn.kernel import aot
+from olearn.learners.experts.family import ExponentialWeightsState
+from olearn.learners.gd import GradientDescentState
 
 
 def _compiled(*specs):
@@ -22,9 +24,17 @@ def _compiled(*specs):
 
 def test_call_with_the_compiled_types_runs():
     kernel, calls = _compiled(["array", "<f4", 2, "C"], ["int"], ["bool"],
-                              ["tuple", [["array", "|u1", 1, "A"], ["float"]]])
+                              ["tuple", [["array", "|u1", 1, "A"], ["float"]], "tuple"])
     args = (np.zeros((2, 3), np.float32), 5, True, (np.zeros(4, np.uint8)[::2], 1.5))
     assert kernel(*args) == "ran" and len(calls) == 1
+
+
+def test_a_bundle_of_another_class_is_refused():
+    """Two families' bundles may hold the same arrays: the class decides (kernel/dispatch.py)."""
+    kernel, calls = _compiled(["tuple", [["array", "<f8", 2, "C"]], "GradientDescentState"])
+    with pytest.raises(TypeError, match="no compiled k"):
+        kernel(ExponentialWeightsState(np.zeros((2, 2))))
+    assert kernel(GradientDescentState(np.zeros((2, 2)))) == "ran" and len(calls) == 1
 
 
 @pytest.mark.parametrize("bad", [
