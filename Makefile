@@ -4,6 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FAST := not slow and not oracle and not dask
+# pytest-xdist: a worker per core (at most 4). Most of a first run is numba compiling kernels,
+# one function at a time per process; two workers halve a fresh clone's make test on 2 cores.
+PYTEST := $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 .PHONY: install demo test check lint test-boundscheck bench clean
 
@@ -25,7 +28,7 @@ demo: $(STAMP)
 # The contributor's loop: every test but the slow, VW-oracle and Dask ones (pyproject.toml's
 # markers). Kernels compile as the tests first need them, into numba's cache.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "$(FAST)"
+	$(PYTEST) -m "$(FAST)"
 
 # Everything, as CI runs it: the lint, then --warm-cache (which compiles the kernels and builds
 # the ahead-of-time ones the CLI starts with), the whole suite, and the suite again with
@@ -33,7 +36,7 @@ test: $(STAMP)
 check: lint $(STAMP)
 	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 	$(MAKE) test-boundscheck
 
 lint: $(STAMP)
@@ -44,7 +47,7 @@ lint: $(STAMP)
 # its own cache directory (no AOT module there: the CLI runs the checked JIT code). Dask (a
 # cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
 test-boundscheck: $(STAMP)
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck $(BIN)/python -m pytest -q \
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck $(PYTEST) \
 		-m "not oracle and not dask" --ignore=tests/test_aot.py
 
 bench: $(STAMP)

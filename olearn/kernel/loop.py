@@ -435,8 +435,9 @@ def _learn_scalar(expanded, model, family, expander, examples, out, scratch):
     ``expanded``: see :func:`_examples`."""
     s = settings(model.params)
     min_depth, flags, ssm, counters, _ = expander.poly
-    e = 0
-    nrows = 0
+    # int64, not the literal 0: numba would first compile _examples for literal arguments too
+    e = np.int64(0)
+    nrows = np.int64(0)
     while True:
         e, nrows, rows_needed, stage = _examples(expanded, e, nrows, model, family, expander,
                                                  examples, out, scratch)
