@@ -87,8 +87,8 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
     arguments = learner._arguments(batch, learner.new_predictions(batch),
                                    np.empty((4, layouts.ROW_COLS)), learner.params, learner.state,
                                    learner.stats)
-    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack) = loop.new_scratch(
-        learner.terms, learner.params)
+    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = (
+        loop.new_scratch(learner.terms, learner.params))
     if shrink == "work":
         work = work[:, :0].copy()
     elif shrink == "expansion positions":
@@ -99,7 +99,7 @@ def test_a_kept_scratch_of_the_wrong_shape_is_refused(shrink):
         stack = (stack[0][:3].copy(), *stack[1:])
     with pytest.raises(ValueError, match="scratch"):
         loop.learn_kept(*arguments, Scratch(work, (ranges, pos, x_idx, x_val, no_src),
-                                            Synthetic(s_idx, s_val, stack)))
+                                            Synthetic(s_idx, s_val, stack), classes))
     assert learner.stats[layouts.R_EXAMPLES] == 0
 
 

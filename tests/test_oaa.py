@@ -1,5 +1,5 @@
 """--oaa: VW's one-against-all multiclass reduction (olearn/reductions/oaa.py,
-loop._learn_multiclass)."""
+reductions/oaa_kernels.py)."""
 import math
 import re
 

@@ -19,8 +19,8 @@ Model = namedtuple("Model", ["W", "state", "params"])
 Expander = namedtuple("Expander", ["terms", "linear", "poly"])
 
 # Between the expander and the family: the reduction's own state (one scalar problem: none;
-# --oaa: reductions/oaa.py ``OneAgainstAll.BUNDLE``). Its type chooses the example loop
-# (kernel/loop.py REDUCTIONS).
+# --oaa: reductions/oaa.py ``OneAgainstAll.BUNDLE``). Its type chooses the reduction's kernels
+# (reductions/table.py, through kernel/reducing.py).
 NoReduction = namedtuple("NoReduction", [])
 
 # A parsed batch (data/batch.py ExampleBatch): label, importance and initial prediction per
@@ -39,13 +39,23 @@ Features = namedtuple("Features", ["index", "value", "lo", "hi"])
 # importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).
 Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 
-# --oaa's per-example copies: each class's features (rows ``lo[k]:lo[k + 1]`` of ``index`` and
-# ``value``) and clipped score.
-Copies = namedtuple("Copies", ["index", "value", "lo", "scores"])
+# One example as the example loop reads it (loop._label): label, importance, initial
+# prediction, whether it has a label and whether it is learned.
+Example = namedtuple("Example", ["y", "imp", "initial", "labeled", "learn"])
 
-# The scalar example loop's scratch (loop.new_scratch): the update's work rows, the
-# interactions' expansion scratch (loop.expansion_scratch), --stage_poly's synthetic example.
-Scratch = namedtuple("Scratch", ["work", "expansion", "synthetic"])
+# What a reduction's ``predict`` gives the example loop (kernel/reducing.py): the prediction
+# shown, its probability (NaN: none), the feature count the table reports, and what the
+# reduction's own ``score`` and ``learn`` read next (its type is the reduction's).
+Predicted = namedtuple("Predicted", ["shown", "probability", "n_features", "inner"])
+
+# The example loop's scratch (loop.new_scratch): the update's work rows, the interactions'
+# expansion scratch (loop.expansion_scratch), --stage_poly's synthetic example and the
+# reduction's per-class scratch.
+Scratch = namedtuple("Scratch", ["work", "expansion", "synthetic", "classes"])
+
+# A reduction's per-class scratch (empty for one scalar problem): one class's copy of an
+# example's features (``index``, ``value``), each class's clipped score and probability.
+Classes = namedtuple("Classes", ["index", "value", "scores", "probabilities"])
 
 # --stage_poly's synthetic example (a row per slot of the table) and its walk's stack.
 Synthetic = namedtuple("Synthetic", ["index", "value", "stack"])

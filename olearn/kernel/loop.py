@@ -4,24 +4,24 @@
 each other (shapes, the batch's offsets and indices, the optional states), so that no argument
 can make it read or write outside them; the functions it calls trust what it checked. The
 reduction (one scalar problem, or --oaa's K) and the learner family are chosen when numba
-compiles it, by their bundles' types (REDUCTIONS here, kernel/dispatch.py for the families);
-each example then flows label -> features -> expansion -> prediction -> statistics -> update.
+compiles it, by their bundles' types (kernel/reducing.py for the reductions,
+kernel/dispatch.py for the families); every reduction runs in the one example loop,
+:func:`_examples`: label -> features -> expansion -> the reduction's prediction -> statistics
+-> the reduction's update.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import literally, njit
-from numba.extending import overload
 
 from olearn.data.batch import valid_batch
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
-from olearn.kernel import dispatch
+from olearn.kernel import dispatch, reducing
 from olearn.kernel.bundles import (
-    Copies,
+    Classes,
+    Example,
     Features,
-    NoReduction,
-    Scored,
     Scratch,
     Settings,
     Synthetic,
@@ -44,7 +44,6 @@ from olearn.kernel.layouts import (
     P_OAA,
     P_PERMUTATIONS,
     P_POLY_FALLBACK,
-    P_PROBABILITIES,
     P_PROGRESS,
     P_PROGRESS_ADD,
     P_SCHED_EXPONENT,
@@ -72,19 +71,13 @@ from olearn.kernel.layouts import (
     R_W_LABELED,
     R_W_UNLABELED,
     ROW_COLS,
-    S_INDEXING,
-    S_MAX,
-    S_MIN,
-    S_NORM,
     S_T,
-    S_TOTAL,
     STATE_SIZE,
     STATS_SIZE,
 )
 from olearn.learners import gd
-from olearn.learners.losses import known, loss_value_shared, shared_term
+from olearn.learners.losses import known
 from olearn.learners.weights import WIDTH
-from olearn.reductions import oaa
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -146,7 +139,7 @@ def _check_arguments(model, family, expander, reduction, examples, out):
     if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
                                           and 0 <= params[P_CONSTANT] < size):
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
-    if not _reduction_fits(reduction, model, out):
+    if not reducing.fits(reduction, model, out):
         raise ValueError("learn_batch: the reduction's state or class count does not fit")
 
 
@@ -185,102 +178,53 @@ def learn_kept(model, family, expander, reduction, examples, out, scratch):
 
 @njit(cache=True, nogil=True)
 def new_scratch(terms, params):
-    """The scalar example loop's scratch (:func:`_examples`, kernel/bundles.py ``Scratch``) for
-    a learner's interaction terms and (checked) parameters: the update's work, the
-    interactions' expansion scratch (16 rows, grown by :func:`_learn_scalar` as examples
-    need), --stage_poly's synthetic example (one row per slot of the table: the walk keeps each
-    slot at most once; none without it) and its walk's stack."""
+    """The example loop's scratch (:func:`_examples`, kernel/bundles.py ``Scratch``) for a
+    learner's interaction terms and (checked) parameters: the update's work, the interactions'
+    expansion scratch (16 rows, grown by :func:`_learn_examples` as examples need),
+    --stage_poly's synthetic example (one row per slot of the table: the walk keeps each slot
+    at most once; none without it) and its walk's stack, and --oaa's per-class scratch (a
+    class's copy of an example, 16 rows grown as examples need; a score and a probability per
+    class)."""
     synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    k = np.int64(params[P_OAA])
+    rows = 16 if k > 0 else 0
     return Scratch(np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
                    Synthetic(np.empty(synthetic, dtype=np.uint32),
-                             np.empty(synthetic, dtype=np.float32), stage_poly.new_stack()))
+                             np.empty(synthetic, dtype=np.float32), stage_poly.new_stack()),
+                   Classes(np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.float32),
+                           np.zeros(k), np.zeros(k, dtype=np.float32)))
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def scratch_fits(scratch, terms, params):
     """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
     parameters (at least its rows)."""
-    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack) = scratch
+    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = scratch
     synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
     depth = stage_poly.MAX_DEPTH + 1
+    k = np.int64(params[P_OAA])
     return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
             and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
             and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
             and no_src.shape[1] >= terms.shape[1] and s_idx.shape[0] >= synthetic
             and s_val.shape[0] >= synthetic and stack[0].shape[0] >= depth
-            and stack[1].shape[0] >= depth and stack[2].shape[0] >= depth)
+            and stack[1].shape[0] >= depth and stack[2].shape[0] >= depth
+            and classes.value.shape[0] >= classes.index.shape[0]
+            and classes.scores.shape[0] >= k and classes.probabilities.shape[0] >= k)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _learn(model, family, expander, reduction, examples, out, scratch):
-    """:func:`learn_batch` on checked arguments and scratch."""
-    # The stack is fixed here, at compile time: the reduction's bundle type chooses its example
-    # loop (REDUCTIONS), the family's its kernels (kernel/dispatch.py); numba compiles a loop for
+    """:func:`learn_batch` on checked arguments and scratch: the example loop compiled
+    without expansion where the batch needs none (no interactions, --stage_poly or
+    --ignore_linear)."""
+    # The stack is fixed at compile time: the reduction's bundle type chooses its kernels
+    # (kernel/reducing.py), the family's its own (kernel/dispatch.py); numba compiles a loop for
     # each combination used. Whether examples need an expansion is chosen per batch.
-    return _reduced(model, family, expander, reduction, examples, out, scratch)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _learn_one_problem(model, family, expander, reduction, examples, out, scratch):
-    """One scalar problem: the example loop compiled without expansion where the batch needs
-    none (no interactions, --stage_poly or --ignore_linear)."""
     if (expander.terms.shape[0] == 0 and model.params[P_STAGE_POLY] == 0
             and not _some_not_linear(expander.linear)):
-        return _learn_scalar(False, model, family, expander, examples, out, scratch)
-    return _learn_scalar(True, model, family, expander, examples, out, scratch)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _one_problem_fits(reduction, model, out):
-    return model.params[P_OAA] == 0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _learn_classes(model, family, expander, reduction, examples, out, scratch):
-    return _learn_multiclass(model, family, expander, reduction, examples, out)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _classes_fit(reduction, model, out):
-    """--oaa's class count (the parameter) against its sums and the prediction array."""
-    k = model.params[P_OAA]
-    return (k == np.floor(k) and 1 <= k <= model.W.shape[0]
-            and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
-            and out.preds.shape[1] >= 2 + k)
-
-
-# The reductions: each one's bundle type (kernel/bundles.py), its example loop and its check.
-REDUCTIONS = {NoReduction: (_learn_one_problem, _one_problem_fits),
-              oaa.OneAgainstAll.BUNDLE: (_learn_classes, _classes_fit)}
-
-
-def _reduction(reduction_type):
-    return REDUCTIONS.get(getattr(reduction_type, "instance_class", None))
-
-
-def _reduced(model, family, expander, reduction, examples, out, scratch):
-    raise NotImplementedError("compiled code only")
-
-
-def _reduction_fits(reduction, model, out):
-    raise NotImplementedError("compiled code only")
-
-
-@overload(_reduced, inline="always", prefer_literal=True)
-def _reduced_typed(model, family, expander, reduction, examples, out, scratch):
-    found = _reduction(reduction)
-    if found is not None:
-        loop = found[0]
-        return lambda model, family, expander, reduction, examples, out, scratch: loop(
-            model, family, expander, reduction, examples, out, scratch)
-
-
-@overload(_reduction_fits, inline="always", jit_options={"_nrt": False})
-def _reduction_fits_typed(reduction, model, out):
-    found = _reduction(reduction)
-    if found is not None:
-        check = found[1]
-        return lambda reduction, model, out: check(reduction, model, out)
+        return _learn_examples(False, model, family, expander, reduction, examples, out, scratch)
+    return _learn_examples(True, model, family, expander, reduction, examples, out, scratch)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -427,24 +371,30 @@ def _example_features(e, examples, expander, s, some_not_linear, interacting, ex
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_scalar(expanded, model, family, expander, examples, out, scratch):
-    """:func:`learn_batch` for one scalar problem: runs
-    :func:`_examples` (which runs without numba's runtime, so cannot allocate) over the batch
-    with the scratch of :func:`new_scratch`; when it stops before an example, gives it a larger
-    expansion scratch (for this batch) or runs the due --stage_poly stage, and lets it go on.
-    ``expanded``: see :func:`_examples`."""
+def _learn_examples(expanded, model, family, expander, reduction, examples, out, scratch):
+    """:func:`learn_batch` over a batch: runs :func:`_examples` (which runs without numba's
+    runtime, so cannot allocate) with the scratch of :func:`new_scratch`; when it stops before
+    an example, gives it a larger expansion or per-class scratch (for this batch) or runs the
+    due --stage_poly stage, and lets it go on. ``expanded``: see :func:`_examples`."""
     s = settings(model.params)
     min_depth, flags, ssm, counters, _ = expander.poly
     # int64, not the literal 0: numba would first compile _examples for literal arguments too
     e = np.int64(0)
     nrows = np.int64(0)
     while True:
-        e, nrows, rows_needed, stage = _examples(expanded, e, nrows, model, family, expander,
-                                                 examples, out, scratch)
+        e, nrows, rows_needed, class_rows_needed, stage = _examples(
+            expanded, e, nrows, model, family, expander, reduction, examples, out, scratch)
         if rows_needed > 0:
             grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
             scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
-                              scratch.synthetic)
+                              scratch.synthetic, scratch.classes)
+        elif class_rows_needed > 0:
+            classes = scratch.classes
+            grown = max(class_rows_needed, 2 * classes.index.shape[0])
+            scratch = Scratch(scratch.work, scratch.expansion, scratch.synthetic,
+                              Classes(np.empty(grown, dtype=np.uint32),
+                                      np.empty(grown, dtype=np.float32), classes.scores,
+                                      classes.probabilities))
         elif stage:
             stage_poly.run_stage(model.W, flags, ssm, min_depth, counters, s.constant,
                                  s.sched_exponent, s.heuristic, s.normalized, s.poly_fallback)
@@ -460,17 +410,17 @@ def _learn_scalar(expanded, model, family, expander, examples, out, scratch):
 # array arguments' references on every example. Such a function must return no array (nothing
 # would count the reference its caller drops).
 @njit(cache=True, nogil=True, _nrt=False)
-def _examples(expanded, e0, nrows, model, family, expander, examples, out, scratch):
-    """:func:`learn_batch`'s example loop for one scalar problem, from example ``e0`` with
-    ``nrows`` table rows written. Returns (the example it stopped at, the row count, rows
-    needed, stage due): at the end of the batch (rows needed 0, no stage due), or before an
-    example (nothing of it done) whose interactions need more rows than the expansion scratch
-    holds, or before which a --stage_poly stage is due (it allocates). ``expanded`` is a
-    literal, and the family's kernels are its bundle type's (kernel/dispatch.py): the stack
-    expander → family → loss is fixed for the whole loop. ``expanded`` False: no
-    interactions, --ignore_linear or --stage_poly, so each example's features are the batch's
-    own. The scratch's synthetic example holds a row per slot of the table with --stage_poly
-    (else none).
+def _examples(expanded, e0, nrows, model, family, expander, reduction, examples, out, scratch):
+    """:func:`learn_batch`'s example loop, from example ``e0`` with ``nrows`` table rows
+    written. Returns (the example it stopped at, the row count, expansion rows needed,
+    per-class rows needed, stage due): at the end of the batch (nothing needed, no stage due),
+    or before an example (nothing of it done) whose interactions or per-class copies need more
+    rows than the scratch holds, or before which a --stage_poly stage is due (it allocates).
+    ``expanded`` is a literal, the family's kernels are its bundle type's (kernel/dispatch.py)
+    and the reduction's its own (kernel/reducing.py): the stack expander → reduction → family
+    → loss is fixed for the whole loop. ``expanded`` False: no interactions, --ignore_linear or
+    --stage_poly, so each example's features are the batch's own. The scratch's synthetic
+    example holds a row per slot of the table with --stage_poly (else none).
 
     Each example: label -> features -> expansion -> prediction -> statistics -> update."""
     literally(expanded)
@@ -478,256 +428,60 @@ def _examples(expanded, e0, nrows, model, family, expander, examples, out, scrat
     numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
     stats, preds, rows = out
     s = settings(params)
-    _, _, ssm, counters, _ = expander.poly
+    _, _, _, counters, _ = expander.poly
     some_not_linear = _some_not_linear(expander.linear)
     interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
+    tracks_labels = reducing.tracks_labels(reduction)
     for e in range(e0, numbers.shape[0]):
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
         if expanded and s.stage_poly and learn and stage_poly.stage_due(counters):
-            return e, nrows, 0, True
+            return e, nrows, 0, 0, True
         # not_linear: features left out of the linear terms, counted as VW counts them
         features, not_linear, rows_needed = _example_features(
             e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
         if rows_needed > 0:
-            return e, nrows, rows_needed, False
-        if expanded and s.stage_poly:
-            if learn:
-                stage_poly.count_input(counters, features.hi - features.lo)
-            n_syn = stage_poly.expand(features, s.constant, s.mask, expander.poly, learn,
-                                      scratch.synthetic, 0)
-            features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n_syn)
-        initial = np.float64(numbers[e, 2])
-        first = learn and dispatch.shows_first(family)
-        shown_p = 0.0
-        if first:  # shown before the label widens the range, as VW shows it
-            shown_raw = dispatch.predict(family, model, features, initial, imp, s, expanded)
-            shown_p = _clipped(0.0 if np.isnan(shown_raw) else shown_raw, state)
-        if learn and not s.fixed_range:
-            state[S_MIN] = min(state[S_MIN], y)
-            state[S_MAX] = max(state[S_MAX], y)
-        if learn:
-            raw = dispatch.learn_predict(family, model, features, initial, imp, s, expanded)
-        else:
-            raw = dispatch.predict(family, model, features, initial, imp, s, expanded)
-        if np.isnan(raw):
-            raw = 0.0
-        p = _clipped(raw, state)
-        shown = gd.output(params, shown_p if first else p)
-        preds[e, 0] = shown
-        preds[e, 1] = raw
+            return e, nrows, rows_needed, 0, False
+        class_rows_needed = reducing.room(reduction, features, s, scratch)
+        if class_rows_needed > 0:
+            return e, nrows, 0, class_rows_needed, False
+        if expanded and s.stage_poly and learn:
+            stage_poly.count_input(counters, features.hi - features.lo)
+        ex = Example(y, imp, np.float64(numbers[e, 2]), labeled, learn)
+        predicted = reducing.predict(reduction, family, model, expander, features, ex, s,
+                                     scratch, preds[e], expanded)
         if labeled:
-            # computed once for the loss, its derivative and the update
-            shared = shared_term(s.loss, p, y)
-            loss = loss_value_shared(s.loss, s.loss_param, p, y, shared)
-            reported = (shown != y) * imp if s.binary else loss * imp
-        if held and labeled:
-            _count_held_out(stats, reported, imp)
-            continue
-        if labeled:
-            stats[R_SUM_LOSS] += reported
-            stats[R_W_LABELED] += imp
-            stats[R_W_LABEL_SUM] += y * imp
-            if np.isnan(stats[R_LABEL1]):
-                stats[R_LABEL1] = y
-            elif y != stats[R_LABEL1]:
-                if np.isnan(stats[R_LABEL2]):
-                    stats[R_LABEL2] = y
-                elif y != stats[R_LABEL2]:
-                    stats[R_MANY_LABELS] = 1.0
-            if learn and s.stage_poly and s.heuristic == 1:
-                stage_poly.add_ssm(ssm, features.index, features.value, features.lo,
-                                   features.hi, y - p)
-            if learn:
-                dispatch.update(family, model, features, Scored(p, y, imp, initial, loss, shared),
-                                s, scratch.work, expanded)
-            if learn and s.stage_poly:
-                stage_poly.after_training(counters, first_line + lines[e], s.doubling)
-            state[S_T] += imp  # VW's t counts labeled examples only
-        else:
-            stats[R_W_UNLABELED] += imp
-        nrows = _count_example(stats, rows, nrows, params, y, shown, np.nan,
-                               features.hi - features.lo + not_linear)
-    return numbers.shape[0], nrows, 0, False
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _clipped(raw, state):
-    """A raw score clipped to the label range."""
-    return min(max(raw, state[S_MIN]), state[S_MAX])
-
-
-@njit(cache=True, nogil=True)
-def _grown(a, kept, need):
-    """``a`` with room for ``need`` entries (at least doubled), its first ``kept`` kept."""
-    out = np.empty(max(need, 2 * a.shape[0]), dtype=a.dtype)
-    out[:kept] = a[:kept]
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _class_label(y, indexing, k):
-    """The 0-based class of label ``y`` under ``indexing`` (VW's unsigned arithmetic: label 0
-    of 1-based classes wraps), modulo the ``k`` classes; 0 for a label beyond 32 bits."""
-    if not 0 <= y < 4294967296.0:
-        return 0
-    c = np.int64(y) - (0 if indexing == 0 else 1)
-    if c < 0:
-        c += np.int64(1) << 32
-    return c % k
-
-
-# The per-class work runs without numba's runtime, as _examples: the family's kernels, inlined
-# there, would count a reference to each array they take, per class per example.
-@njit(cache=True, nogil=True, _nrt=False)
-def _score_classes(model, family, copies, initial, imp, s):
-    """Each class's clipped score, into ``copies.scores``; returns the first best class."""
-    state = model.state
-    best = 0
-    for k in range(np.int64(model.params[P_OAA])):
-        raw = dispatch.predict(family, model, Features(copies.index, copies.value, copies.lo[k],
-                                                       copies.lo[k + 1]), initial, imp, s, False)
-        copies.scores[k] = _clipped(0.0 if np.isnan(raw) else raw, state)
-        if copies.scores[k] > copies.scores[best]:
-            best = k
-    return best
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _update_classes(model, family, reduction, copies, y, first, imp, initial, s, work, ssm):
-    """Each class learns ±1 (+1 for class ``y - first``) from its own clipped score, with its
-    own normalizer sums, VW's per-model state (the clock t and the range are shared)."""
-    state = model.state
-    classes = reduction.classes
-    for k in range(np.int64(model.params[P_OAA])):
-        yk = 1.0 if y == k + first else -1.0
-        if not s.fixed_range:
-            state[S_MIN] = min(state[S_MIN], yk)
-            state[S_MAX] = max(state[S_MAX], yk)
-        a = copies.lo[k]
-        b = copies.lo[k + 1]
-        pk = copies.scores[k]
-        if s.stage_poly and s.heuristic == 1:
-            stage_poly.add_ssm(ssm, copies.index, copies.value, a, b, yk - pk)
-        shared = shared_term(s.loss, pk, yk)
-        loss = loss_value_shared(s.loss, s.loss_param, pk, yk, shared)
-        if loss > 0:
-            state[S_NORM] = classes[k, oaa.CLASS_NORM]
-            state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-            dispatch.update(family, model, Features(copies.index, copies.value, a, b),
-                            Scored(pk, yk, imp, initial, loss, shared), s, work, False)
-            classes[k, oaa.CLASS_NORM] = state[S_NORM]
-            classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
-
-
-@njit(cache=True, nogil=True)
-def _learn_multiclass(model, family, expander, reduction, examples, out):
-    """:func:`learn_batch`'s example loop for --oaa's K problems (olearn/reductions/oaa.py):
-    each example's features are copied once per class to the class's
-    slots (by --stage_poly's walk for that class, with it), every class is predicted, then every
-    class learns from its own clipped prediction, with its own normalizer sums (VW's order)."""
-    W, state, params = model
-    numbers, lines, first_line = examples.numbers, examples.lines, examples.first_line
-    stats, preds, rows = out
-    s = settings(params)
-    k_classes = np.int64(params[P_OAA])
-    probabilities = params[P_PROBABILITIES] != 0
-    min_depth, flags, ssm, counters, _ = expander.poly
-    scratch = new_scratch(expander.terms, params)
-    s_idx, s_val, _ = scratch.synthetic
-    c_idx = np.empty(16, dtype=np.uint32)  # every class's features, class k's from c_lo[k]
-    c_val = np.empty(16, dtype=np.float32)
-    c_lo = np.zeros(k_classes + 1, dtype=np.int64)
-    scores = np.zeros(k_classes)
-    probs = np.zeros(k_classes, dtype=np.float32)
-    nrows = 0
-    some_not_linear = _some_not_linear(expander.linear)
-    interacting = expander.terms.shape[0] > 0 or some_not_linear
-    for e in range(numbers.shape[0]):
-        features, not_linear, rows_needed = _example_features(
-            e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
-        if rows_needed > 0:
-            grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
-            scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
-                              scratch.synthetic)
-            features, not_linear, _ = _example_features(
-                e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
-        f_idx, f_val, lo, hi = features
-        y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
-        initial = np.float64(numbers[e, 2])
-        if s.stage_poly and learn:
-            if stage_poly.stage_due(counters):
-                stage_poly.run_stage(W, flags, ssm, min_depth, counters, s.constant,
-                                     s.sched_exponent, s.heuristic, s.normalized,
-                                     s.poly_fallback)
-            stage_poly.count_input(counters, hi - lo)
-        n = 0
-        for k in range(k_classes):
-            c_lo[k] = n
-            if s.stage_poly:
-                m = stage_poly.expand(features, s.constant, s.mask, expander.poly, learn,
-                                      scratch.synthetic, k)
-            else:
-                m = hi - lo
-            if n + m > c_idx.shape[0]:
-                c_idx = _grown(c_idx, n, n + m)
-                c_val = _grown(c_val, n, n + m)
-            for j in range(m):
-                if s.stage_poly:
-                    c_idx[n + j] = s_idx[j]
-                    c_val[n + j] = s_val[j]
-                else:
-                    c_idx[n + j] = (np.int64(f_idx[lo + j]) + k) & s.mask
-                    c_val[n + j] = f_val[lo + j]
-            n += m
-        c_lo[k_classes] = n
-        copies = Copies(c_idx, c_val, c_lo, scores)
-        best = _score_classes(model, family, copies, initial, imp, s)
-        indexing = state[S_INDEXING]
-        shown = np.float64(best + (0 if indexing == 0 else 1))
-        probability = np.nan
-        if probabilities:  # float32, as VW computes them
-            total = np.float32(0.0)
-            for k in range(k_classes):
-                probs[k] = np.float32(1.0) / (np.float32(1.0) + np.exp(np.float32(-scores[k])))
-                total += probs[k]
-            inverse = np.float32(1.0) / total
-            for k in range(k_classes):
-                probs[k] *= inverse
-                preds[e, 2 + k] = probs[k]
-            probability = np.float64(probs[best])
-        else:
-            for k in range(k_classes):
-                preds[e, 2 + k] = scores[k]
-        preds[e, 0] = shown
-        preds[e, 1] = scores[best]
-        if learn and indexing == oaa.AUTO:  # VW's rule: label 0 or K decides, once
-            if y == 0:
-                indexing = 0.0
-            elif y == k_classes:
-                indexing = 1.0
-            state[S_INDEXING] = indexing
-        if labeled:
-            reported = (shown != y) * imp
-            log_loss = 0.0
-            if probabilities:
-                p_true = probs[_class_label(y, indexing, k_classes)]
-                log_loss = -np.log(p_true) * imp if p_true > 0 else 999.0
-        if held and labeled:
-            _count_held_out(stats, reported, imp)
-            stats[R_HOLDOUT_MC_LOG_LOSS] += log_loss
-            continue
-        if labeled:
+            reported, log_loss, scored = reducing.score(reduction, model, predicted, ex, s,
+                                                        scratch)
+            if held:
+                _count_held_out(stats, reported, imp)
+                stats[R_HOLDOUT_MC_LOG_LOSS] += log_loss
+                continue
             stats[R_SUM_LOSS] += reported
             stats[R_W_LABELED] += imp
             stats[R_MC_LOG_LOSS] += log_loss
+            if tracks_labels:
+                _count_label(stats, y, imp)
             if learn:
-                _update_classes(model, family, reduction, copies, y, 0 if indexing == 0 else 1,
-                                imp, initial, s, scratch.work, ssm)
+                reducing.learn(reduction, family, model, expander, features, predicted, scored,
+                               ex, s, scratch, expanded)
                 if s.stage_poly:
                     stage_poly.after_training(counters, first_line + lines[e], s.doubling)
-            state[S_T] += imp
+            state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
-        nrows = _count_example(stats, rows, nrows, params, y, shown, probability,
-                               c_lo[1] + not_linear)
-    return nrows
+        nrows = _count_example(stats, rows, nrows, params, y, predicted.shown,
+                               predicted.probability, predicted.n_features + not_linear)
+    return numbers.shape[0], nrows, 0, 0, False
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _count_label(stats, y, imp):
+    """The label sum and the first two distinct labels (the summary's best constant)."""
+    stats[R_W_LABEL_SUM] += y * imp
+    if np.isnan(stats[R_LABEL1]):
+        stats[R_LABEL1] = y
+    elif y != stats[R_LABEL1]:
+        if np.isnan(stats[R_LABEL2]):
+            stats[R_LABEL2] = y
+        elif y != stats[R_LABEL2]:
+            stats[R_MANY_LABELS] = 1.0

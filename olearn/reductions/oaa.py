@@ -16,7 +16,7 @@ importance. With --indexing unset, VW's rule: the first training label 0 makes t
 as a negative for every class and counts as an error, with a warning, as VW.
 
 :class:`OneAgainstAll` holds the configuration and the per-class state; the kernel side is
-``loop._learn_multiclass``.
+reductions/oaa_kernels.py.
 """
 from __future__ import annotations
 

@@ -1,0 +1,89 @@
+"""No reduction: each example is one scalar problem for the learner family.
+
+The kernels the example loop (kernel/loop.py) calls for it, by its bundle type ``NoReduction``
+(reductions/table.py): the example's features (or, with --stage_poly, its synthetic example)
+are predicted, scored by the loss and learned as they are.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.features import stage_poly
+from olearn.kernel import dispatch
+from olearn.kernel.bundles import Features, Predicted, Scored
+from olearn.kernel.layouts import P_OAA, S_MAX, S_MIN
+from olearn.learners import gd
+from olearn.learners.losses import loss_value_shared, shared_term
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fits(reduction, model, out):
+    """One scalar problem: no class count."""
+    return model.params[P_OAA] == 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def room(reduction, features, s, scratch):
+    """Nothing to copy: the family reads the example's own features."""
+    return 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def clipped(raw, state):
+    """A raw score clipped to the label range (0 for NaN)."""
+    return min(max(0.0 if np.isnan(raw) else raw, state[S_MIN]), state[S_MAX])
+
+
+# inline: these return arrays (Features), which only code compiled into the loop may do (it
+# runs without numba's runtime, kernel/loop.py)
+@njit(cache=True, nogil=True, inline="always")
+def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
+    """Predict the example (learning: the family's ``learn_predict``, after the label widened
+    the range), write its prediction and raw score to ``pred``."""
+    state = model.state
+    if expanded and s.stage_poly:
+        n = stage_poly.expand(features, s.constant, s.mask, expander.poly, ex.learn,
+                              scratch.synthetic, 0)
+        features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+    first = ex.learn and dispatch.shows_first(family)
+    shown_p = 0.0
+    if first:  # shown before the label widens the range, as VW shows it
+        shown_p = clipped(dispatch.predict(family, model, features, ex.initial, ex.imp, s,
+                                           expanded), state)
+    if ex.learn and not s.fixed_range:
+        state[S_MIN] = min(state[S_MIN], ex.y)
+        state[S_MAX] = max(state[S_MAX], ex.y)
+    if ex.learn:
+        raw = dispatch.learn_predict(family, model, features, ex.initial, ex.imp, s, expanded)
+    else:
+        raw = dispatch.predict(family, model, features, ex.initial, ex.imp, s, expanded)
+    if np.isnan(raw):
+        raw = 0.0
+    p = clipped(raw, state)
+    shown = gd.output(model.params, shown_p if first else p)
+    pred[0] = shown
+    pred[1] = raw
+    return Predicted(shown, np.nan, features.hi - features.lo, (features, p))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def score(reduction, model, predicted, ex, s, scratch):
+    """The reported loss (--binary: the error), no multiclass log loss, and the scored example
+    the update takes (the loss and its shared term, computed once)."""
+    p = predicted.inner[1]
+    shared = shared_term(s.loss, p, ex.y)
+    loss = loss_value_shared(s.loss, s.loss_param, p, ex.y, shared)
+    reported = (predicted.shown != ex.y) * ex.imp if s.binary else loss * ex.imp
+    return reported, 0.0, Scored(p, ex.y, ex.imp, ex.initial, loss, shared)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn(reduction, family, model, expander, features, predicted, scored, ex, s, scratch,
+          expanded):
+    """The family's update on the features predicted (with --stage_poly's SSM sums first)."""
+    predicted_features = predicted.inner[0]
+    if s.stage_poly and s.heuristic == 1:
+        stage_poly.add_ssm(expander.poly[2], predicted_features.index, predicted_features.value,
+                           predicted_features.lo, predicted_features.hi, ex.y - scored.p)
+    dispatch.update(family, model, predicted_features, scored, s, scratch.work, expanded)

@@ -1,0 +1,30 @@
+"""The reductions the example loop knows, by their bundle's type (kernel/bundles.py
+``NoReduction``, reductions/oaa.py ``OneAgainstAllState``): each one's kernels, which
+kernel/reducing.py puts into the loop when numba compiles it.
+
+A reduction's kernels (one module each: reductions/one_problem.py, reductions/oaa_kernels.py):
+``fits(reduction, model, out)`` checks its state once per call; per example,
+``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
+scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
+row (``Predicted``), ``score(...)`` gives the reported loss, the multiclass log loss and what
+``learn(...)`` updates from. ``tracks_labels``: the table's best constant and label sum apply
+(a scalar label).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from olearn.kernel.bundles import NoReduction
+from olearn.reductions import oaa_kernels, one_problem
+from olearn.reductions.oaa import OneAgainstAllState
+
+ReductionKernels = namedtuple("ReductionKernels", ["fits", "room", "predict", "score", "learn",
+                                                   "tracks_labels"])
+
+REDUCTIONS = {
+    NoReduction: ReductionKernels(one_problem.fits, one_problem.room, one_problem.predict,
+                                  one_problem.score, one_problem.learn, True),
+    OneAgainstAllState: ReductionKernels(oaa_kernels.fits, oaa_kernels.room,
+                                         oaa_kernels.predict, oaa_kernels.score,
+                                         oaa_kernels.learn, False),
+}
