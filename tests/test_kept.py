@@ -77,7 +77,7 @@ def test_a_learning_call_is_refused_as_a_prediction():
                                            learner.state, learner.stats))
     with pytest.raises(ValueError, match="not a prediction"):
         kept.predict(call)
-    assert learner.params[layouts.P_TEST_ONLY] == 0
+    assert learner.params[layouts.P.test_only] == 0
 
 
 @pytest.mark.parametrize("shrink", ["work", "expansion positions", "synthetic example", "stack"])

@@ -176,10 +176,10 @@ def _mutated(learner, batch, what, k):
         return {"linear": np.ones(255 + 2 * (k % 2), dtype=np.bool_)}
     if what == "lazy":
         return {"family": GradientDescent.BUNDLE(np.zeros((1, 1))),
-                "params": _params(learner, layouts.P_L1, 1e-3)}
+                "params": _params(learner, layouts.P.l1, 1e-3)}
     if what == "poly":
         poly = tuple(a[:1] for a in learner.poly)
-        return {"poly": poly, "params": _params(learner, layouts.P_STAGE_POLY, 1)}
+        return {"poly": poly, "params": _params(learner, layouts.P.stage_poly, 1)}
     if what == "ew":
         ew = ExponentialWeights(Config(bit_precision=BITS, saew=True, quiet=True)).ew
         return {"family": ExponentialWeights.BUNDLE(tuple(a[..., :1] for a in ew))}
@@ -189,7 +189,7 @@ def _mutated(learner, batch, what, k):
     if what == "state":
         return {"state": learner.state[:-1]}
     if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad
-        params = _params(learner, layouts.P_OAA, [3, 3, 0.5, 1 << 20, 3][k % 5])
+        params = _params(learner, layouts.P.oaa, [3, 3, 0.5, 1 << 20, 3][k % 5])
         wide = np.empty((n, 5), dtype=np.float32)
         return [{"reduction": _classes(2), "preds": wide, "params": params},
                 {"reduction": _classes(3), "params": params},

@@ -144,7 +144,7 @@ def test_every_loss_is_known_to_the_kernels_and_no_other_code():
 
 def test_the_kernel_refuses_an_unknown_loss_code():
     learner = Learner()._learner
-    learner.params[layouts.P_LOSS] = len(losses.LOSSES)
+    learner.params[layouts.P.loss] = len(losses.LOSSES)
     batch = next(learner.batches(sources.blocks_of_lines(["1 |a x"])))
     with pytest.raises(ValueError, match="unknown loss code"):
         learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))

@@ -128,7 +128,7 @@ def test_holdout_auc_is_the_best_passes():
     from olearn.kernel import layouts
     from olearn.outputs.metrics import AucMeter
     params = np.zeros(layouts.PARAMS_SIZE)
-    params[layouts.P_HOLDOUT_PERIOD] = 2  # lines 2, 4, ... (1-based) are held out
+    params[layouts.P.holdout_period] = 2  # lines 2, 4, ... (1-based) are held out
     meter = AucMeter(params)
     labels = np.array([1.0, 1.0, -1.0, -1.0, 1.0, -1.0])
     batch = SimpleNamespace(numbers=np.column_stack([labels, np.ones(6)]), pass_line=0,

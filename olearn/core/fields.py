@@ -10,7 +10,9 @@ reordered is never read as another.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -91,3 +93,45 @@ class Layout:
                        dtype=values.dtype)
         out[..., [self._index[name] for name in names]] = values
         return np.moveaxis(out, -1, axis)
+
+
+KINDS = (float, int, bool)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One option the kernels read: its name, its value for a run's configuration, and the
+    kind the kernels' settings convert it to (``float``, ``int`` or ``bool``)."""
+
+    name: str
+    of: Callable[[Any], float]
+    kind: type = float
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        assert self.kind in KINDS, self.kind
+
+
+class Parameters(Layout):
+    """The run's parameters as the kernels read them, declared once each (:class:`Param`):
+    a float64 array whose fields are never saved. ``index`` gives each field's index by name
+    (``params[P.eta]``, a constant numba folds); :meth:`of` fills the array from a
+    configuration; ``settings`` is the namedtuple type of the converted values, one field per
+    parameter, which the example loops read by name (kernel/loop.py ``settings``)."""
+
+    def __init__(self, name: str, *params: Param):
+        super().__init__(name, *(Field(p.name, p.doc, saved=False) for p in params))
+        self.params = params
+        self.index = namedtuple("ParamIndex", self.names)(*range(len(params)))
+        self.settings = namedtuple("Settings", self.names)
+
+    def of(self, config) -> np.ndarray:
+        """The parameters of a run of ``config``."""
+        return np.array([float(p.of(config)) for p in self.params])
+
+    def settings_source(self, function: str) -> str:
+        """The source of a function ``function(params)`` returning the ``Settings`` of a
+        parameter array (each value converted to its kind), for the kernels to compile."""
+        convert = {float: "params[{}]", int: "np.int64(params[{}])", bool: "params[{}] != 0"}
+        values = ", ".join(convert[p.kind].format(i) for i, p in enumerate(self.params))
+        return f"def {function}(params):\n    return Settings({values})\n"

@@ -9,7 +9,7 @@ import numpy as np
 
 from olearn.data import formats, sources
 from olearn.data.batch import ExampleBatch
-from olearn.data.hashing import CONSTANT_HASH, namespace_hash
+from olearn.data.hashing import namespace_hash
 from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
@@ -73,37 +73,7 @@ class OnlineLearner:
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
         # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
         self.parse_names = config.audit or config.invert_hash is not None
-        params = np.zeros(layouts.PARAMS_SIZE)
-        params[layouts.P_ETA] = config.eta
-        params[layouts.P_POWER_T] = config.power_t
-        params[layouts.P_PROGRESS] = config.progress_arg
-        params[layouts.P_PROGRESS_ADD] = config.progress_add
-        params[layouts.P_ADAPTIVE] = adaptive
-        params[layouts.P_NORMALIZED] = normalized
-        params[layouts.P_INVARIANT] = invariant
-        params[layouts.P_LOSS] = config.loss.code
-        params[layouts.P_LOSS_PARAM] = config.loss_param
-        params[layouts.P_LINK] = gd.LINKS[config.link]
-        params[layouts.P_BINARY] = config.binary
-        params[layouts.P_TEST_ONLY] = config.testonly
-        params[layouts.P_MASK] = config.mask
-        params[layouts.P_PERMUTATIONS] = config.permutations
-        params[layouts.P_L1] = config.l1
-        params[layouts.P_L2] = config.l2
-        params[layouts.P_STAGE_POLY] = config.stage_poly
-        params[layouts.P_SCHED_EXPONENT] = config.sched_exponent
-        params[layouts.P_DOUBLING] = not config.batch_sz_no_doubling
-        params[layouts.P_HEURISTIC] = stage_poly.HEURISTICS[config.poly_heuristic]
-        params[layouts.P_POLY_FALLBACK] = config.stage_poly_fallback
-        constant = np.array([CONSTANT_HASH & config.mask], dtype=np.uint32)
-        params[layouts.P_CONSTANT] = self.reduction.widen(constant)[0]
-        params[layouts.P_OAA] = self.reduction.k
-        params[layouts.P_PROBABILITIES] = self.reduction.probabilities
-        if config.holdout:
-            params[layouts.P_HOLDOUT_PERIOD] = config.holdout_period
-            params[layouts.P_HOLDOUT_AFTER] = config.holdout_after
-        params[layouts.P_FIXED_RANGE] = (config.min_prediction is not None
-                                         or config.max_prediction is not None)
+        params = layouts.PARAMS.of(config)  # the options the kernels read
         self.params = params
         # --metric auc: every example's score, kept for the summary
         self.auc = AucMeter(params) if config.metric == "auc" else None
@@ -138,7 +108,7 @@ class OnlineLearner:
         """``names`` of the input features (with --oaa, of each class's copy), and with
         --stage_poly those of the monomials."""
         return self.expander.feature_names(self.reduction.feature_names(names),
-                                           int(self.params[layouts.P_CONSTANT]))
+                                           int(self.params[layouts.P.constant]))
 
     def end_pass(self, lines: int, last: bool) -> None:
         """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
@@ -305,7 +275,7 @@ class OnlineLearner:
         """Predict every example of ``batch`` without learning or touching the statistics."""
         self._before_predicting(batch)
         params = self.params.copy()
-        params[layouts.P_TEST_ONLY] = 1
+        params[layouts.P.test_only] = 1
         self._kernel(batch, preds, self._no_rows, params, self.state.copy(),
                      self.new_stats())
 

@@ -137,7 +137,7 @@ def run_passes(learner, learn_pass: Callable[[int], int],
     holdout = Holdout(config)
     passes = 0
     while passes < config.passes and not holdout.stopped_early:
-        learner.params[layouts.P_HOLDOUT_ROWS] = holdout.active and passes > 0
+        learner.params[layouts.P.holdout_rows] = holdout.active and passes > 0
         lines = learn_pass(passes)
         passes += 1
         # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
@@ -146,7 +146,7 @@ def run_passes(learner, learn_pass: Callable[[int], int],
         if learner.auc is not None:
             learner.auc.end_pass(improved)
         learner.history.end_pass(holdout.last, learner.stats[layouts.R_EXAMPLES])
-        learner.params[layouts.P_ETA] *= config.decay_learning_rate
+        learner.params[layouts.P.eta] *= config.decay_learning_rate
         if improved and path:
             save(path)
         if config.save_per_pass and path:

@@ -2,8 +2,9 @@
 fields are read by name, at no cost at run time). Each bundle is defined here once:
 ``learn_batch(model, family, expander, reduction, examples, out)`` (kernel/loop.py) takes one
 of each, and every function below it takes the bundles it reads, never their arrays one by one.
-The ``family`` bundle is the learner family's own (learners/family.py ``BUNDLE``): its type
-chooses the family's kernels (kernel/dispatch.py).
+The example loops' options travel as ``Settings`` (kernel/layouts.py ``PARAMS.settings``, a
+field per declared parameter, loop.settings). The ``family`` bundle is the learner family's own
+(learners/family.py ``BUNDLE``): its type chooses the family's kernels (kernel/dispatch.py).
 """
 from __future__ import annotations
 
@@ -59,9 +60,3 @@ Classes = namedtuple("Classes", ["index", "value", "scores", "probabilities"])
 
 # --stage_poly's synthetic example (a row per slot of the table) and its walk's stack.
 Synthetic = namedtuple("Synthetic", ["index", "value", "stack"])
-
-# The example loops' options, read from the parameters once per batch (loop.settings).
-Settings = namedtuple("Settings", [
-    "loss", "loss_param", "test_only", "fixed_range", "mask", "permutations", "l1", "l2",
-    "regularized", "stage_poly", "constant", "sched_exponent", "heuristic", "doubling",
-    "poly_fallback", "normalized", "binary"])

@@ -80,13 +80,13 @@ def predict(a):
         return -1
     model, out = a.model, a.out
     params, state, stats = model.params, model.state, out.stats
-    if not (a.model_params.shape[0] == params.shape[0] > layouts.P_TEST_ONLY
+    if not (a.model_params.shape[0] == params.shape[0] > layouts.P.test_only
             and a.model_state.shape[0] == state.shape[0]
             and a.fresh_stats.shape[0] == stats.shape[0]):
         raise ValueError("kept.predict: not a prediction's arguments")
     for j in range(params.shape[0]):
         params[j] = a.model_params[j]
-    params[layouts.P_TEST_ONLY] = 1.0
+    params[layouts.P.test_only] = 1.0
     for j in range(state.shape[0]):
         state[j] = a.model_state[j]
     for j in range(stats.shape[0]):

@@ -2,12 +2,14 @@
 parameters as the kernel reads them (float64 arrays of named fields, olearn/core/fields.py),
 and the width of a progress-table row.
 
-The kernels index fields through the module constants (``S_T``, ``R_SUM_LOSS``, ``P_ETA``),
+The kernels index fields through the module constants (``S_T``, ``R_SUM_LOSS``, ``P.eta``),
 which numba compiles as literals; Python code outside the kernels reads fields by name.
 """
 from __future__ import annotations
 
-from olearn.core.fields import Field, Layout
+from olearn.core.fields import Field, Layout, Param, Parameters
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.features import stage_poly
 from olearn.learners import regularize
 from olearn.reductions import oaa
 
@@ -50,28 +52,59 @@ STATS = Layout(
 STATS_SIZE = len(STATS)
 STATS.check_constants(globals(), "R_")
 
-# Parameters (float64 array): the run's options as the kernel reads them, never saved.
-PARAMS = Layout("params", *(Field(name, saved=False) for name in (
-    "eta", "power_t", "progress", "adaptive", "normalized", "invariant", "loss",
-    "fixed_range", "test_only", "progress_add",
-    "loss_param",      # the loss's parameter (losses.py: τ for quantile)
-    "link",            # LINKS
-    "binary", "mask", "permutations", "l1", "l2",
-    "holdout_period",  # hold out every n-th line of a pass (0: no holdout) ...
-    "holdout_after",   # ... or, when > 0, every line after this one
-    "holdout_rows",    # table rows report the holdout loss (from pass 2 on)
-    "stage_poly",      # learn on the synthetic examples of --stage_poly
-    "sched_exponent", "doubling", "heuristic",
-    "poly_fallback",   # --stage_poly_fallback: each stage's shallowest parent
-    "constant",        # the constant feature's index
-    "oaa",             # --oaa's class count K (0: one scalar problem)
-    "probabilities")))  # --oaa: probabilities instead of scores
-(P_ETA, P_POWER_T, P_PROGRESS, P_ADAPTIVE, P_NORMALIZED, P_INVARIANT, P_LOSS, P_FIXED_RANGE,
- P_TEST_ONLY, P_PROGRESS_ADD, P_LOSS_PARAM, P_LINK, P_BINARY, P_MASK, P_PERMUTATIONS, P_L1, P_L2,
- P_HOLDOUT_PERIOD, P_HOLDOUT_AFTER, P_HOLDOUT_ROWS, P_STAGE_POLY, P_SCHED_EXPONENT, P_DOUBLING,
- P_HEURISTIC, P_POLY_FALLBACK, P_CONSTANT, P_OAA, P_PROBABILITIES) = range(len(PARAMS))
+# How --link's functions are coded in the "link" parameter (gd.output).
+LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
+
+
+def _constant(config) -> int:
+    """The constant feature's index: VW's, widened as --oaa widens every index."""
+    return ((CONSTANT_HASH & config.mask) << oaa.index_shift(config.oaa)) & config.mask
+
+
+# Parameters (float64 array): the run's options as the kernels read them, never saved. A
+# kernel-read option is one line here; the kernels read it as ``s.name`` (the example loops'
+# settings, kernel/loop.py) or ``params[P.name]``. The passes and the test-only calls change
+# holdout_rows, eta and test_only as they go.
+PARAMS = Parameters(
+    "params",
+    Param("eta", lambda c: c.eta),
+    Param("power_t", lambda c: c.power_t),
+    Param("progress", lambda c: c.progress_arg, doc="table rows: the step or the factor"),
+    Param("progress_add", lambda c: c.progress_add, bool, "table rows: add the step"),
+    Param("adaptive", lambda c: c.update_rule[0], bool),
+    Param("normalized", lambda c: c.update_rule[1], bool),
+    Param("invariant", lambda c: c.update_rule[2], bool),
+    Param("loss", lambda c: c.loss.code, int),
+    Param("loss_param", lambda c: c.loss_param, doc="the loss's parameter (τ for quantile)"),
+    Param("fixed_range", lambda c: c.min_prediction is not None or c.max_prediction is not None,
+          bool, "--min_prediction/--max_prediction fix the clipping range"),
+    Param("test_only", lambda c: c.testonly, bool),
+    Param("link", lambda c: LINKS[c.link], int),
+    Param("binary", lambda c: c.binary, bool),
+    Param("mask", lambda c: c.mask, int),
+    Param("permutations", lambda c: c.permutations, bool),
+    Param("l1", lambda c: c.l1),
+    Param("l2", lambda c: c.l2),
+    Param("regularized", lambda c: c.l1 > 0 or c.l2 > 0, bool),
+    Param("holdout_period", lambda c: c.holdout_period if c.holdout else 0, int,
+          "hold out every n-th line of a pass (0: no holdout) ..."),
+    Param("holdout_after", lambda c: c.holdout_after if c.holdout else 0, int,
+          "... or, when > 0, every line after this one"),
+    Param("holdout_rows", lambda c: False, bool,
+          "table rows report the holdout loss (from pass 2 on)"),
+    Param("stage_poly", lambda c: c.stage_poly, bool,
+          "learn on the synthetic examples of --stage_poly"),
+    Param("sched_exponent", lambda c: c.sched_exponent),
+    Param("doubling", lambda c: not c.batch_sz_no_doubling, bool),
+    Param("heuristic", lambda c: stage_poly.HEURISTICS[c.poly_heuristic], int),
+    Param("poly_fallback", lambda c: c.stage_poly_fallback, bool,
+          "--stage_poly_fallback: each stage's shallowest parent"),
+    Param("constant", _constant, int, "the constant feature's index"),
+    Param("oaa", lambda c: c.oaa or 0, int, "--oaa's class count K (0: one scalar problem)"),
+    Param("probabilities", lambda c: c.probabilities, bool,
+          "--oaa: probabilities instead of scores"))
+P = PARAMS.index
 PARAMS_SIZE = len(PARAMS)
-PARAMS.check_constants(globals(), "P_")
 
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row,
 # the prediction's probability (--oaa --probabilities; else NaN)

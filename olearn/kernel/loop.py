@@ -23,32 +23,10 @@ from olearn.kernel.bundles import (
     Example,
     Features,
     Scratch,
-    Settings,
     Synthetic,
 )
 from olearn.kernel.layouts import (
-    P_BINARY,
-    P_CONSTANT,
-    P_DOUBLING,
-    P_FIXED_RANGE,
-    P_HEURISTIC,
-    P_HOLDOUT_AFTER,
-    P_HOLDOUT_PERIOD,
-    P_HOLDOUT_ROWS,
-    P_L1,
-    P_L2,
-    P_LOSS,
-    P_LOSS_PARAM,
-    P_MASK,
-    P_NORMALIZED,
-    P_OAA,
-    P_PERMUTATIONS,
-    P_POLY_FALLBACK,
-    P_PROGRESS,
-    P_PROGRESS_ADD,
-    P_SCHED_EXPONENT,
-    P_STAGE_POLY,
-    P_TEST_ONLY,
+    PARAMS,
     PARAMS_SIZE,
     R_DUMP_AT,
     R_EXAMPLES,
@@ -74,6 +52,7 @@ from olearn.kernel.layouts import (
     S_T,
     STATE_SIZE,
     STATS_SIZE,
+    P,
 )
 from olearn.learners import gd
 from olearn.learners.losses import known
@@ -120,13 +99,13 @@ def _check_arguments(model, family, expander, reduction, examples, out):
             or stats.shape[0] < STATS_SIZE):
         raise ValueError("learn_batch: parameter, state or statistics array too short")
     size = W.shape[0]
-    if W.shape[1] < WIDTH or size != np.int64(params[P_MASK]) + 1:
+    if W.shape[1] < WIDTH or size != np.int64(params[P.mask]) + 1:
         raise ValueError("learn_batch: the weight table does not match the mask")
     n = numbers.shape[0]
     if (numbers.shape[1] < 3 or offsets.shape[0] != n + 1 or lines.shape[0] < n
             or preds.shape[0] < n or preds.shape[1] < 2 or rows.shape[1] < ROW_COLS):
         raise ValueError("learn_batch: batch arrays of different lengths")
-    if not known(int(params[P_LOSS])):
+    if not known(int(params[P.loss])):
         raise ValueError("learn_batch: unknown loss code")
     if not valid_batch(offsets, index, value, namespace, size - 1):
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
@@ -136,8 +115,8 @@ def _check_arguments(model, family, expander, reduction, examples, out):
         raise ValueError("learn_batch: linear must flag all 256 namespace indices")
     if not dispatch.fits(family, model):
         raise ValueError("learn_batch: the learner family's state does not fit the table")
-    if params[P_STAGE_POLY] != 0 and not (stage_poly.fits(poly, size, int(params[P_HEURISTIC]))
-                                          and 0 <= params[P_CONSTANT] < size):
+    if params[P.stage_poly] != 0 and not (stage_poly.fits(poly, size, int(params[P.heuristic]))
+                                          and 0 <= params[P.constant] < size):
         raise ValueError("learn_batch: --stage_poly state of the wrong shape")
     if not reducing.fits(reduction, model, out):
         raise ValueError("learn_batch: the reduction's state or class count does not fit")
@@ -185,8 +164,8 @@ def new_scratch(terms, params):
     at most once; none without it) and its walk's stack, and --oaa's per-class scratch (a
     class's copy of an example, 16 rows grown as examples need; a score and a probability per
     class)."""
-    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
-    k = np.int64(params[P_OAA])
+    synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
+    k = np.int64(params[P.oaa])
     rows = 16 if k > 0 else 0
     return Scratch(np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
                    Synthetic(np.empty(synthetic, dtype=np.uint32),
@@ -200,9 +179,9 @@ def scratch_fits(scratch, terms, params):
     """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
     parameters (at least its rows)."""
     work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = scratch
-    synthetic = np.int64(params[P_MASK]) + 1 if params[P_STAGE_POLY] != 0 else 0
+    synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
     depth = stage_poly.MAX_DEPTH + 1
-    k = np.int64(params[P_OAA])
+    k = np.int64(params[P.oaa])
     return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
             and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
             and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
@@ -221,36 +200,24 @@ def _learn(model, family, expander, reduction, examples, out, scratch):
     # The stack is fixed at compile time: the reduction's bundle type chooses its kernels
     # (kernel/reducing.py), the family's its own (kernel/dispatch.py); numba compiles a loop for
     # each combination used. Whether examples need an expansion is chosen per batch.
-    if (expander.terms.shape[0] == 0 and model.params[P_STAGE_POLY] == 0
+    if (expander.terms.shape[0] == 0 and model.params[P.stage_poly] == 0
             and not _some_not_linear(expander.linear)):
         return _learn_examples(False, model, family, expander, reduction, examples, out, scratch)
     return _learn_examples(True, model, family, expander, reduction, examples, out, scratch)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def settings(params):
-    """The example loops' options (kernel/bundles.py ``Settings``), read once per batch."""
-    l1 = params[P_L1]
-    l2 = params[P_L2]
-    # named locals, then positional: numba compiles no call with this many keywords
-    loss = int(params[P_LOSS])
-    loss_param = params[P_LOSS_PARAM]
-    test_only = params[P_TEST_ONLY] != 0
-    fixed_range = params[P_FIXED_RANGE] != 0
-    mask = np.int64(params[P_MASK])
-    permutations = params[P_PERMUTATIONS] != 0
-    regularized = l1 > 0 or l2 > 0
-    stage_poly_on = params[P_STAGE_POLY] != 0
-    constant = np.int64(params[P_CONSTANT])
-    sched_exponent = params[P_SCHED_EXPONENT]
-    heuristic = int(params[P_HEURISTIC])
-    doubling = params[P_DOUBLING] != 0
-    poly_fallback = params[P_POLY_FALLBACK] != 0
-    normalized = params[P_NORMALIZED] != 0
-    binary = params[P_BINARY] != 0
-    return Settings(loss, loss_param, test_only, fixed_range, mask, permutations, l1, l2,
-                    regularized, stage_poly_on, constant, sched_exponent, heuristic, doubling,
-                    poly_fallback, normalized, binary)
+def _settings_kernel():
+    """The example loops' options, read once per batch: ``settings(params)`` gives every
+    parameter of kernel/layouts.py's PARAMS by name, converted to its kind (``s.l1``,
+    ``s.loss``...). Its source is generated from the declarations, so that a kernel-read option
+    is one declaration plus the line that reads it; inlined into each loop (so never cached on
+    its own)."""
+    namespace = {"np": np, "Settings": PARAMS.settings}
+    exec(PARAMS.settings_source("settings"), namespace)  # noqa: S102 - our own declarations
+    return njit(nogil=True, inline="always")(namespace["settings"])
+
+
+settings = _settings_kernel()
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -274,9 +241,9 @@ def _label(e, numbers, params, first_line, lines, test_only):
     imp = np.float64(numbers[e, 1])
     labeled = not np.isnan(y)
     held = False
-    period = np.int64(params[P_HOLDOUT_PERIOD])
+    period = np.int64(params[P.holdout_period])
     if period > 0:
-        held = held_out(period, np.int64(params[P_HOLDOUT_AFTER]), first_line + lines[e] + 1)
+        held = held_out(period, np.int64(params[P.holdout_after]), first_line + lines[e] + 1)
     return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
 
 
@@ -313,7 +280,7 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
     rows[nrows, 3] = shown
     rows[nrows, 4] = n_features
     rows[nrows, 8] = probability
-    if params[P_HOLDOUT_ROWS] != 0:
+    if params[P.holdout_rows] != 0:
         _holdout_averages(stats, rows[nrows])
         rows[nrows, 7] = 1.0
     else:
@@ -325,10 +292,10 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
         stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
         stats[R_LAST_W_LABELED] = wl
         rows[nrows, 7] = 0.0
-    if params[P_PROGRESS_ADD] != 0:
-        stats[R_DUMP_AT] = wsum + params[P_PROGRESS]
+    if params[P.progress_add] != 0:
+        stats[R_DUMP_AT] = wsum + params[P.progress]
     else:
-        stats[R_DUMP_AT] = wsum * params[P_PROGRESS]
+        stats[R_DUMP_AT] = wsum * params[P.progress]
     return nrows + 1
 
 

@@ -15,29 +15,11 @@ from numba import literally, njit
 from olearn.core.option import choice, flag, number
 from olearn.core.vmath import prefetch_row
 from olearn.kernel.bundles import Features
-from olearn.kernel.layouts import (
-    P_ADAPTIVE,
-    P_BINARY,
-    P_ETA,
-    P_INVARIANT,
-    P_L1,
-    P_L2,
-    P_LINK,
-    P_LOSS,
-    P_LOSS_PARAM,
-    P_NORMALIZED,
-    P_POWER_T,
-    S_NORM,
-    S_REG,
-    S_T,
-    S_TOTAL,
-)
+from olearn.kernel.layouts import LINKS, S_NORM, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
 from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.losses import derivative_shared, invariant_update_shared
 from olearn.learners.weights import W_G, W_N, W_RATE, W_W
-
-LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
 OPTIONS = (
     number("-l", "--learning_rate", kind=float, default=None, low=0.0, low_allowed=False,
@@ -167,9 +149,9 @@ def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     literally(prefetch)
     features = Features(index, value, lo, hi)
     params = model.params
-    adaptive = params[P_ADAPTIVE] != 0
-    normalized = params[P_NORMALIZED] != 0
-    sqrt_rate = params[P_POWER_T] == 0.5
+    adaptive = params[P.adaptive] != 0
+    normalized = params[P.normalized] != 0
+    sqrt_rate = params[P.power_t] == 0.5
     if adaptive and normalized and sqrt_rate:
         return _update_rule(True, True, True, model, features, p, y, imp, shared, work,
                             prefetch)
@@ -194,10 +176,10 @@ def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, sh
     never taken as views: a view takes and drops a reference, atomically, per example."""
     W, state, params = model
     index, value, lo, hi = features
-    invariant = params[P_INVARIANT] != 0
-    loss = int(params[P_LOSS])
-    param = params[P_LOSS_PARAM]
-    power_t = params[P_POWER_T]
+    invariant = params[P.invariant] != 0
+    loss = int(params[P.loss])
+    param = params[P.loss_param]
+    power_t = params[P.power_t]
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     d1 = derivative_shared(loss, param, p, y, shared)
     g2 = imp * d1 * d1 if adaptive else 0.0
@@ -253,7 +235,7 @@ def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, sh
         else:
             multiplier = avg ** neg_norm_power
         ppu *= multiplier
-    scale = params[P_ETA] * imp
+    scale = params[P.eta] * imp
     if not adaptive:
         scale *= (state[S_T] + imp) ** -power_t
     if invariant:
@@ -303,9 +285,9 @@ def _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n):
 @njit(cache=True, nogil=True)
 def output(params, p):
     """The prediction as the user sees it: after --link and --binary."""
-    if params[P_BINARY] != 0:
+    if params[P.binary] != 0:
         return 1.0 if p > 0 else -1.0
-    link = params[P_LINK]
+    link = params[P.link]
     if link == 1:
         return 1.0 / (1.0 + np.exp(-p))
     if link == 2:
@@ -319,8 +301,8 @@ def output(params, p):
 def _fits(family, model):
     """The lazy regularization's snapshots fit the table (with --l1/--l2)."""
     W, state, params = model
-    lam2 = params[P_L2]
-    if params[P_L1] > 0 or lam2 > 0:
+    lam2 = params[P.l2]
+    if params[P.l1] > 0 or lam2 > 0:
         return regularize.fits(family.lazy, state[S_REG:S_REG + regularize.SIZE], W.shape[0],
                                lam2 > 0)
     return True

@@ -45,8 +45,8 @@ class AucMeter:
     of the pass with the best holdout loss (the model -f keeps)."""
 
     def __init__(self, params: np.ndarray):
-        self._period = np.int64(params[layouts.P_HOLDOUT_PERIOD])
-        self._after = np.int64(params[layouts.P_HOLDOUT_AFTER])
+        self._period = np.int64(params[layouts.P.holdout_period])
+        self._after = np.int64(params[layouts.P.holdout_after])
         self._seen: list[tuple[np.ndarray, ...]] = []
         self._held: list[tuple[np.ndarray, ...]] = []
         self.holdout = math.nan  # the best pass's holdout AUC

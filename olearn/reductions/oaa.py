@@ -63,6 +63,11 @@ def feature_width(classes: int) -> int:
     return 1 << max(classes - 1, 0).bit_length()
 
 
+def index_shift(classes: int | None) -> int:
+    """How far --oaa shifts a feature's index (``h · W``, W the feature width); 0 without."""
+    return feature_width(classes).bit_length() - 1 if classes else 0
+
+
 def check(config) -> None:
     """The options --oaa needs or refuses (called from Config's checks)."""
     from olearn.errors import OptionError
@@ -94,7 +99,7 @@ class OneAgainstAll:
     def __init__(self, config):
         self.k = config.oaa or 0
         self.on = self.k > 0
-        self.shift = feature_width(self.k).bit_length() - 1 if self.on else 0
+        self.shift = index_shift(self.k)
         self.mask = config.mask
         adaptive, normalized, _ = config.update_rule
         self.classes = np.zeros((max(self.k, 1), len(CLASSES)))

@@ -17,15 +17,7 @@ from numba import njit
 from olearn.features import stage_poly
 from olearn.kernel import dispatch
 from olearn.kernel.bundles import Features, Predicted, Scored
-from olearn.kernel.layouts import (
-    P_OAA,
-    P_PROBABILITIES,
-    S_INDEXING,
-    S_MAX,
-    S_MIN,
-    S_NORM,
-    S_TOTAL,
-)
+from olearn.kernel.layouts import S_INDEXING, S_MAX, S_MIN, S_NORM, S_TOTAL, P
 from olearn.learners.losses import loss_value_shared, shared_term
 from olearn.reductions import oaa
 from olearn.reductions.one_problem import clipped
@@ -34,7 +26,7 @@ from olearn.reductions.one_problem import clipped
 @njit(cache=True, nogil=True, _nrt=False)
 def fits(reduction, model, out):
     """The class count (the parameter) against the per-class sums and the prediction array."""
-    k = model.params[P_OAA]
+    k = model.params[P.oaa]
     return (k == np.floor(k) and 1 <= k <= model.W.shape[0]
             and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
             and out.preds.shape[1] >= 2 + k)
@@ -72,7 +64,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     score or (--probabilities) probability to ``pred``. A learned label 0 or K decides the
     classes' indexing, once (VW's rule)."""
     state = model.state
-    k_classes = np.int64(model.params[P_OAA])
+    k_classes = np.int64(model.params[P.oaa])
     scores = scratch.classes.scores
     best = 0
     n_features = 0
@@ -87,7 +79,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     indexing = state[S_INDEXING]
     shown = np.float64(best + (0 if indexing == 0 else 1))
     probability = np.nan
-    if model.params[P_PROBABILITIES] != 0:  # float32, as VW computes them
+    if model.params[P.probabilities] != 0:  # float32, as VW computes them
         probs = scratch.classes.probabilities
         total = np.float32(0.0)
         for k in range(k_classes):
@@ -126,9 +118,9 @@ def _class_label(y, indexing, k):
 @njit(cache=True, nogil=True, _nrt=False)
 def _log_loss(model, ex, scratch):
     """--probabilities: the multiclass log loss of the label's class (999 for probability 0)."""
-    if model.params[P_PROBABILITIES] == 0:
+    if model.params[P.probabilities] == 0:
         return 0.0
-    k_classes = np.int64(model.params[P_OAA])
+    k_classes = np.int64(model.params[P.oaa])
     p_true = scratch.classes.probabilities[
         _class_label(ex.y, model.state[S_INDEXING], k_classes)]
     return -np.log(p_true) * ex.imp if p_true > 0 else 999.0
@@ -149,7 +141,7 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
     classes = reduction.classes
     first = 0 if state[S_INDEXING] == 0 else 1
     ssm = expander.poly[2]
-    for k in range(np.int64(model.params[P_OAA])):
+    for k in range(np.int64(model.params[P.oaa])):
         yk = 1.0 if ex.y == k + first else -1.0
         if not s.fixed_range:
             state[S_MIN] = min(state[S_MIN], yk)

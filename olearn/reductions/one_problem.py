@@ -12,7 +12,7 @@ from numba import njit
 from olearn.features import stage_poly
 from olearn.kernel import dispatch
 from olearn.kernel.bundles import Features, Predicted, Scored
-from olearn.kernel.layouts import P_OAA, S_MAX, S_MIN
+from olearn.kernel.layouts import S_MAX, S_MIN, P
 from olearn.learners import gd
 from olearn.learners.losses import loss_value_shared, shared_term
 
@@ -20,7 +20,7 @@ from olearn.learners.losses import loss_value_shared, shared_term
 @njit(cache=True, nogil=True, _nrt=False)
 def fits(reduction, model, out):
     """One scalar problem: no class count."""
-    return model.params[P_OAA] == 0
+    return model.params[P.oaa] == 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)

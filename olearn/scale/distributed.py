@@ -621,7 +621,7 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         learner.stats = merge_stats(learner.stats, stats)
         console.progress(0, int(learner.stats[layouts.R_EXAMPLES]))
         if row is not None:
-            row = _pass_row(learner.stats, stats, row, bool(learner.params[layouts.P_HOLDOUT_ROWS]))
+            row = _pass_row(learner.stats, stats, row, bool(learner.params[layouts.P.holdout_rows]))
             learner.history.add(row[None])
             console.print(format_row(row))
         return lines
