@@ -23,7 +23,8 @@ def kernel_predictions(examples, config, learner=None):
 
 
 def kernel_outputs(examples, config, learner=None):
-    """The kernel's prediction array (output, raw; with --oaa, the classes' scores after)."""
+    """The kernel's prediction array (output, raw; with --oaa, the classes' scores after the
+    two columns of their first class's number: ``OnlineLearner.scores`` picks them)."""
     from olearn.data.batch import ExampleBatch
     offsets = np.cumsum([0] + [len(f) for _, _, f in examples])
     numbers = np.array([[np.nan if y is None else y, imp, 0.0] for y, imp, _ in examples],

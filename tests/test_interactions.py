@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from conftest import olearn_cmd, run_cmd
 
-from olearn.features.interactions import encode, expand, expanded_size, terms_of
+from olearn.features.interactions import encode, expand, expanded_size, terms_of, with_wildcards
 
 FNV = 16777619
 
@@ -64,6 +64,16 @@ def test_duplicate_interactions_are_removed_with_a_warning():
     assert terms_of(["ab", "ba"], [], [], False, False, warnings.append) == ["ab"]
     assert len(warnings) == 1
     assert terms_of(["ab", "ba"], [], [], False, True, warnings.append) == ["ab", "ba"]
+
+
+def test_wildcards_give_each_combination_once():
+    assert with_wildcards(["::", "ab"], [ord("a"), ord("b")]) == ["aa", "ab", "bb"]
+
+
+def test_wildcards_with_leave_duplicates_give_every_ordered_tuple():
+    assert (with_wildcards(["::", "ab"], [ord("a"), ord("b")], leave_duplicates=True)
+            == ["aa", "ab", "ba", "bb", "ab"])
+    assert len(with_wildcards([":::"], [ord("a"), ord("b")], leave_duplicates=True)) == 8
 
 
 def test_terms_are_sorted_by_length_then_letters():

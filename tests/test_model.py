@@ -52,6 +52,24 @@ def test_continued_regularized_training_equals_an_uninterrupted_run(tmp_path, ha
     np.testing.assert_allclose(joined, whole_run, rtol=1e-4, atol=1e-5)
 
 
+def test_predict_only_model_continues_from_the_weights_with_fresh_sums(tmp_path, halves):
+    """VW's --predict_only_model: -f keeps the weights and the label range, not the adaptive
+    and normalizer sums or the clock."""
+    from olearn.kernel import layouts
+    from olearn.persistence import model
+    first, _, _ = halves
+    full, bare = tmp_path / "full.olearn", tmp_path / "bare.olearn"
+    assert olearn("-d", first, "-f", full, "--quiet")[0] == 0
+    assert olearn("-d", first, "-f", bare, "--predict_only_model", "--quiet")[0] == 0
+    kept, dropped = model.load(str(full)), model.load(str(bare))
+    assert np.array_equal(kept.arrays["rows"][:, 0], dropped.arrays["rows"][:, 0])
+    assert np.any(kept.arrays["rows"][:, 1:] != 0) and not np.any(dropped.arrays["rows"][:, 1:])
+    fresh = [layouts.S_NORM, layouts.S_TOTAL, layouts.S_T]
+    kept_range = [layouts.S_MIN, layouts.S_MAX]
+    assert not np.any(dropped.state[fresh]) and np.all(kept.state[fresh])
+    assert np.array_equal(dropped.state[kept_range], kept.state[kept_range])
+
+
 def test_testonly_predicts_with_the_saved_model_without_learning(tmp_path, halves):
     first, second, _ = halves
     model = tmp_path / "m.olearn"

@@ -13,6 +13,7 @@ from reference import oaa_predictions, parse_vw_line
 
 from olearn import Learner
 from olearn.data.hashing import CONSTANT_HASH
+from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
 from olearn.outputs.predictions import format_general
@@ -40,11 +41,12 @@ def _class_examples(seed=5, n=400, classes=4):
 def test_oaa_kernel_equals_the_reference_one_against_all(rule):
     examples = _class_examples()
     config = Config(bit_precision=BITS, oaa=4, quiet=True, **rule)
-    got = kernel_outputs(examples, config)
+    learner = OnlineLearner(config)
+    got = kernel_outputs(examples, config, learner)
     want = oaa_predictions(examples, 4, BITS, *config.update_rule, eta=config.eta,
                            power_t=config.power_t, t0=config.t0)
     scores = np.array([s for _, s in want])
-    np.testing.assert_allclose(got[:, 2:], scores, rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(learner.scores(got), scores, rtol=2e-4, atol=1e-5)
     top_two = np.sort(scores, axis=1)[:, -2:]
     clear = top_two[:, 1] - top_two[:, 0] > 1e-3  # not a tie within float32 rounding
     assert clear.sum() > len(examples) / 4
@@ -76,6 +78,26 @@ def test_label_zero_makes_the_labels_zero_based(tmp_path):
     assert code == 0 and "average loss = 0.750000" in err
     # the first prediction is made before label 0 is learned: class 1, as VW
     assert preds.split() == ["1", "0", "0", "0"]
+
+
+def test_class_lists_are_numbered_as_the_example_label_left_the_indexing(tmp_path):
+    code, preds, err = _run(tmp_path, "1 |a x\n0 |a y\n2 |a z\n", "--oaa", "3", "--scores")
+    assert code == 0
+    # VW writes the list after learning: label 0 makes its own example's classes 0-based
+    assert [line.split()[0].split(":")[0] for line in preds.splitlines()] == ["1", "0", "0"]
+
+
+def test_raw_scores_of_zero_based_classes_start_with_the_last_class_as_vw(tmp_path):
+    data, raw, scores = tmp_path / "d.vw", tmp_path / "r.txt", tmp_path / "s.txt"
+    data.write_text("0 |a x\n1 |a y\n2 |a x\n")
+    olearn_here("-d", data, "--oaa", "3", "-r", raw, "--quiet")
+    olearn_here("-d", data, "--oaa", "3", "--scores", "-p", scores, "--quiet")
+    listed = [line.split() for line in scores.read_text().splitlines()]
+    raw_lines = [line.split() for line in raw.read_text().splitlines()]
+    assert [p.split(":")[0] for p in raw_lines[0]] == ["1", "2", "3"]  # before label 0
+    for mine, plain in zip(raw_lines[1:], listed[1:], strict=True):
+        assert [p.split(":")[0] for p in mine] == ["0", "1", "2"]
+        assert [p.split(":")[1] for p in mine] == [p.split(":")[1] for p in plain[-1:] + plain[:-1]]
 
 
 def test_indexing_option_fixes_the_labels_from_the_start(tmp_path):

@@ -913,3 +913,82 @@ def test_oaa_audit_lines_match_vw(vw, tmp_path, options):
             assert a_head == b_head and a_nums[:2] == b_nums[:2]  # name, index, value
             assert all(_close(float(x), float(y), WEIGHT_REL, WEIGHT_ABS)
                        for x, y in zip(a_nums[2:], b_nums[2:]))
+
+
+# --------------------------------------------------------------------------------------------
+# The differences VW's core tests found (issue 31), each on a small generated file
+
+def _regression_lines(seed: int, n: int, namespaces: str = "abc") -> str:
+    r = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        feats = " ".join(f"|{ns} " + " ".join(f"f{r.randrange(20)}:{r.uniform(-1, 1):.3f}"
+                                             for _ in range(r.randrange(1, 4)))
+                         for ns in namespaces if r.random() < 0.8)
+        lines.append(f"{r.uniform(-1, 1):.3f} {feats or '|a x'}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("rule", [["--invariant"], ["--sgd"]])
+def test_plain_rule_with_initial_t_scales_the_learning_rate_as_vw(vw, tmp_path, rule):
+    """VW's core tests 1 and 384: eta times initial_t^power_t without --adaptive/--normalized."""
+    path = _write(tmp_path / "d.vw", _regression_lines(3, 300))
+    args = ["-d", path, "-l", "0.5", "--initial_t", "100", "--power_t", "1", *rule]
+    ol, ref = _both(args, args)
+    assert "learning rate = 50\n" in ol[2] and "learning rate = 50\n" in ref[2]
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+
+
+def test_leave_duplicate_wildcard_pairs_match_vw(vw, tmp_path):
+    """VW's core test 594: -q :: --leave_duplicate_interactions keeps every ordered pair."""
+    path = _write(tmp_path / "d.vw", _regression_lines(4, 200))
+    args = ["-d", path, "-q", "::", "--leave_duplicate_interactions"]
+    ol, ref = _both(args, args)
+    features = [re.search(r"total feature number = (\d+)", r[2]).group(1) for r in (ol, ref)]
+    assert features[0] == features[1]
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+
+
+@pytest.mark.parametrize("output", ["--scores", "--probabilities"])
+def test_oaa_class_lists_are_numbered_as_after_the_label_as_vw(vw, tmp_path, output):
+    """VW's core tests 359 and 360: a first label 0 renumbers that example's class list."""
+    path = _write(tmp_path / "d.vw", "1 | a:2 b:3\n2 | e:2 b:3\n0 | a:2 b:3\n0 | b:2 c:3\n"
+                                     "4 | b:2 d:3\n3 | e:2 d:3\n")
+    runs = [tmp_path / "ol.p", tmp_path / "vw.p"]
+    args = ["-d", path, output, "--oaa", "4", "--loss_function", "logistic"]
+    ol, ref = _both([*args, "-p", runs[0]], [*args, "-p", runs[1]])
+    assert average_loss(ol[2]) == average_loss(ref[2])
+    for mine, theirs in zip(runs[0].read_text().splitlines(), runs[1].read_text().splitlines(),
+                            strict=True):
+        pairs = [[p.split(":") for p in line.split()] for line in (mine, theirs)]
+        assert [c for c, _ in pairs[0]] == [c for c, _ in pairs[1]]
+        assert all(_close(float(a), float(b), PRED_REL, PRED_ABS)
+                   for (_, a), (_, b) in zip(*pairs))
+
+
+def test_oaa_raw_scores_of_zero_based_classes_are_written_as_vw(vw, tmp_path):
+    path = _write(tmp_path / "d.vw", "0 |a x\n1 |a y\n2 |a z\n0 |a x\n")
+    ol, ref = _both(["-d", path, "--oaa", "3", "-r", tmp_path / "ol.r"],
+                    ["-d", path, "--oaa", "3", "-r", tmp_path / "vw.r"])
+    mine, theirs = ((tmp_path / name).read_text().split() for name in ("ol.r", "vw.r"))
+    assert [p.split(":")[0] for p in mine] == [p.split(":")[0] for p in theirs]
+    assert all(_close(float(a.split(":")[1]), float(b.split(":")[1]), PRED_REL, PRED_ABS)
+               for a, b in zip(mine, theirs, strict=True))
+
+
+def test_predict_only_model_continues_from_the_weights_alone_as_vw(vw, tmp_path):
+    """VW's core test 208: -f with --predict_only_model keeps no optimizer state, and
+    --invert_hash leaves a weight whose feature it has not seen unnamed (``:index:w``)."""
+    first = _write(tmp_path / "1.vw", "1 | a b\n2 | a c\n")
+    second = _write(tmp_path / "2.vw", "1 | a d\n0.5 | e\n")
+    out = {}
+    for tool, run in (("ol", olearn_cmd), ("vw", vw_cmd)):
+        model, names = tmp_path / f"{tool}.model", tmp_path / f"{tool}.names"
+        for args in (["-d", first, "-f", model, "--noconstant", "--predict_only_model"],
+                     ["-d", second, "-i", model, "--noconstant", "--predict_only_model",
+                      "--invert_hash", names]):
+            rc, _, err = run_concurrently(run(*args))[0]
+            assert rc == 0, err
+        out[tool] = _weight_lines(names.read_text())
+    assert out["ol"].keys() == out["vw"].keys() and any(k.startswith(":") for k in out["ol"])
+    assert all(_close(out["ol"][k][0], out["vw"][k][0], PRED_REL, PRED_ABS) for k in out["ol"])

@@ -26,6 +26,7 @@ from olearn.outputs.metrics import AucMeter
 from olearn.outputs.predictions import format_classes, format_predictions
 from olearn.outputs.report import warning_lines, warning_text
 from olearn.persistence import model
+from olearn.reductions import oaa
 from olearn.reductions.oaa import OneAgainstAll
 
 PARSE_THREADS = 2
@@ -64,11 +65,7 @@ class OnlineLearner:
             ({}, {}) if hasattr(loop.learn_batch, "overloads") and not self.reduction.on else None)
         self._kept_rows = np.empty((ROWS_PER_BATCH, layouts.ROW_COLS))  # kept learning calls' rows
         self._no_rows = self._kept_rows[:0]
-        self.state = layouts.STATE.defaults()
-        self.state[layouts.S_T] = t0
-        self.state[layouts.S_MIN], self.state[layouts.S_MAX] = config.loss.start_range
-        self.family.start(self.state)
-        self._apply_fixed_options()
+        self.state = self._fresh_state()
         self.stats = self.new_stats()
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
         # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
@@ -82,7 +79,8 @@ class OnlineLearner:
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
-        self.terms = interactions.encode(interactions.with_wildcards(config.terms, []))
+        self.terms = interactions.encode(interactions.with_wildcards(
+            config.terms, [], config.leave_duplicate_interactions))
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
@@ -114,20 +112,29 @@ class OnlineLearner:
         """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
         self.expander.end_pass(lines, last)
 
-    def _apply_fixed_options(self) -> None:
+    def _fresh_state(self) -> np.ndarray:
+        """The learner state before any example."""
+        state = layouts.STATE.defaults()
+        state[layouts.S_T] = self.config.t0
+        state[layouts.S_MIN], state[layouts.S_MAX] = self.config.loss.start_range
+        self.family.start(state)
+        self._apply_fixed_options(state)
+        return state
+
+    def _apply_fixed_options(self, state: np.ndarray) -> None:
         """--min_prediction/--max_prediction fix the clipping range, --indexing the classes."""
         if self.config.min_prediction is not None:
-            self.state[layouts.S_MIN] = self.config.min_prediction
+            state[layouts.S_MIN] = self.config.min_prediction
         if self.config.max_prediction is not None:
-            self.state[layouts.S_MAX] = self.config.max_prediction
+            state[layouts.S_MAX] = self.config.max_prediction
         if self.config.indexing is not None:
-            self.state[layouts.S_INDEXING] = self.config.indexing
+            state[layouts.S_INDEXING] = self.config.indexing
 
     def restore(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Continue from a saved state (the fixed range of this run's options still applies)."""
         self.weights[:] = weights
         self.state[:] = state
-        self._apply_fixed_options()
+        self._apply_fixed_options(self.state)
 
     def sync(self) -> None:
         """Put the model itself into ``weights``: the family applies every pending
@@ -145,8 +152,12 @@ class OnlineLearner:
         if not (self.family.storable(self.weights) and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
-        model.save(path, self.config, self.weights, self.state,
-                   (self.expander, self.reduction, self.family))
+        weights, state = self.weights, self.state
+        if self.config.predict_only_model:  # VW's: the weights and label range, no resume state
+            weights, state = model.without_resume_state(weights, self.config), self._fresh_state()
+            for field in (layouts.S_MIN, layouts.S_MAX, layouts.S_INDEXING):
+                state[field] = self.state[field]
+        model.save(path, self.config, weights, state, (self.expander, self.reduction, self.family))
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(layouts.STATS_SIZE)
@@ -223,7 +234,8 @@ class OnlineLearner:
         if (present & ~self._namespaces).any():
             self._namespaces |= present
             self.terms = interactions.encode(interactions.with_wildcards(
-                self.config.terms, np.flatnonzero(self._namespaces).tolist()))
+                self.config.terms, np.flatnonzero(self._namespaces).tolist(),
+                self.config.leave_duplicate_interactions))
 
     def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.
@@ -302,6 +314,10 @@ class OnlineLearner:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
         return self.reduction.prediction_columns() if self.reduction.on else 2
 
+    def scores(self, preds: np.ndarray) -> np.ndarray:
+        """The raw scores in a prediction array; with --oaa, a column per class."""
+        return preds[:, oaa.CLASS_COLUMN:] if self.reduction.on else preds[:, 1]
+
     def new_predictions(self, batch: ExampleBatch) -> np.ndarray:
         return np.empty((len(batch), self.prediction_columns()), dtype=np.float32)
 
@@ -310,8 +326,9 @@ class OnlineLearner:
         score; with --oaa, the class, and every class's score for -r, --scores and
         --probabilities."""
         if self.reduction.on and (raw or self.reduction.scores):
-            first = 0 if self.state[layouts.S_INDEXING] == 0 else 1
-            return format_classes(preds[:, 2:], first, raw, batch.tags, batch.text)
+            first = oaa.RAW_FIRST_COLUMN if raw else oaa.FIRST_CLASS_COLUMN
+            return format_classes(preds[:, oaa.CLASS_COLUMN:], preds[:, first], raw,
+                                  batch.tags, batch.text)
         return format_predictions(preds[:, 1 if raw else 0], batch.tags, batch.text)
 
     def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
@@ -392,7 +409,7 @@ class OnlineLearner:
             one = batch.example(e)
             if self._kernel(one, preds[e:e + 1], row, self.params, self.state, self.stats):
                 rows.append(row)
-            lines = ([format_predictions(preds[e:e + 1, 2 + k], one.tags, one.text)
+            lines = ([format_predictions(preds[e:e + 1, oaa.CLASS_COLUMN + k], one.tags, one.text)
                       for k in classes] if self.reduction.on
                      else [self.prediction_lines(preds[e:e + 1], one, False)])
             emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"

@@ -69,7 +69,8 @@ def terms_of(quadratic: list[str], cubic: list[str], interactions: list[str],
     return sorted(kept, key=lambda t: (len(t), t.encode("latin-1")))
 
 
-def with_wildcards(terms: list[str], namespaces: list[int]) -> list[str]:
+def with_wildcards(terms: list[str], namespaces: list[int],
+                   leave_duplicates: bool = False) -> list[str]:
     """The terms to expand once ``namespaces`` (bytes seen so far) are known: each wildcard
     term's combinations first, then the plain terms that are not one of them (VW's rules,
     checked with --audit):
@@ -80,11 +81,17 @@ def with_wildcards(terms: list[str], namespaces: list[int]) -> list[str]:
       ``aaa baa bba bbb caa cba ...``), followed by the term's letters (``a::`` → ``... bca``);
     - a combination met before in another order is dropped, and one with a repeated namespace
       is sorted (``baa`` → ``aab``).
+
+    With ``leave_duplicates`` (--leave_duplicate_interactions) several ``:`` give every
+    ordered tuple (``aa ab ba bb``) and nothing is dropped or sorted, as VW.
     """
     letters = [chr(ns) for ns in sorted(set(namespaces)) if ns in PRINTABLE]
+    if leave_duplicates:
+        return ([combo for term in terms for combo in _wildcard_combinations(term, letters, True)]
+                + [term for term in terms if WILDCARD not in term])
     out, seen = [], set()
     for term in terms:
-        for combo in _wildcard_combinations(term, letters):
+        for combo in _wildcard_combinations(term, letters, False):
             key = "".join(sorted(combo))
             if key not in seen:
                 seen.add(key)
@@ -95,15 +102,19 @@ def with_wildcards(terms: list[str], namespaces: list[int]) -> list[str]:
     return out
 
 
-def _wildcard_combinations(term: str, letters: list[str]):
+def _wildcard_combinations(term: str, letters: list[str], ordered: bool):
     wildcards = term.count(WILDCARD)
     if wildcards == 1:
         for letter in letters:
             yield term.replace(WILDCARD, letter)
     elif wildcards > 1:
         fixed = term.replace(WILDCARD, "")
-        combos = (itertools.combinations_with_replacement(letters, 2) if wildcards == 2
-                  else _decreasing_combinations(letters, wildcards))
+        if ordered:
+            combos = itertools.product(letters, repeat=wildcards)
+        elif wildcards == 2:
+            combos = itertools.combinations_with_replacement(letters, 2)
+        else:
+            combos = _decreasing_combinations(letters, wildcards)
         for combo in combos:
             yield "".join(combo) + fixed
 

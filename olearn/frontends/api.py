@@ -189,7 +189,7 @@ class Learner:
         --oaa, a column per class: its clipped score (its probability with --probabilities)."""
         with self._locked():
             preds = self._run(self._batches(data), learn=False, stacklevel=3)[0]
-            return preds[:, 2:] if self.config.oaa is not None else preds[:, 1]
+            return self._learner.scores(preds)
 
     def __getstate__(self) -> dict:
         """Pickled as its options and model file (not the progress statistics): a copy

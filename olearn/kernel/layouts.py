@@ -102,7 +102,9 @@ PARAMS = Parameters(
     Param("constant", _constant, int, "the constant feature's index"),
     Param("oaa", lambda c: c.oaa or 0, int, "--oaa's class count K (0: one scalar problem)"),
     Param("probabilities", lambda c: c.probabilities, bool,
-          "--oaa: probabilities instead of scores"))
+          "--oaa: probabilities instead of scores"),
+    Param("class_lists", lambda c: c.scores or c.probabilities, bool,
+          "--oaa: -p writes every class's score or probability"))
 P = PARAMS.index
 PARAMS_SIZE = len(PARAMS)
 

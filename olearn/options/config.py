@@ -191,10 +191,15 @@ class _Checked:
 
     @property
     def eta(self) -> float:
-        if self.learning_rate is not None:
-            return self.learning_rate
+        """The learning rate; with a plain rule named (no --adaptive, no --normalized), VW
+        scales it by initial_t^power_t, as its first step's t^-power_t divides it back."""
         adaptive, normalized, _ = self.update_rule
-        return 0.5 if adaptive and normalized else 10.0
+        eta = self.learning_rate
+        if eta is None:
+            eta = 0.5 if adaptive and normalized else 10.0
+        if not (adaptive or normalized):
+            eta *= self.t0 ** self.power_t
+        return eta
 
     @property
     def t0(self) -> float:

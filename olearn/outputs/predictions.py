@@ -170,19 +170,21 @@ def format_predictions(preds, tags, text):
 
 @njit(cache=True, nogil=True)
 def format_classes(scores, first, lead, tags, text):
-    """--oaa's lines of per-class numbers: ``c:x`` for each class c = first, first + 1, ...
-    and its ``scores[e, c - first]``, space-separated (after a space with ``lead``, as VW's -r),
-    then `` tag`` as :func:`format_predictions`."""
+    """--oaa's lines of per-class numbers: ``c:x`` for each class c = first[e], first[e] + 1,
+    ... and its ``scores[e, c - first[e]]``, space-separated, then `` tag`` as
+    :func:`format_predictions`. With ``lead`` (VW's -r): after a space, and 0-based classes
+    shifted by one as VW writes them (``0:`` the last class's score, ``c:`` class c - 1's)."""
     n, k = scores.shape
     out = np.empty(n * (k * 40 + 2) + _tag_room(tags, text, n), dtype=np.uint8)
     o = 0
     for e in range(n):
+        shift = 1 if lead and first[e] == 0 else 0
         for c in range(k):
             if c > 0 or lead:
                 out[o] = 32
                 o += 1
-            o = _put_int(out, o, first + c)
+            o = _put_int(out, o, np.int64(first[e]) + c)
             out[o] = 58
-            o = format_general(out, o + 1, np.float64(scores[e, c]))
+            o = format_general(out, o + 1, np.float64(scores[e, (c - shift) % k]))
         o = _end_line(out, o, tags, e, text)
     return out[:o]

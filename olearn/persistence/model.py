@@ -27,7 +27,7 @@ from olearn.features.stage_poly import StagePoly
 from olearn.kernel import layouts
 from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
-from olearn.learners.weights import COLUMNS, W_G
+from olearn.learners.weights import COLUMNS, W_G, W_W
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
 from olearn.reductions.oaa import AUTO, OneAgainstAll
 
@@ -79,6 +79,13 @@ def _default_row(config: Config) -> np.ndarray:
     if config.update_rule[0] and config.t0 > 0:
         row[W_G] = config.t0
     return row
+
+
+def without_resume_state(weights: np.ndarray, config: Config) -> np.ndarray:
+    """A copy of ``weights`` whose optimizer sums are a fresh learner's (--predict_only_model)."""
+    fresh = np.tile(_default_row(config), (weights.shape[0], 1))
+    fresh[:, W_W] = weights[:, W_W]
+    return fresh
 
 
 def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,

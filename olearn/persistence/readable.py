@@ -52,7 +52,7 @@ def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray, fam
     for j, row in zip(listed.tolist(), values.tolist()):
         entry = f"{j}:{' '.join(f'{v:g}' for v in row)}"
         if names is not None:
-            entry = f"{names.get(j, '?')}:{entry}"
+            entry = f"{names.get(j, '')}:{entry}"  # VW: an unseen feature, no name
         lines.append(entry)
     out = AtomicOutput(path)
     try:

@@ -31,6 +31,9 @@ from olearn.errors import OlearnError
 from olearn.kernel.bundles import NoReduction
 
 MAX_CLASSES = 1 << 16
+# The prediction array's columns after output and raw score: the first class's number in -r,
+# then in the class lists, then a column per class.
+RAW_FIRST_COLUMN, FIRST_CLASS_COLUMN, CLASS_COLUMN = 2, 3, 4
 AUTO = 2.0  # the indexing state while neither label 0 nor label K has been learned
 
 OPTIONS = (
@@ -136,8 +139,10 @@ class OneAgainstAll:
         return (widened[None, :] + np.arange(self.k)[:, None]) & self.mask
 
     def prediction_columns(self) -> int:
-        """The width of the kernel's prediction array: output, raw, then one per class."""
-        return 2 + self.k
+        """The width of the kernel's prediction array: output, raw, the first class's number
+        in -r and in the class lists (0 or 1: the indexing can change mid-batch), then one
+        column per class."""
+        return CLASS_COLUMN + self.k
 
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}

@@ -29,7 +29,7 @@ def fits(reduction, model, out):
     k = model.params[P.oaa]
     return (k == np.floor(k) and 1 <= k <= model.W.shape[0]
             and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
-            and out.preds.shape[1] >= 2 + k)
+            and out.preds.shape[1] >= oaa.CLASS_COLUMN + k)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -60,11 +60,21 @@ def _class_features(k, features, s, expander, training, scratch):
 
 @njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
-    """Every class's clipped score; writes the first best class, its score, then each class's
-    score or (--probabilities) probability to ``pred``. A learned label 0 or K decides the
-    classes' indexing, once (VW's rule)."""
+    """Every class's clipped score; writes the first best class, its score, the first class's
+    number for -r and for the class lists, then each class's score or (--probabilities)
+    probability to ``pred``. A learned label 0 or K decides the classes' indexing, once
+    (VW's rule): the predicted class and -r are numbered as before the label, the class lists
+    of --scores and --probabilities (and their errors) as after it, as VW writes them."""
     state = model.state
     k_classes = np.int64(model.params[P.oaa])
+    raw_first = 0 if state[S_INDEXING] == 0 else 1
+    if ex.learn and state[S_INDEXING] == oaa.AUTO:
+        if ex.y == 0:
+            state[S_INDEXING] = 0.0
+        elif ex.y == k_classes:
+            state[S_INDEXING] = 1.0
+    first = raw_first if model.params[P.class_lists] == 0 else (
+        0 if state[S_INDEXING] == 0 else 1)
     scores = scratch.classes.scores
     best = 0
     n_features = 0
@@ -76,8 +86,9 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
                                              s, False), state)
         if scores[k] > scores[best]:
             best = k
-    indexing = state[S_INDEXING]
-    shown = np.float64(best + (0 if indexing == 0 else 1))
+    shown = np.float64(best + first)
+    pred[oaa.RAW_FIRST_COLUMN] = raw_first
+    pred[oaa.FIRST_CLASS_COLUMN] = first
     probability = np.nan
     if model.params[P.probabilities] != 0:  # float32, as VW computes them
         probs = scratch.classes.probabilities
@@ -88,18 +99,13 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
         inverse = np.float32(1.0) / total
         for k in range(k_classes):
             probs[k] *= inverse
-            pred[2 + k] = probs[k]
+            pred[oaa.CLASS_COLUMN + k] = probs[k]
         probability = np.float64(probs[best])
     else:
         for k in range(k_classes):
-            pred[2 + k] = scores[k]
+            pred[oaa.CLASS_COLUMN + k] = scores[k]
     pred[0] = shown
     pred[1] = scores[best]
-    if ex.learn and indexing == oaa.AUTO:
-        if ex.y == 0:
-            state[S_INDEXING] = 0.0
-        elif ex.y == k_classes:
-            state[S_INDEXING] = 1.0
     return Predicted(shown, probability, n_features, 0)
 
 
