@@ -992,3 +992,17 @@ def test_predict_only_model_continues_from_the_weights_alone_as_vw(vw, tmp_path)
         out[tool] = _weight_lines(names.read_text())
     assert out["ol"].keys() == out["vw"].keys() and any(k.startswith(":") for k in out["ol"])
     assert all(_close(out["ol"][k][0], out["vw"][k][0], PRED_REL, PRED_ABS) for k in out["ol"])
+
+
+def test_stage_poly_shows_the_prediction_before_the_label_widens_the_range_as_vw(vw, tmp_path):
+    """VW's core test 523: --stage_poly predicts (its walk without training, the range before
+    the label) before it learns; labels that keep rising make the clipping show it."""
+    r = random.Random(7)
+    lines = [f"{0.1 * i:.1f} |f a:{r.uniform(-1, 1):.3f} b:{r.uniform(-1, 1):.3f}"
+             for i in range(1, 60)]
+    path = _write(tmp_path / "d.vw", "\n".join(lines) + "\n")
+    args = ["-d", path, "--stage_poly", "--batch_sz", "10", "-b", "7"]
+    ol, ref = _both([*args, "-p", tmp_path / "ol.p"], [*args, "-p", tmp_path / "vw.p"])
+    mine, theirs = ((tmp_path / name).read_text().split() for name in ("ol.p", "vw.p"))
+    assert all(_close(float(a), float(b), PRED_REL, PRED_ABS)
+               for a, b in zip(mine, theirs, strict=True))

@@ -40,17 +40,25 @@ def clipped(raw, state):
 @njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
     """Predict the example (learning: the family's ``learn_predict``, after the label widened
-    the range), write its prediction and raw score to ``pred``."""
+    the range), write its prediction and raw score to ``pred``. Where VW predicts before it
+    learns (some families, and --stage_poly, which predicts on its walk without training),
+    the prediction shown is that one, clipped to the range before the label."""
     state = model.state
-    if expanded and s.stage_poly:
+    stage = expanded and s.stage_poly
+    first = ex.learn and (stage or dispatch.shows_first(family))
+    shown_p = 0.0
+    if first:
+        shown = features
+        if stage:
+            n = stage_poly.expand(features, s.constant, s.mask, expander.poly, False,
+                                  scratch.synthetic, 0)
+            shown = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+        shown_p = clipped(dispatch.predict(family, model, shown, ex.initial, ex.imp, s,
+                                           expanded), state)
+    if stage:
         n = stage_poly.expand(features, s.constant, s.mask, expander.poly, ex.learn,
                               scratch.synthetic, 0)
         features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
-    first = ex.learn and dispatch.shows_first(family)
-    shown_p = 0.0
-    if first:  # shown before the label widens the range, as VW shows it
-        shown_p = clipped(dispatch.predict(family, model, features, ex.initial, ex.imp, s,
-                                           expanded), state)
     if ex.learn and not s.fixed_range:
         state[S_MIN] = min(state[S_MIN], ex.y)
         state[S_MAX] = max(state[S_MAX], ex.y)
