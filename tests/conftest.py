@@ -114,6 +114,18 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+# VW's resume block in a readable model: the lines between ``:1`` and the weights.
+RESUME_LINES = 18
+
+
+def readable_body(text: str) -> list[str]:
+    """The weight lines of a readable model: after ``:0``, or after ``:1`` and VW's resume
+    block (olearn/persistence/readable.py)."""
+    lines = text.splitlines()
+    marker = next(i for i, line in enumerate(lines) if line in (":0", ":1"))
+    return lines[marker + 1 + (RESUME_LINES if lines[marker] == ":1" else 0):]
+
+
 def split_model(data: bytes) -> tuple[dict, bytes]:
     """A model file's header and payload."""
     from olearn.persistence import model

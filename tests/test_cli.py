@@ -195,6 +195,23 @@ def test_failed_run_leaves_no_predictions_file(tmp_path):
     assert list(tmp_path.iterdir()) == [path]
 
 
+def test_no_stdin_reads_no_examples_and_writes_the_fresh_model(tmp_path):
+    model, text = tmp_path / "m.olearn", tmp_path / "m.txt"
+    code, _, err = olearn("--no_stdin", "-f", model, "--readable_model", text,
+                          input=b"1 |a x\n")
+    assert code == 0 and "number of examples = 0" in err
+    assert "Reading datafile = none\nnum sources = 0" in err
+    assert model.exists() and text.read_text().rstrip().endswith("l2_state 1")
+
+
+@pytest.mark.parametrize("flag", ["--onethread", "--sparse_weights"])
+def test_vw_flags_that_change_no_result_are_accepted(tmp_path, small, flag):
+    runs = [olearn("-d", small, "-p", tmp_path / f"{k}.p", *extra)
+            for k, extra in enumerate([[], [flag]])]
+    assert [code for code, _, _ in runs] == [0, 0]
+    assert (tmp_path / "0.p").read_text() == (tmp_path / "1.p").read_text()
+
+
 def test_positional_files_are_read_in_order(tmp_path, small):
     preds = tmp_path / "p.txt"
     code, _, err = olearn(small, small, "-p", preds)

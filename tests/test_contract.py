@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from conftest import olearn_here
+from conftest import olearn_here, readable_body
 
 from olearn import Learner
 from olearn.frontends.run import run as run_single
@@ -280,13 +280,9 @@ _ENTRY = re.compile(r"(\d+):(\S+(?: \S+)*)")
 
 
 def _readable_entries(path: Path) -> dict[int, list[float]]:
-    """index → values of a readable model (olearn/persistence/readable.py: a header ending with
-    ``:0``, or ``:1`` and six lines of learner state, then one ``index:w [more]`` per line)."""
-    lines = path.read_text().splitlines()
-    marker = next(i for i, line in enumerate(lines) if line in (":0", ":1"))
-    start = marker + 1 + (6 if lines[marker] == ":1" else 0)
+    """index → values of a readable model (one ``index:w [more]`` per line after its header)."""
     entries = {}
-    for line in lines[start:]:
+    for line in readable_body(path.read_text()):
         match = _ENTRY.fullmatch(line)
         assert match, f"not an entry: {line!r}"
         entries[int(match[1])] = [float(x) for x in match[2].split()]

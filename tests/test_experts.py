@@ -2,7 +2,7 @@
 end."""
 import numpy as np
 import pytest
-from conftest import run_olearn
+from conftest import readable_body, run_olearn
 from examples import kernel_predictions
 from reference import experts_predictions
 from test_model import _error_line
@@ -290,8 +290,8 @@ def test_invert_hash_names_theta_with_quantile_loss_and_passes(tmp_path, halves)
 def test_boa_stays_in_its_l1_ball(tmp_path, halves):
     assert run_olearn("--quiet", "-d", halves[2], "--boa", "--radius", "0.5",
                       "--readable_model", tmp_path / "r.txt")[0] == 0
-    lines = (tmp_path / "r.txt").read_text().splitlines()
-    weights = [float(line.split(":")[1]) for line in lines[lines.index(":1") + 7:]]
+    weights = [float(line.split(":")[1])
+               for line in readable_body((tmp_path / "r.txt").read_text())]
     assert len(weights) == 7 and 0.2 < sum(abs(w) for w in weights) <= 0.5 + 1e-6
 
 

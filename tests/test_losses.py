@@ -62,7 +62,10 @@ def _many_small_steps(code, param, p, y, s, q, steps=20000):
     return (p - start) / q
 
 
-@pytest.mark.parametrize("code, param", CASES, ids=IDS)
+INVARIANT = [(case, name) for case, name in zip(CASES, IDS) if case[0] != losses.CLASSIC]
+
+
+@pytest.mark.parametrize("code, param", [c for c, _ in INVARIANT], ids=[i for _, i in INVARIANT])
 @pytest.mark.parametrize("s, q", [(0.3, 1.0), (2.0, 0.7), (1e-8, 1.0)])
 def test_invariant_update_is_the_gradient_flow(code, param, s, q):
     for p, y in POINTS:
@@ -70,6 +73,20 @@ def test_invariant_update_is_the_gradient_flow(code, param, s, q):
         want = _many_small_steps(code, param, p, y, s, q)
         got = losses.invariant_update(code, param, p, y, s, q)
         assert got == pytest.approx(want, rel=2e-3, abs=1e-6)
+
+
+@pytest.mark.parametrize("s, q", [(0.3, 1.0), (2.0, 0.7)])
+def test_classic_update_is_one_plain_gradient_step_as_vw(s, q):
+    for p, y in POINTS:
+        step = -losses.derivative(losses.CLASSIC, 0.0, p, y) * s
+        assert losses.invariant_update(losses.CLASSIC, 0.0, p, y, s, q) == step
+
+
+def test_expectile_weighs_the_squared_loss_by_the_side_of_the_label():
+    for p, y in POINTS:
+        weight = 0.2 if y < p else 0.8
+        assert (losses.loss_value(losses.EXPECTILE, 0.2, p, y)
+                == pytest.approx(weight * losses.loss_value(losses.SQUARED, 0.0, p, y)))
 
 
 def test_poisson_invariant_update_stays_finite_where_exp_overflows():

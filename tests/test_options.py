@@ -75,6 +75,17 @@ def test_values_at_the_edges_are_accepted():
     assert config.power_t == 0.0 and config.bit_precision == 30
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"loss_function": "expectile"}, "needs --expectile_q"),
+    ({"loss_function": "squared", "expectile_q": 0.3}, "needs --loss_function expectile"),
+    ({"loss_function": "expectile", "expectile_q": 0.6}, r"in \(0, 0.5\]"),
+])
+def test_expectile_q_goes_with_the_expectile_loss_as_vw(options, message):
+    with pytest.raises(OptionError, match=message):
+        Config(**options)
+    assert Config(loss_function="expectile", expectile_q=0.5).loss_param == 0.5
+
+
 def test_negative_hash_seed_wraps_as_in_vw():
     assert Config(hash_seed=-1).hash_seed == 2 ** 32 - 1
 

@@ -1006,3 +1006,41 @@ def test_stage_poly_shows_the_prediction_before_the_label_widens_the_range_as_vw
     mine, theirs = ((tmp_path / name).read_text().split() for name in ("ol.p", "vw.p"))
     assert all(_close(float(a), float(b), PRED_REL, PRED_ABS)
                for a, b in zip(mine, theirs, strict=True))
+
+
+@pytest.mark.parametrize("loss", [["classic"], ["expectile", "--expectile_q", "0.25"]])
+@pytest.mark.parametrize("rule", [[], ["--sgd", "-l", "1"]])
+def test_classic_and_expectile_losses_match_vw(vw, tmp_path, loss, rule):
+    """VW's core tests 539-541, 580 (plain SGD at its default rate 10 drifts from VW's float32
+    arithmetic for any loss: see the module docstring)."""
+    path = _write(tmp_path / "d.vw", _regression_lines(5, 300))
+    args = ["-d", path, "--loss_function", *loss, *rule]
+    ol, ref = _both([*args, "-p", tmp_path / "ol.p"], [*args, "-p", tmp_path / "vw.p"])
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+    mine, theirs = ((tmp_path / name).read_text().split() for name in ("ol.p", "vw.p"))
+    assert all(_close(float(a), float(b), PRED_REL, PRED_ABS)
+               for a, b in zip(mine, theirs, strict=True))
+
+
+@pytest.mark.parametrize("extra", [[], ["--quiet"], ["--passes", "3", "-c", "-k"],
+                                   ["--passes", "3", "-c", "-k", "--holdout_off", "--quiet"],
+                                   ["--noconstant", "--ignore_linear", "a", "-q", "ab"]])
+def test_readable_model_header_and_resume_block_are_vw_s(vw, tmp_path, extra):
+    """VW's core tests 334-336, 386, 494, 495, 513: every header line but the version and the
+    checksum, and the resume block (--quiet leaves VW's table counters at their start)."""
+    path = _write(tmp_path / "d.vw", _regression_lines(6, 120))
+    args = ["-d", path, *extra]
+    _both([*args, "--readable_model", tmp_path / "ol.txt"],
+          [*args, "--readable_model", tmp_path / "vw.txt"])
+    mine, theirs = ((tmp_path / name).read_text().splitlines() for name in ("ol.txt", "vw.txt"))
+    skip = ("Version", "Checksum")
+    header = [[line for line in lines[:lines.index(":1") + 19] if not line.startswith(skip)]
+              for lines in (mine, theirs)]
+    assert len(header[0]) == len(header[1])
+    for a, b in zip(*header):
+        number = re.compile(r"^(.*[ :])(-?[\d.e+-]+)$")
+        ma, mb = number.match(a), number.match(b)
+        if ma and mb and ma[1] == mb[1]:
+            assert _close(float(ma[2]), float(mb[2]), PRED_REL, PRED_ABS), (a, b)
+        else:
+            assert a == b

@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 import pytest
-from conftest import run_olearn
+from conftest import readable_body, run_olearn
 from test_matrices import X, Y, svmlight_lines
 
 from olearn import Learner
@@ -15,10 +15,8 @@ LINES = ["1 |a x y:2 |b z w:abc", "0 |a x |b w:abc", "2 |a y | anon", "1 |b z:0.
 
 def invert_hash_weights(path) -> dict[str, float]:
     """``name:index:w ...`` lines of an --invert_hash file as {name: w}."""
-    lines = path.read_text().splitlines()
-    body = lines[lines.index(":1") + 7 if ":1" in lines else lines.index(":0") + 1:]
     weights = {}
-    for line in body:
+    for line in readable_body(path.read_text()):
         name, _, w = line.split(" ")[0].rsplit(":", 2)
         weights[name] = float(w)
     return weights

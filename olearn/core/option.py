@@ -41,9 +41,11 @@ class Option:
     parsing: bool = False   # a cache depends on it
     name: str = ""          # the Config field and keyword (default: the first --long flag's)
     choices: tuple[str, ...] | None = None
-    # numbers: the lowest value (allowed or not) and the highest (allowed for ints, not floats)
+    # numbers: the lowest value (allowed or not) and the highest (allowed for ints; for floats
+    # only with high_allowed)
     low: float = -math.inf
     low_allowed: bool = True
+    high_allowed: bool = False  # a float's high end is excluded unless this says otherwise
     high: float = math.inf
     optional: bool = False  # None allowed: "VW's default for this configuration"
     show_default: bool = False
@@ -90,8 +92,9 @@ class Option:
             return int(value)
         if self.kind is float:
             if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-                    or not math.isfinite(value) or not self.low <= value < self.high
-                    or (value == self.low and not self.low_allowed)):
+                    or not math.isfinite(value) or not self.low <= value <= self.high
+                    or (value == self.low and not self.low_allowed)
+                    or (value == self.high and not self.high_allowed)):
                 raise OptionError(f"{self.flag} must be {self._describe_range()}, "
                                   f"got {value!r}")
             return float(value)
@@ -111,7 +114,7 @@ class Option:
 
     def _describe_range(self) -> str:
         if self.high < math.inf:
-            return f"in ({self.low:g}, {self.high:g})"
+            return f"in ({self.low:g}, {self.high:g}{']' if self.high_allowed else ')'}"
         if self.low == -math.inf:
             return "a finite number"
         return f"finite and {'>=' if self.low_allowed else '>'} {self.low:g}"

@@ -69,9 +69,10 @@ def fingerprint(config, paths: list[str]) -> dict:
 
 def default_path(paths: list[str]) -> str:
     """``-c`` names the cache after the first data file, as VW does (``train.vw.cache``)."""
-    if paths[0] == "-":
-        raise OptionError("-c names the cache after the data file, and the data is stdin: "
-                          "name it with --cache_file")
+    if not paths or paths[0] == "-":
+        raise OptionError("-c names the cache after the data file, and the data is "
+                          f"{'stdin' if paths else 'none (--no_stdin)'}: name it with "
+                          "--cache_file")
     return paths[0] + ".cache"
 
 

@@ -51,7 +51,8 @@ class DataPlan:
         self._writer: cache.Writer | None = None
 
     def header_lines(self) -> list[str]:
-        reading = "Reading datafile = " + ", ".join(sources.display_name(p) for p in self.paths)
+        reading = "Reading datafile = " + (", ".join(map(sources.display_name, self.paths))
+                                           or "none")
         if self.path is None:
             return ["using no cache", reading]
         if self.usable:

@@ -39,7 +39,7 @@ def header(config: Config, data_lines: list[str]) -> str:
     if config.raw_predictions:
         lines.append(f"raw predictions = {config.raw_predictions}")
     lines += data_lines
-    lines += [f"num sources = {len(config.data) or 1}",
+    lines += [f"num sources = {len(config.data) or (0 if config.no_stdin else 1)}",
               f"Num weight bits = {config.bit_precision}",
               f"learning rate = {config.eta:g}",
               f"initial_t = {config.t0:g}",
@@ -63,7 +63,7 @@ def header(config: Config, data_lines: list[str]) -> str:
 def run(config: Config) -> OnlineLearner:
     """Train online over every source, for each pass; print VW's table and summary; write the
     outputs (-p, -r, -f, text models)."""
-    paths = config.data or ["-"]
+    paths = config.data or ([] if config.no_stdin else ["-"])
     sources.check_readable(paths)
     if config.learning_curve:
         require_matplotlib()  # before training, not after
@@ -114,9 +114,8 @@ def run(config: Config) -> OnlineLearner:
         learner.sync()
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
-                readable.write(path, config, learner.weights, learner.state, learner.family,
-                               learner.feature_names(known.names) if known else None,
-                               config.predict_only_model)
+                readable.write(path, learner, done.passes,
+                               learner.feature_names(known.names) if known else None)
         if config.learning_curve:
             plot_learning_curve(learner.history, config.learning_curve)
         for out, _ in outputs:

@@ -280,18 +280,19 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
     rows[nrows, 3] = shown
     rows[nrows, 4] = n_features
     rows[nrows, 8] = probability
+    wl = stats[R_W_LABELED]
     if params[P.holdout_rows] != 0:
         _holdout_averages(stats, rows[nrows])
         rows[nrows, 7] = 1.0
     else:
-        wl = stats[R_W_LABELED]
         rows[nrows, 5] = stats[R_SUM_LOSS] / wl if wl > 0 else np.nan
         new_w = wl - stats[R_LAST_W_LABELED]
         rows[nrows, 6] = ((stats[R_SUM_LOSS] - stats[R_LAST_LOSS]) / new_w
                           if new_w > 0 else np.nan)
-        stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
-        stats[R_LAST_W_LABELED] = wl
         rows[nrows, 7] = 0.0
+    # a holdout row restarts the training loss's "since last" too (VW's resume state shows it)
+    stats[R_LAST_LOSS] = stats[R_SUM_LOSS]
+    stats[R_LAST_W_LABELED] = wl
     if params[P.progress_add] != 0:
         stats[R_DUMP_AT] = wsum + params[P.progress]
     else:

@@ -8,9 +8,9 @@ dispatchers (:func:`loss_value`, :func:`derivative`, :func:`invariant_update`, a
 only code that branches on a loss's code; the learner kernel calls them once per example, and
 its entry point refuses a code outside the table.
 
-Every function takes the loss's parameter (``param``: τ for quantile, unused by the others),
-``p`` the clipped prediction and ``y`` the label; ``s`` is the update scale and ``q`` the
-prediction change per unit of update (VW's ``pred_per_update``).
+Every function takes the loss's parameter (``param``: τ for quantile, q for expectile, unused by
+the others), ``p`` the clipped prediction and ``y`` the label; ``s`` is the update scale and
+``q`` the prediction change per unit of update (VW's ``pred_per_update``).
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ LOGISTIC = 1
 HINGE = 2
 QUANTILE = 3
 POISSON = 4
+CLASSIC = 5
+EXPECTILE = 6
 # Below this update (s·q), an invariant update is a plain gradient step (as VW).
 SMALL_STEP = 1e-6
 # Algorithm 917's bound for a second step of lambert_w_exp: 72 times double's epsilon.
@@ -247,6 +249,37 @@ def _poisson_invariant(p, y, s, q):
     return -np.logaddexp(0.0, p + np.log(s * q)) / q
 
 
+# -- classic: squared, learned by plain gradient steps (no importance invariance), as VW's -----
+
+@njit(cache=True, nogil=True)
+def _classic_invariant(p, y, s, q):
+    return 2.0 * (y - p) * s
+
+
+# -- expectile at q = param: squared, weighted q below the label and 1 - q above it -------------
+
+@njit(cache=True, nogil=True)
+def _expectile_weight(q, p, y):
+    return q if y < p else 1.0 - q
+
+
+@njit(cache=True, nogil=True)
+def _expectile(q, p, y):
+    return _expectile_weight(q, p, y) * _squared(p, y)
+
+
+@njit(cache=True, nogil=True)
+def _expectile_derivative(q, p, y):
+    return _expectile_weight(q, p, y) * _squared_derivative(p, y)
+
+
+@njit(cache=True, nogil=True)
+def _expectile_invariant(q, p, y, s, step):
+    """The squared loss's update with the scale weighted (VW's): the weight is the side of the
+    label the prediction starts on, which the update does not cross."""
+    return _squared_invariant(p, y, _expectile_weight(q, p, y) * s, step)
+
+
 # -- the table ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -272,14 +305,30 @@ LOSSES = (Loss("squared", SQUARED, two_label_constant=_mean_constant, mean_is_be
           Loss("hinge", HINGE, two_label_constant=_majority_constant),
           Loss("quantile", QUANTILE, header="quantile (tau {param:g})",
                parameter="quantile_tau", two_label_constant=_quantile_constant),
-          Loss("poisson", POISSON, start_range=(-50.0, 50.0)))
+          Loss("poisson", POISSON, start_range=(-50.0, 50.0)),
+          Loss("classic", CLASSIC, two_label_constant=_mean_constant, mean_is_best=True),
+          Loss("expectile", EXPECTILE, header="expectile (q {param:g})",
+               parameter="expectile_q"))
 BY_NAME = {loss.name: loss for loss in LOSSES}
 OPTIONS = (
     choice("--loss_function", choices=tuple(BY_NAME), default="squared", model=True,
            help="Loss function."),
     number("--quantile_tau", kind=float, default=0.5, low=0.0, low_allowed=False, high=1.0,
            model=True, help="τ of the quantile (pinball) loss."),
+    number("--expectile_q", kind=float, default=None, low=0.0, low_allowed=False, high=0.5,
+           high_allowed=True, model=True,
+           help="q of the expectile loss (needed by it): in (0, 0.5]."),
 )
+
+
+def check(config) -> None:
+    """--expectile_q goes with the expectile loss, which needs it (VW's rule)."""
+    from olearn.errors import OptionError
+    expectile = config.loss_function == "expectile"
+    if expectile and config.expectile_q is None:
+        raise OptionError("--loss_function expectile needs --expectile_q (in (0, 0.5])")
+    if config.expectile_q is not None and not expectile:
+        raise OptionError("--expectile_q needs --loss_function expectile")
 N_LOSSES = len(LOSSES)
 assert all(loss.code == i for i, loss in enumerate(LOSSES))
 
@@ -310,6 +359,10 @@ def loss_value_shared(code: int, param: float, p: float, y: float, shared: float
         return _quantile(param, p, y)
     if code == POISSON:
         return _poisson(p, y)
+    if code == CLASSIC:
+        return _squared(p, y)
+    if code == EXPECTILE:
+        return _expectile(param, p, y)
     raise ValueError("unknown loss code")
 
 
@@ -339,6 +392,10 @@ def derivative_shared(code: int, param: float, p: float, y: float, shared: float
         return _quantile_derivative(param, p, y)
     if code == POISSON:
         return _poisson_derivative(p, y)
+    if code == CLASSIC:
+        return _squared_derivative(p, y)
+    if code == EXPECTILE:
+        return _expectile_derivative(param, p, y)
     raise ValueError("unknown loss code")
 
 
@@ -377,6 +434,10 @@ def invariant_update_shared(code: int, param: float, p: float, y: float, s: floa
         return _quantile_invariant(param, p, y, s, q)
     if code == POISSON:
         return _poisson_invariant(p, y, s, q)
+    if code == CLASSIC:
+        return _classic_invariant(p, y, s, q)
+    if code == EXPECTILE:
+        return _expectile_invariant(param, p, y, s, q)
     raise ValueError("unknown loss code")
 
 

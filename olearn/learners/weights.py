@@ -38,6 +38,9 @@ OPTIONS = (
               "non-zero --initial_weight wins)."),
     number("--random_seed", kind=int, default=0, low=0, high=2 ** 64 - 1,
            help="Seed of --random_weights."),
+    flag("--sparse_weights",
+         help="Accepted for VW's command lines: the weight table is dense (2^b rows) either "
+              "way, with the same results."),
 )
 
 # VW's 64-bit linear congruential generator (docs/vw-reference.md §3.4).

@@ -66,6 +66,7 @@ class _Checked:
         self._check_experts()
         self._check_daemon()
         oaa.check(self)
+        losses.check(self)
         stage_poly.check(self)
         self._check_metric()
         namespaces.check(self)

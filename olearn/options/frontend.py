@@ -18,6 +18,11 @@ DATA = (
              help="Example file (VW text or svmlight, plain or gzip); '-' or none reads stdin. "
                   "Repeatable; positional paths are read too, in order."),
     flag("--strict_parse", help="Make parse warnings fatal."),
+    flag("--no_stdin", help="With no -d or path, read no examples (not stdin): e.g. to write a "
+                            "fresh or loaded model's files."),
+    flag("--onethread",
+         help="Accepted for VW's command lines: parsing overlaps learning on a second thread "
+              "either way, and the results are the same."),
 )
 
 OUTPUTS = (

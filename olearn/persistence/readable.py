@@ -15,40 +15,72 @@ from olearn.options.config import MODEL_OPTIONS, Config
 _DEFAULTS = Config()
 
 
+# VW writes these last, each one's namespaces merged, deduplicated and sorted.
+_MERGED = ("ignore", "ignore_linear", "keep")
+
+
 def _kept_options(config: Config) -> str:
-    """Model options that differ from the defaults, as command-line flags, alphabetically."""
-    flags = []
+    """Model options that differ from the defaults, as command-line flags in VW's order:
+    alphabetically, then --ignore, --ignore_linear and --keep with their namespaces merged."""
+    flags, merged = [], []
     for name in sorted(MODEL_OPTIONS):
         value = getattr(config, name)
         if value == getattr(_DEFAULTS, name) or name == "bit_precision":
             continue
-        if value is True:
+        if name in _MERGED:
+            merged.append(f"--{name} {''.join(sorted(set(''.join(value))))}")
+        elif value is True:
             flags.append(f"--{name}")
         else:  # a repeatable option once per value, as VW writes it (--quadratic ab --quadratic cd)
             flags += [f"--{name} {v}" for v in (value if isinstance(value, (list, tuple))
                                                 else [value])]
-    return " ".join(flags)
+    return " ".join(flags + sorted(merged))
 
 
-def write(path: str, config: Config, weights: np.ndarray, state: np.ndarray, family,
-          names: dict[int, str] | None = None, predict_only: bool = False) -> None:
-    """Write the text model: a header, then a line ``index:values`` per coordinate the learner
-    ``family`` lists (learners/family.py ``readable_rows``: ``index:w G N`` per nonzero weight
-    for gradient descent, ``index:w`` with --predict_only_model), each prefixed by the
-    feature's name with --invert_hash."""
+def _resume_lines(learner, passes: int, table: bool) -> list[str]:
+    """VW's resume block: the learner's sums and the progress counters. The regularization
+    is applied to the weights written (``sync``), so nothing of it is pending: VW's l1_state
+    (gravity) 0 and l2_state (contraction) 1. VW advances its table's counters only when it
+    prints the table: with --quiet (or no ``table`` kept in the stats) they stay at their
+    start. VW's t counts the held-out examples too (its rate subtracts them)."""
+    config, state, stats = learner.config, learner.state, learner.stats
+    sum_loss = stats[layouts.R_SUM_LOSS]
+    counters = stats.copy()  # the table's counters: where it last printed, and when it prints next
+    if config.quiet or not table:
+        counters[[layouts.R_LAST_LOSS, layouts.R_DUMP_AT, layouts.R_LAST_W_LABELED]] = 0.0, 1.0, 0.0
+    return [":1", f"initial_t {config.t0:g}", f"norm normalizer {state[layouts.S_NORM]:g}",
+            f"t {state[layouts.S_T] + stats[layouts.R_HOLDOUT_W]:g}", f"sum_loss {sum_loss:g}",
+            f"sum_loss_since_last_dump {sum_loss - counters[layouts.R_LAST_LOSS]:g}",
+            f"dump_interval {counters[layouts.R_DUMP_AT]:g}",
+            f"min_label {state[layouts.S_MIN]:g}", f"max_label {state[layouts.S_MAX]:g}",
+            f"weighted_labeled_examples {stats[layouts.R_W_LABELED]:g}",
+            f"weighted_labels {stats[layouts.R_W_LABEL_SUM]:g}",
+            f"weighted_unlabeled_examples {stats[layouts.R_W_UNLABELED]:g}",
+            f"example_number {stats[layouts.R_EXAMPLES]:g}",
+            f"total_features {stats[layouts.R_FEATURES]:g}",
+            f"total_weight {state[layouts.S_TOTAL]:g}",
+            f"sd::oec.weighted_labeled_examples {counters[layouts.R_LAST_W_LABELED]:g}",
+            f"current_pass {passes}", "l1_state 0", "l2_state 1"]
+
+
+def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
+          table: bool = True) -> None:
+    """Write ``learner``'s model (an OnlineLearner after ``passes`` passes) as text: a header,
+    then a line ``index:values`` per coordinate the learner family lists
+    (learners/family.py ``readable_rows``: ``index:w G N`` per nonzero weight for gradient
+    descent, ``index:w`` with --predict_only_model), each prefixed by the feature's name with
+    --invert_hash. ``table``: whether the stats kept the progress table's counters (--dask
+    prints its table from the passes' sums)."""
+    config, weights, state = learner.config, learner.weights, learner.state
+    predict_only = config.predict_only_model
     nonzero = np.flatnonzero(weights[:, W_W])
     checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, W_W]).tobytes())
-    lines = [f"Version olearn {olearn.__version__}", "Id",
+    lines = [f"Version olearn {olearn.__version__}", "Id ",
              f"Min label:{state[layouts.S_MIN]:g}", f"Max label:{state[layouts.S_MAX]:g}",
              f"bits:{config.bit_precision}", "lda:0", "0 ngram:", "0 skip:",
-             f"options: {_kept_options(config)}", f"Checksum: {checksum}"]
-    if predict_only:
-        lines.append(":0")
-    else:
-        lines += [":1", f"initial_t {config.t0:g}", f"norm normalizer {state[layouts.S_NORM]:g}",
-                  f"t {state[layouts.S_T]:g}", f"min_label {state[layouts.S_MIN]:g}",
-                  f"max_label {state[layouts.S_MAX]:g}", f"total_weight {state[layouts.S_TOTAL]:g}"]
-    listed, values = family.readable_rows(weights, predict_only)
+             f"options: {_kept_options(config)}".rstrip(), f"Checksum: {checksum}"]
+    lines += [":0"] if predict_only else _resume_lines(learner, passes, table)
+    listed, values = learner.family.readable_rows(weights, predict_only)
     for j, row in zip(listed.tolist(), values.tolist()):
         entry = f"{j}:{' '.join(f'{v:g}' for v in row)}"
         if names is not None:

@@ -565,8 +565,7 @@ def run(config: Config) -> OnlineLearner:
         console.close()
     final.put(learner)
     if config.readable_model:
-        readable.write(config.readable_model, config, learner.weights, learner.state,
-                       learner.family, None, config.predict_only_model)
+        readable.write(config.readable_model, learner, done.passes, table=False)
     if config.learning_curve:
         plot_learning_curve(learner.history, config.learning_curve)
     console.print(summary(learner.stats, config.loss, config.loss_param,
