@@ -112,9 +112,10 @@ def run(config: Config) -> OnlineLearner:
         done = run_passes(learner, learn_pass, learner.save)
         console.close()
         learner.sync()
+        passes = done.passes if paths else 0  # VW counts no pass without a source
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
-                readable.write(path, learner, done.passes,
+                readable.write(path, learner, passes,
                                learner.feature_names(known.names) if known else None)
         if config.learning_curve:
             plot_learning_curve(learner.history, config.learning_curve)

@@ -220,7 +220,7 @@ def _quantile_invariant(tau, p, y, s, q):
 
 
 def _quantile_constant(tau, label1, count1, label2, count2):
-    """The τ-quantile (VW prints the (1-τ)-quantile here; see docs/differences.md)."""
+    """The τ-quantile (VW prints the (1-τ)-quantile here; see docs/vw-differences.md)."""
     (low, low_count), (high, _) = sorted(((label1, count1), (label2, count2)))
     return low if low_count / (count1 + count2) >= tau else high
 
