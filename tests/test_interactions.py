@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from conftest import olearn_cmd, run_cmd
 
+from olearn.errors import OlearnError
 from olearn.features.interactions import encode, expand, expanded_size, terms_of, with_wildcards
 
 FNV = 16777619
@@ -74,6 +75,19 @@ def test_wildcards_with_leave_duplicates_give_every_ordered_tuple():
     assert (with_wildcards(["::", "ab"], [ord("a"), ord("b")], leave_duplicates=True)
             == ["aa", "ab", "ba", "bb", "ab"])
     assert len(with_wildcards([":::"], [ord("a"), ord("b")], leave_duplicates=True)) == 8
+
+
+def test_wildcards_that_would_expand_too_far_are_refused_before_expanding():
+    with pytest.raises(OlearnError, match="81,450,625 terms"):
+        with_wildcards(["::::"], list(range(32, 127)), leave_duplicates=True)
+
+
+def test_wildcards_too_wide_for_one_line_are_one_error_line():
+    import string
+    line = "1 " + " ".join(f"|{ns} x" for ns in string.ascii_letters + string.digits) + "\n"
+    code, _, err = run_cmd(olearn_cmd("--quiet", "--interactions", "::::",
+                                      "--leave_duplicate_interactions"), input=line.encode())
+    assert code != 0 and err.strip().count("\n") == 0 and "14,776,336 terms" in err
 
 
 def test_terms_are_sorted_by_length_then_letters():

@@ -10,6 +10,7 @@ adjacent repeats (``-q aa``) give index-ordered combinations only (i <= j), unle
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Callable
 
 import numpy as np
@@ -17,11 +18,14 @@ from numba import njit
 
 from olearn.core.option import flag, option_bytes, repeated
 from olearn.data.batch import valid_batch
-from olearn.errors import OptionError
+from olearn.errors import OlearnError, OptionError
 
 FNV = 16777619
 WILDCARD = ":"  # in a term: every printable namespace seen so far (as VW: ' ' to '~')
 PRINTABLE = range(32, 127)
+# The most terms the ':' wildcards may expand to: the term table and every example's expansion
+# grow with them (--cubic ::: over 95 namespaces is 147,440 terms; four ':' would be 3.6M).
+MAX_WILDCARD_TERMS = 1 << 20
 
 OPTIONS = (
     repeated("-q", "--quadratic", metavar="AB", model=True,
@@ -86,6 +90,7 @@ def with_wildcards(terms: list[str], namespaces: list[int],
     ordered tuple (``aa ab ba bb``) and nothing is dropped or sorted, as VW.
     """
     letters = [chr(ns) for ns in sorted(set(namespaces)) if ns in PRINTABLE]
+    _check_size(terms, len(letters), leave_duplicates)
     if leave_duplicates:
         return ([combo for term in terms for combo in _wildcard_combinations(term, letters, True)]
                 + [term for term in terms if WILDCARD not in term])
@@ -100,6 +105,22 @@ def with_wildcards(terms: list[str], namespaces: list[int],
         if WILDCARD not in term and "".join(sorted(term)) not in seen:
             out.append(term)
     return out
+
+
+def _check_size(terms: list[str], letters: int, ordered: bool) -> None:
+    """Refuse wildcards that would expand to more than MAX_WILDCARD_TERMS terms, before any is
+    made."""
+    count = 0
+    for term in terms:
+        wildcards = term.count(WILDCARD)
+        if wildcards == 1:
+            count += letters
+        elif wildcards > 1:
+            count += (letters ** wildcards if ordered
+                      else math.comb(letters + wildcards - 1, wildcards))
+    if count > MAX_WILDCARD_TERMS:
+        raise OlearnError(f"the ':' interactions would expand to {count:,} terms over the "
+                          f"{letters} namespaces seen (at most {MAX_WILDCARD_TERMS:,})")
 
 
 def _wildcard_combinations(term: str, letters: list[str], ordered: bool):
