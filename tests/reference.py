@@ -223,6 +223,63 @@ def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, inv
     return out
 
 
+def csoaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
+                      eta=0.5, power_t=0.5, t0=0.0):
+    """VW's --csoaa over gd in plain Python (olearn/reductions/csoaa.py), squared loss,
+    1-based classes: each example's predicted class and the raw score of each class it lists.
+
+    ``examples``: ([(class, cost or None)], features). Class k's feature h is slot
+    (h·W + k - 1) mod 2^bits as --oaa's; each listed class in turn joins its cost to the label
+    range, is predicted, and learns its cost at its clipped score (importance 1) with its own
+    normalizer sums; a class without a cost is predicted only. The prediction is the listed
+    class of lowest raw score (the lowest class of equal ones); no listed class: every class.
+    """
+    mask = (1 << bits) - 1
+    width = 1
+    while width < classes:
+        width *= 2
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(classes)]
+    lo = hi = 0.0
+    t = t0
+    out = []
+    for costs, feats in examples:
+        listed = costs or [(c, None) for c in range(1, classes + 1)]
+        scores = []
+        for c, cost in listed:
+            slots = [((j * width + c - 1) & mask, x) for j, x in feats]
+            raw = gd.predict(slots)
+            if cost is not None:
+                lo, hi = min(lo, cost), max(hi, cost)
+                gd.update(slots, min(max(raw, lo), hi), cost, 1.0, t, sums[c - 1])
+            scores.append((c, raw))
+        best = min(scores, key=lambda pair: (pair[1], pair[0]))[0]
+        out.append((best, scores if costs else []))
+        if any(cost is not None for _, cost in costs):
+            t += 1.0
+    return out
+
+
+def parse_costs(section: bytes, names=None):
+    """A well-formed cost-sensitive label section → [(class, cost or None)], tag: each token
+    ``name[:cost]``, the class the name's number (or with ``names`` its 1-based position, 0
+    for a name not listed); no cost or an empty one: None."""
+    tokens = [t for t in section.split(b" ") if t]
+    tag = None
+    if tokens and (tokens[-1].startswith(b"'") or not section.endswith(b" ")):
+        tag = tokens.pop()
+        tag = tag[1:] if tag.startswith(b"'") else tag
+    out = []
+    for token in tokens:
+        name, _, cost = token.partition(b":")
+        if names is not None:
+            cls = names.index(name.decode()) + 1 if name.decode() in names else 0
+        else:
+            cls = vw_hash(name, 0)
+        out.append((cls, float(cost) if cost else None))
+    return out, tag
+
+
 def stage_poly_synthetic(features, constant, mask, min_depth, parents, training):
     """VW's stage_poly expansion (vw-reference.md §7.3), recursively: the synthetic features of
     ``features`` [(index, value)]; updates ``min_depth`` (dict, default 127) and ``parents``

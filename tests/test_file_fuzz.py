@@ -353,7 +353,7 @@ def _records(data: bytes) -> list[tuple[int, tuple]]:
         out.append((at, counts))
         at += cache._RECORD.size + sum(
             cache._padded(dtype.itemsize * math.prod(shape))
-            for _, dtype, shape in cache._fields(*counts[:3]))
+            for _, dtype, shape in cache._record_fields(counts))
     return out
 
 
@@ -363,7 +363,7 @@ def _resealed(data: bytes) -> bytes:
     for at, counts in _records(data):
         start = at + cache._RECORD.size
         end = start + sum(cache._padded(dtype.itemsize * math.prod(shape))
-                          for _, dtype, shape in cache._fields(*counts[:3]))
+                          for _, dtype, shape in cache._record_fields(counts))
         if end <= len(out):
             checksum = cache._checksum(np.frombuffer(bytes(out[start:end]), dtype=np.uint8))
             out[at:at + cache._RECORD.size] = cache._RECORD.pack(*counts[:-1], checksum)
@@ -374,7 +374,7 @@ def _array_at(record: tuple[int, tuple], name: str) -> tuple[int, str, tuple]:
     """Where array ``name`` of a record starts, its dtype and shape."""
     at, counts = record
     at += cache._RECORD.size
-    for field, dtype, shape in cache._fields(*counts[:3]):
+    for field, dtype, shape in cache._record_fields(counts):
         if field == name:
             return at, dtype.str, shape
         at += cache._padded(dtype.itemsize * math.prod(shape))
@@ -414,17 +414,17 @@ def test_cache_with_lying_records(folder, cache_file, data):
     record = data.draw(st.sampled_from(records))
     if data.draw(st.booleans()):  # a count, line number or source
         at, counts = record
-        field = data.draw(st.integers(0, 6))
-        limit = (1 << 32) - 1 if field < 4 else (1 << 63) - 1
+        field = data.draw(st.integers(0, 8))
+        limit = (1 << 32) - 1 if field < 6 else (1 << 63) - 1
         value = data.draw(st.one_of(st.sampled_from([0, 1, limit]),
                                     st.integers(-2, 2).map(lambda d: counts[field] + d),
                                     st.integers(0, limit)))
-        if field >= 4 or value >= 0:
+        if field >= 6 or value >= 0:
             value = max(min(value, limit), -1 << 63)
             head = cache._RECORD.pack(*counts[:field], value, *counts[field + 1:])
             content = content[:at] + head + content[at + len(head):]
     else:  # an element of one of its arrays
-        name = data.draw(st.sampled_from([f for f, _, _ in cache._fields(1, 1, 1)]))
+        name = data.draw(st.sampled_from([f for f, _, _ in cache._fields(1, 1, 1, 1, 1)]))
         at, dtype, shape = _array_at(record, name)
         count = math.prod(shape)
         if count:

@@ -189,7 +189,7 @@ def _mutated(learner, batch, what, k):
     if what == "state":
         return {"state": learner.state[:-1]}
     if what == "classes":  # --oaa with too few class rows, too narrow predictions, or K bad
-        params = _params(learner, layouts.P.oaa, [3, 3, 0.5, 1 << 20, 3][k % 5])
+        params = _params(learner, layouts.P.classes, [3, 3, 0.5, 1 << 20, 3][k % 5])
         wide = np.empty((n, 5), dtype=np.float32)
         return [{"reduction": _classes(2), "preds": wide, "params": params},
                 {"reduction": _classes(3), "params": params},

@@ -31,18 +31,27 @@ from olearn.data.parsed import AUDIT_COLS
 from olearn.errors import OlearnError, OptionError
 
 MAGIC = b"OLEARN-CACHE\n"
-VERSION = 2
-# examples, features, tag bytes, source number, first line (in source), first line (in pass),
-# lines, checksum of the arrays; 48 bytes, so the arrays that follow stay 8-byte aligned
-_RECORD = struct.Struct("<IIIIqqqQ")
+VERSION = 3
+# examples, features, tag bytes, source number, costs (cost-sensitive labels), whether the
+# labels are cost-sensitive, first line (in source), first line (in pass), lines, checksum of
+# the arrays; 56 bytes, so the arrays that follow stay 8-byte aligned
+_RECORD = struct.Struct("<IIIIIIqqqQ")
 
 
-def _fields(n: int, nf: int, nt: int) -> list[tuple[str, np.dtype, tuple]]:
+def _fields(n: int, nf: int, nt: int, nc: int, costs: int) -> list[tuple[str, np.dtype, tuple]]:
     """Name, dtype and shape of each array of a record, in file order."""
     return [("numbers", np.dtype("<f4"), (n, 3)), ("lines", np.dtype("<u4"), (n,)),
             ("offsets", np.dtype("<u4"), (n + 1,)), ("tags", np.dtype("<i4"), (n, 2)),
             ("index", np.dtype("<u4"), (nf,)), ("value", np.dtype("<f4"), (nf,)),
-            ("namespace", np.dtype("u1"), (nf,)), ("text", np.dtype("u1"), (nt,))]
+            ("namespace", np.dtype("u1"), (nf,)), ("text", np.dtype("u1"), (nt,)),
+            ("cost_offsets", np.dtype("<u4"), (n + 1 if costs else 0,)),
+            ("cost_class", np.dtype("<u4"), (nc,)), ("cost_value", np.dtype("<f4"), (nc,))]
+
+
+def _record_fields(counts: tuple) -> list[tuple[str, np.dtype, tuple]]:
+    """:func:`_fields` of a record header's counts (``_RECORD``)."""
+    n, nf, nt, _, nc, costs = counts[:6]
+    return _fields(n, nf, nt, nc, costs)
 
 
 def _padded(size: int) -> int:
@@ -132,13 +141,17 @@ class Writer:
         tags, text = _compact_tags(batch)
         arrays = {"numbers": batch.numbers, "lines": batch.lines, "offsets": batch.offsets,
                   "tags": tags, "index": batch.index, "value": batch.value,
-                  "namespace": batch.namespace, "text": text}
+                  "namespace": batch.namespace, "text": text,
+                  "cost_offsets": batch.cost_offsets, "cost_class": batch.cost_class,
+                  "cost_value": batch.cost_value}
+        costs = int(len(batch.cost_offsets) > 0)
+        nc = len(batch.cost_class)
         payload = bytearray()
-        for name, dtype, _ in _fields(n, nf, len(text)):
+        for name, dtype, _ in _fields(n, nf, len(text), nc, costs):
             data = np.ascontiguousarray(arrays[name], dtype=dtype).tobytes()
             payload += data + bytes(_padded(len(data)) - len(data))
-        self._out.write(_RECORD.pack(n, nf, len(text), self._sources.index(batch.source),
-                                     batch.first_line, batch.pass_line, batch.n_lines,
+        self._out.write(_RECORD.pack(n, nf, len(text), self._sources.index(batch.source), nc,
+                                     costs, batch.first_line, batch.pass_line, batch.n_lines,
                                      _checksum(np.frombuffer(payload, dtype=np.uint8))))
         self._out.write(payload)
 
@@ -187,8 +200,8 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
             if len(head) < _RECORD.size:
                 raise OlearnError("truncated cache file (rebuild it with -k)", path)
             counts = _RECORD.unpack(head)
-            n, nf, nt, source, first_line, pass_line, n_lines, checksum = counts
-            fields = _fields(n, nf, nt)
+            source, _, _, first_line, pass_line, n_lines, checksum = counts[3:]
+            fields = _record_fields(counts)
             sizes = [_padded(dtype.itemsize * int(np.prod(shape))) for _, dtype, shape in fields]
             start, length = stream.tell(), sum(sizes)
             if start + length > size:
@@ -213,7 +226,10 @@ def read(path: str, mask: int) -> Iterator[ExampleBatch]:
                                arrays["tags"].astype(np.int64), arrays["lines"].astype(np.int64),
                                arrays["offsets"].astype(np.int64), arrays["index"],
                                arrays["value"], arrays["namespace"], empty_audit, no_warnings, 0,
-                               stream.tell(), pass_line, n_lines)
+                               stream.tell(), pass_line, n_lines,
+                               cost_offsets=arrays["cost_offsets"].astype(np.int64),
+                               cost_class=arrays["cost_class"],
+                               cost_value=arrays["cost_value"])
 
 
 def _record_problem(counts: tuple, arrays: dict, mask: int, n_sources: int,
@@ -222,8 +238,8 @@ def _record_problem(counts: tuple, arrays: dict, mask: int, n_sources: int,
     cache is read at memory speed (these cost ~1 ms on kddcup99's 59 MB). The arrays' sizes are
     the record's counts (n, nf, nt); records follow each other in the pass (line numbers) and
     hold what the parser produces: non-decreasing offsets and lines, spans inside the text,
-    indices within the mask, finite numbers (a label may be NaN: unlabeled)."""
-    n, nf, nt, source, first_line, pass_line, n_lines, _ = counts
+    indices within the mask, finite numbers (a label may be NaN: unlabeled), costs in order."""
+    n, nf, nt, source, nc, costs, first_line, pass_line, n_lines, _ = counts
     if source >= n_sources:
         return "source number out of range"
     # (a record's lines are numbered in uint32)
@@ -248,4 +264,14 @@ def _record_problem(counts: tuple, arrays: dict, mask: int, n_sources: int,
         return "infinite label, or non-finite importance or initial value"  # NaN: unlabeled
     if not np.isfinite(arrays["value"]).all():
         return "non-finite feature value"
+    if costs > 1:
+        return "malformed cost flag"
+    cost_offsets = arrays["cost_offsets"]
+    if costs and (cost_offsets[0] != 0 or cost_offsets[-1] != nc
+                  or np.any(cost_offsets[1:] < cost_offsets[:-1])):
+        return "cost offsets out of order or range"
+    if not costs and nc:
+        return "costs without cost-sensitive labels"
+    if not np.isfinite(arrays["cost_value"]).all():
+        return "non-finite cost"
     return None

@@ -7,6 +7,7 @@ from numba import njit
 from olearn.core.arrays import LOW7, NEWLINES, TOPS, at, first_flagged, word
 from olearn.data.batch import ExampleBatch
 from olearn.data.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
+from olearn.data.labels import LABEL_COSTS, LABEL_SIMPLE, Labels, labels_of
 from olearn.data.parsed import AUDIT_COLS, Hashing, Parsed
 from olearn.data.svmlight import parse_svm_line
 from olearn.data.vw_text import group_namespaces, parse_vw_line
@@ -15,6 +16,7 @@ FORMAT_VW = 0
 FORMAT_SVMLIGHT = 1
 MAX_WARNINGS_PER_BLOCK = 10000
 IDENTITY = np.arange(256, dtype=np.uint8)  # every namespace byte its own index
+SIMPLE_LABELS = labels_of(LABEL_SIMPLE, None)
 
 
 @njit(cache=True, nogil=True)
@@ -49,11 +51,12 @@ def line_ends(buf):
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of):
+def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels):
     """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
 
     ``index_of`` (256 bytes) maps the first byte of a VW namespace's name to its index
-    (--redefine; the identity otherwise).
+    (--redefine; the identity otherwise). ``labels`` (data/labels.py ``Labels``): how a VW
+    line's label reads (svmlight's are simple).
 
     Every output is sized once, from the bytes alone, for the most any bytes can hold: a line
     of k bytes holds at most (k + 1) // 2 features (each needs a byte and a separator) plus
@@ -61,6 +64,7 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     grown or rebound inside the line loop (a rebound array costs numba a reference count per
     line); pages never written are never touched.
     ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
+    A cost-sensitive label holds at most a class per two bytes of its line.
     Returns the arrays of an :class:`ExampleBatch` and the number of lines found.
     """
     if index_of.shape[0] != 256:
@@ -81,7 +85,12 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     ns_rank = np.zeros((256, 2), dtype=np.int64)
     constant = CONSTANT_HASH & mask
     hashing = Hashing(mask, seed, hash_all, ns_hash)
-    out = Parsed(ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, warns)
+    costs = labels.kind == LABEL_COSTS
+    cost_offsets = np.zeros(n_lines + 1 if costs else 0, dtype=np.int64)
+    cost_class = np.empty(n // 2 + n_lines if costs else 0, dtype=np.uint32)
+    cost_value = np.empty(cost_class.shape[0], dtype=np.float32)
+    out = Parsed(ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, warns, cost_offsets, cost_class,
+                 cost_value)
     nf = 0
     nw = 0
     ex = 0
@@ -100,10 +109,12 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
             ex_tag[ex, 0] = ex_tag[ex, 1] = -1
             ex_off[ex] = nf
             ex_line[ex] = line
+            if costs:
+                cost_offsets[ex + 1] = cost_offsets[ex]
             if fmt == FORMAT_VW:
                 first = nf
-                nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw,
-                                                ns_rank, index_of)
+                nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, hashing, labels, out, nf,
+                                                nw, ns_rank, index_of)
                 if regroup:
                     group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
             else:
@@ -120,20 +131,25 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     # The feature and warning arrays are copied out of their worst-case-sized buffers (several
     # times the block's needs): views would keep whole buffers alive in every batch queued
     # between the parser and the learner.
+    nc = cost_offsets[ex] if costs else 0
     return (ex_num[:ex], ex_tag[:ex], ex_line[:ex], ex_off[: ex + 1], f_idx[:nf].copy(),
             f_val[:nf].copy(), f_ns[:nf].copy(), f_audit[: nf if audit else 0].copy(),
-            warns[: min(nw, warns.shape[0])].copy(), nw, n_lines)
+            warns[: min(nw, warns.shape[0])].copy(), nw, n_lines,
+            cost_offsets[: ex + 1 if costs else 0].copy(), cost_class[:nc].copy(),
+            cost_value[:nc].copy())
 
 
 def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "",
-          bytes_read: int = 0, index_of: np.ndarray = IDENTITY) -> ExampleBatch:
+          bytes_read: int = 0, index_of: np.ndarray = IDENTITY,
+          labels: Labels = SIMPLE_LABELS) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch` (the batch counts the lines
     the parser found; its first line is line 0 until the caller numbers it; ``index_of``: the
-    namespaces' indices, see :func:`parse_block`)."""
+    namespaces' indices, ``labels``: how labels read, see :func:`parse_block`)."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
-     n_warnings, n_lines) = parse_block(text, fmt, mask, seed, hash_all,
-                                        add_constant, audit, ns_hash, index_of)
+     n_warnings, n_lines, cost_offsets, cost_class, cost_value) = parse_block(
+        text, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels)
     return ExampleBatch(text, source, 0, numbers, tags, lines, offsets, index, value,
                         namespace, audit_spans, warnings, int(n_warnings), bytes_read, 0,
-                        int(n_lines))
+                        int(n_lines), cost_offsets=cost_offsets, cost_class=cost_class,
+                        cost_value=cost_value)

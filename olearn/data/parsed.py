@@ -8,9 +8,11 @@ from numba import njit
 
 # What the per-line parsers write, for a block (parse.parse_block's buffers): per example its
 # label, importance and initial value (``numbers``) and tag span (``tags``); per feature its
-# index, value, namespace index and, with --audit, name spans (``audit``); the warnings.
+# index, value, namespace index and, with --audit, name spans (``audit``); the warnings; with
+# cost-sensitive labels (data/labels.py), example e's classes and costs at
+# ``cost_offsets[e]:cost_offsets[e+1]`` of ``cost_class``/``cost_value`` (else all empty).
 Parsed = namedtuple("Parsed", ["numbers", "tags", "index", "value", "namespace", "audit",
-                               "warns"])
+                               "warns", "cost_offsets", "cost_class", "cost_value"])
 
 # How names become indices: the mask, the seed, whether numbers are hashed as strings
 # (--hash all), and the default namespace's hash (VW text) or namespace f's (svmlight).
@@ -25,6 +27,8 @@ W_BAD_SCALE = 5       # a NaN or infinite namespace scale (scale 1)
 W_BAD_IMPORTANCE = 6  # negative, NaN or infinite importance (example not learned)
 W_SVM_TOKEN = 7       # an svmlight token that is not name:value (token skipped)
 W_BAD_LABEL = 8       # a NaN or infinite label (example left unlabeled)
+W_UNKNOWN_NAME = 9    # a label name --named_labels does not list (class 0)
+W_BAD_COST = 10       # a cost that is not a finite number (the class predicted only)
 
 AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
 

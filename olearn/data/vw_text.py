@@ -6,79 +6,20 @@ from numba import njit
 
 from olearn.core.arrays import at
 from olearn.data.hashing import hash_name, hash_scanned, name_table, scan_name
+from olearn.data.labels import parse_label
 from olearn.data.numbers import parse_float
 from olearn.data.parsed import (
     W_BAD_SCALE,
     W_BAD_VALUE,
     W_MALFORMED,
-    W_NOT_FLOAT,
-    W_TOO_MANY,
     add_warning,
-    check_label,
     is_blank,
     push_feature,
 )
 
 BAR = 124
 COLON = 58
-QUOTE = 39
 NAME = name_table(b" \t:|")  # a namespace's or feature's name ends at a blank, ':' or '|'
-
-
-@njit(cache=True, nogil=True)
-def _label_number(buf, s, e, warns, nw, line):
-    value, used = parse_float(buf, s, e)
-    if used == 0:
-        nw = add_warning(warns, nw, line, W_NOT_FLOAT, s, e)
-        value = np.float32(0)
-    return np.float32(value), nw
-
-
-@njit(cache=True, nogil=True)
-def parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line):
-    """Label section ``buf[s:bar]``: label, importance, initial value and tag (§1.2)."""
-    for p in range(s, bar):
-        if at(buf, p) == 9:  # everything up to the first TAB is ignored
-            s = p + 1
-            break
-    # Two scans and no scratch arrays: this runs once per line.
-    ntok = 0
-    last_s = last_e = 0
-    p = s
-    while p < bar:
-        while p < bar and at(buf, p) == 32:
-            p += 1
-        if p >= bar:
-            break
-        q = p
-        while q < bar and at(buf, q) != 32:
-            q += 1
-        last_s = p
-        last_e = q
-        ntok += 1
-        p = q
-    if ntok > 0 and (at(buf, last_s) == QUOTE or last_e == bar):
-        ex_tag[ex, 0] = last_s + 1 if at(buf, last_s) == QUOTE else last_s
-        ex_tag[ex, 1] = last_e
-        ntok -= 1
-    ex_num[ex, 0] = np.nan
-    ex_num[ex, 1] = 1.0
-    ex_num[ex, 2] = 0.0
-    if ntok > 3:
-        return add_warning(warns, nw, line, W_TOO_MANY, s, bar)
-    p = s
-    for k in range(ntok):
-        while at(buf, p) == 32:
-            p += 1
-        q = p
-        while q < bar and at(buf, q) != 32:
-            q += 1
-        value, nw = _label_number(buf, p, q, warns, nw, line)
-        ex_num[ex, k] = value
-        if k < 2:
-            nw = check_label(ex_num, ex, k, warns, nw, line, p, q)
-        p = q
-    return nw
 
 
 @njit(cache=True, nogil=True)
@@ -109,9 +50,10 @@ def group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank):
 # what it calls, which allocates nothing): the arrays stay owned by parse_block, and counting
 # each array argument once per line was about a fifth of the parser's time.
 @njit(cache=True, nogil=True, _nrt=False)
-def parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw, ns_rank, index_of):
+def parse_vw_line(buf, s, e, ex, line, hashing, labels, out, nf, nw, ns_rank, index_of):
     """Parse one non-empty line ``buf[s:e]`` into example ``ex`` of ``out`` (data/parsed.py
-    ``Parsed``), its names hashed as ``hashing`` says (``Hashing``); returns (nf, nw, regroup):
+    ``Parsed``), its names hashed as ``hashing`` says (``Hashing``), its label read as
+    ``labels`` says (data/labels.py ``Labels``); returns (nf, nw, regroup):
     ``regroup`` when a namespace came back after another (then :func:`group_namespaces`).
 
     ``ns_rank`` is per-block scratch of shape (256, 2): for each namespace index, the example
@@ -120,7 +62,7 @@ def parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw, ns_rank, index_of):
     features/namespaces.py); the default namespace's is always ``' '``.
     """
     mask, seed, hash_all, default_ns_hash = hashing
-    ex_num, ex_tag, warns = out.numbers, out.tags, out.warns
+    warns = out.warns
     n_ranks = 0
     regroup = False
     previous_ns = -1
@@ -128,7 +70,7 @@ def parse_vw_line(buf, s, e, ex, line, hashing, out, nf, nw, ns_rank, index_of):
     bar = s
     while bar < e and at(buf, bar) != BAR:
         bar += 1
-    nw = parse_label(buf, s, bar, ex, ex_num, ex_tag, warns, nw, line)
+    nw = parse_label(buf, s, bar, ex, out, labels, warns, nw, line)
     p = bar
     while p < e:
         p += 1  # the '|'

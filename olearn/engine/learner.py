@@ -10,6 +10,7 @@ import numpy as np
 from olearn.data import formats, sources
 from olearn.data.batch import ExampleBatch
 from olearn.data.hashing import namespace_hash
+from olearn.data.labels import label_kind, labels_of, names_of
 from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
@@ -23,11 +24,11 @@ from olearn.options.config import Config
 from olearn.outputs.audit import audit_line
 from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
-from olearn.outputs.predictions import format_classes, format_predictions
-from olearn.outputs.report import warning_lines, warning_text
+from olearn.outputs.predictions import format_names, format_pairs, format_predictions
+from olearn.outputs.report import format_row, warning_lines, warning_text
 from olearn.persistence import model
 from olearn.reductions import oaa
-from olearn.reductions.oaa import OneAgainstAll
+from olearn.reductions.chosen import reduction_of
 
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
@@ -55,8 +56,11 @@ class OnlineLearner:
         # stateless: their terms below)
         self.expander = stage_poly.StagePoly(config)
         self.poly = self.expander.state
-        # the reduction between them: one scalar problem, or --oaa's K classes
-        self.reduction = OneAgainstAll(config)
+        # the reduction between them: one scalar problem, --oaa's or --csoaa's K classes
+        self.reduction = reduction_of(config)(config)
+        # how labels read: simple or cost-sensitive, named by --named_labels with K classes
+        self.names = names_of(config) if self.reduction.on else None
+        self.labels = labels_of(label_kind(config), self.names)
         self._exported = False  # whether sync has put the current model into the weights
         # kept calls (_kept_call) by batch: learning's, then test-only's; None: none possible
         # (--oaa widens a batch's indices into a new array each call; the command line's
@@ -175,10 +179,14 @@ class OnlineLearner:
         selection = self._selection  # --ignore, --keep, --redefine
         text = np.frombuffer(block.data, dtype=np.uint8)
         text.flags.writeable = False  # a bytearray's too: the kernels' one type for the bytes
+        if fmt == FORMAT_SVMLIGHT and cfg.csoaa is not None:
+            raise OlearnError("--csoaa reads cost-sensitive labels of VW text, not svmlight",
+                              block.source)
         batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
                       not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
                       bytes_read=block.bytes_read,
-                      index_of=selection.index_of if selection else IDENTITY)
+                      index_of=selection.index_of if selection else IDENTITY,
+                      labels=self.labels)
         if selection is not None:
             batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
@@ -323,13 +331,20 @@ class OnlineLearner:
 
     def prediction_lines(self, preds: np.ndarray, batch: ExampleBatch, raw: bool) -> np.ndarray:
         """The -p (or, ``raw``, -r) lines of a batch's predictions, as bytes: the output or raw
-        score; with --oaa, the class, and every class's score for -r, --scores and
-        --probabilities."""
+        score; with --oaa, the class (its name with --named_labels), and every class's score
+        for -r, --scores and --probabilities; with --csoaa, the class, and for -r each listed
+        class's raw score."""
         if self.reduction.on and (raw or self.reduction.scores):
-            first = oaa.RAW_FIRST_COLUMN if raw else oaa.FIRST_CLASS_COLUMN
-            return format_classes(preds[:, oaa.CLASS_COLUMN:], preds[:, first], raw,
-                                  batch.tags, batch.text)
+            classes, scores, counts, lead = self.reduction.class_pairs(preds, raw)
+            return format_pairs(classes, scores, counts, lead, batch.tags, batch.text)
+        if self.names is not None and not raw:
+            return format_names(preds[:, 0], self.labels.names, self.labels.name_ends,
+                                batch.tags, batch.text)
         return format_predictions(preds[:, 1 if raw else 0], batch.tags, batch.text)
+
+    def table_row(self, row: np.ndarray) -> str:
+        """A progress-table row (outputs/report.py) as this learner's labels read."""
+        return format_row(row, self.reduction.on, self.config.csoaa is not None, self.names)
 
     def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
         """The batch's parse warnings (:func:`parse_warnings`) and, with --oaa, its labels'
@@ -381,7 +396,8 @@ class OnlineLearner:
         return (Model(self.weights, state, params), self.family.bundle(),
                 Expander(self.terms, self.linear, self.poly), self.reduction.bundle(),
                 Examples(batch.numbers, batch.offsets, self.reduction.widen(batch.index),
-                         batch.value, batch.namespace, batch.lines, batch.pass_line),
+                         batch.value, batch.namespace, batch.lines, batch.pass_line,
+                         batch.cost_offsets, batch.cost_class, batch.cost_value),
                 Out(stats, preds, rows))
 
     @property

@@ -6,6 +6,7 @@ import sys
 
 from olearn.core.atomic import AtomicOutput
 from olearn.data import sources
+from olearn.data.labels import names_of
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import DataPlan, run_passes
 from olearn.features import stage_poly
@@ -14,12 +15,16 @@ from olearn.learners.families import FAMILIES, family_of
 from olearn.options.config import Config
 from olearn.outputs.audit import NameCollector
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
-from olearn.outputs.report import TABLE_HEADER, Console, format_row, summary
+from olearn.outputs.report import TABLE_HEADER, Console, summary
 from olearn.persistence import readable
+from olearn.reductions.oaa import class_count
 
 
 def header(config: Config, data_lines: list[str]) -> str:
     lines = []
+    names = names_of(config)
+    if names is not None and class_count(config):
+        lines.append(f"parsed {len(names)} named labels")
     for size, what in ((2, "quadratic features for pairs"), (3, "cubic features for triples")):
         chosen = [t for t in config.terms if len(t) == size]
         if chosen:
@@ -46,14 +51,16 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    multiclass = config.oaa is not None
+    multiclass = class_count(config) > 0
+    reduction = "csoaa" if config.csoaa is not None else "oaa"
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
-              + (f"oaa ({config.oaa} classes), " if multiclass else "")
+              + (f"{reduction} ({class_count(config)} classes), " if multiclass else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
-              f"Input label = {'MULTICLASS' if multiclass else 'SIMPLE'}",
+              "Input label = " + ("CS" if config.csoaa is not None
+                                  else "MULTICLASS" if multiclass else "SIMPLE"),
               "Output pred = " + ("SCALARS"
                                   if multiclass and (config.scores or config.probabilities)
                                   else "MULTICLASS" if multiclass else "SCALAR")]
@@ -71,7 +78,7 @@ def run(config: Config) -> OnlineLearner:
         config = stage_poly.with_stages(config, sources.count_lines(paths))
     learner = OnlineLearner.start(config)
     config = learner.config
-    multiclass = config.oaa is not None
+    multiclass = learner.reduction.on
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
@@ -97,7 +104,7 @@ def run(config: Config) -> OnlineLearner:
             for out, raw in outputs:
                 out.write(learner.prediction_lines(preds, batch, raw))
             for row in rows:
-                console.print(format_row(row, multiclass))
+                console.print(learner.table_row(row))
             bytes_read = batch.bytes_read
             lines = batch.pass_line + batch.n_lines
             console.progress(bytes_done + bytes_read, int(learner.stats[layouts.R_EXAMPLES]))
@@ -135,7 +142,8 @@ def run(config: Config) -> OnlineLearner:
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
-# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes.
+# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes,
+# --csoaa one of named classes and costs.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
@@ -145,7 +153,9 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    # each other family's run, saving and printing its model
                    *({**family.WARM_UP, "final_regressor": TEMPORARY,
                       "readable_model": TEMPORARY} for family in FAMILIES if family.WARM_UP),
-                   {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY})
+                   {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY},
+                   {"csoaa": 3, "named_labels": "a,b,c", "raw_predictions": TEMPORARY,
+                    "cache": True, "passes": 2})
 
 
 def warm_cache() -> None:
@@ -164,13 +174,17 @@ def warm_cache() -> None:
         classes = os.path.join(tmp, "warm-classes.vw")
         with open(classes, "wb") as f:
             f.write(b"1 |a x\n3 2 'tag |b y\n|c z\n")
+        costs = os.path.join(tmp, "warm-costs.vw")
+        with open(costs, "wb") as f:
+            f.write(b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n")
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
                 for options in WARM_UP_OPTIONS:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
-                    data = [classes] if options.get("oaa") else [vw, svm]
+                    data = ([classes] if options.get("oaa") else [costs] if options.get("csoaa")
+                            else [vw, svm])
                     run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:

@@ -36,7 +36,8 @@ import olearn
 MODULE = "olearn_kernels"
 ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "learn_batch"),
                 ("olearn.outputs.predictions", "format_predictions"),
-                ("olearn.outputs.predictions", "format_classes"),
+                ("olearn.outputs.predictions", "format_pairs"),
+                ("olearn.outputs.predictions", "format_names"),
                 ("olearn.learners.regularize", "flush"),
                 ("olearn.learners.experts.saew", "export"),
                 ("olearn.features.interactions", "expand_example"),

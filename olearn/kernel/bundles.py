@@ -25,9 +25,10 @@ Expander = namedtuple("Expander", ["terms", "linear", "poly"])
 NoReduction = namedtuple("NoReduction", [])
 
 # A parsed batch (data/batch.py ExampleBatch): label, importance and initial prediction per
-# example, the CSR features, each example's line in its source and the pass's line of line 0.
+# example, the CSR features, each example's line in its source, the pass's line of line 0, and
+# the cost-sensitive labels' classes and costs in CSR (--csoaa; else all empty).
 Examples = namedtuple("Examples", ["numbers", "offsets", "index", "value", "namespace", "lines",
-                                   "first_line"])
+                                   "first_line", "cost_offsets", "cost_class", "cost_value"])
 
 # What a call writes besides the model: the progress statistics (kernel/layouts.py STATS), each
 # example's predictions and the progress-table rows.
@@ -41,8 +42,10 @@ Features = namedtuple("Features", ["index", "value", "lo", "hi"])
 Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 
 # One example as the example loop reads it (loop._label): label, importance, initial
-# prediction, whether it has a label and whether it is learned.
-Example = namedtuple("Example", ["y", "imp", "initial", "labeled", "learn"])
+# prediction, whether it has a label and whether it is learned, and the classes and costs its
+# cost-sensitive label lists (views of the batch's; empty without).
+Example = namedtuple("Example", ["y", "imp", "initial", "labeled", "learn", "classes",
+                                 "costs"])
 
 # What a reduction's ``predict`` gives the example loop (kernel/reducing.py): the prediction
 # shown, its probability (NaN: none), the feature count the table reports, and what the

@@ -58,7 +58,8 @@ LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
 def _constant(config) -> int:
     """The constant feature's index: VW's, widened as --oaa widens every index."""
-    return ((CONSTANT_HASH & config.mask) << oaa.index_shift(config.oaa)) & config.mask
+    return (((CONSTANT_HASH & config.mask) << oaa.index_shift(oaa.class_count(config)))
+            & config.mask)
 
 
 # Parameters (float64 array): the run's options as the kernels read them, never saved. A
@@ -100,7 +101,10 @@ PARAMS = Parameters(
     Param("poly_fallback", lambda c: c.stage_poly_fallback, bool,
           "--stage_poly_fallback: each stage's shallowest parent"),
     Param("constant", _constant, int, "the constant feature's index"),
-    Param("oaa", lambda c: c.oaa or 0, int, "--oaa's class count K (0: one scalar problem)"),
+    Param("classes", oaa.class_count, int,
+          "--oaa's or --csoaa's class count K (0: one scalar problem)"),
+    Param("absolute_loss", lambda c: c.cs_absolute_loss, bool,
+          "--csoaa: the loss is the predicted class's cost"),
     Param("probabilities", lambda c: c.probabilities, bool,
           "--oaa: probabilities instead of scores"),
     Param("class_lists", lambda c: c.scores or c.probabilities, bool,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit
 
-from olearn.data.batch import valid_batch
+from olearn.data.batch import valid_batch, valid_offsets
 from olearn.features import stage_poly
 from olearn.features.interactions import expand, expanded_size, valid_terms
 from olearn.kernel import dispatch, reducing
@@ -93,7 +93,8 @@ def _check_arguments(model, family, expander, reduction, examples, out):
     pass over the batch's offsets and indices (:func:`valid_batch`)."""
     W, state, params = model
     terms, linear, poly = expander
-    numbers, offsets, index, value, namespace, lines, _ = examples
+    numbers, offsets, index, value, namespace, lines, _, cost_offsets, cost_class, cost_value = (
+        examples)
     stats, preds, rows = out
     if (params.shape[0] < PARAMS_SIZE or state.shape[0] < STATE_SIZE
             or stats.shape[0] < STATS_SIZE):
@@ -109,6 +110,10 @@ def _check_arguments(model, family, expander, reduction, examples, out):
         raise ValueError("learn_batch: unknown loss code")
     if not valid_batch(offsets, index, value, namespace, size - 1):
         raise ValueError("learn_batch: malformed batch (offsets, lengths or feature indices)")
+    if cost_offsets.shape[0] > 0 and not (cost_offsets.shape[0] == n + 1
+                                          and cost_value.shape[0] == cost_class.shape[0]
+                                          and valid_offsets(cost_offsets, cost_class.shape[0])):
+        raise ValueError("learn_batch: malformed costs (offsets or lengths)")
     if not valid_terms(terms):
         raise ValueError("learn_batch: malformed interaction terms")
     if linear.shape[0] != 256:
@@ -165,7 +170,7 @@ def new_scratch(terms, params):
     class's copy of an example, 16 rows grown as examples need; a score and a probability per
     class)."""
     synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
-    k = np.int64(params[P.oaa])
+    k = np.int64(params[P.classes])
     rows = 16 if k > 0 else 0
     return Scratch(np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
                    Synthetic(np.empty(synthetic, dtype=np.uint32),
@@ -181,7 +186,7 @@ def scratch_fits(scratch, terms, params):
     work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = scratch
     synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
     depth = stage_poly.MAX_DEPTH + 1
-    k = np.int64(params[P.oaa])
+    k = np.int64(params[P.classes])
     return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
             and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
             and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
@@ -245,6 +250,14 @@ def _label(e, numbers, params, first_line, lines, test_only):
     if period > 0:
         held = held_out(period, np.int64(params[P.holdout_after]), first_line + lines[e] + 1)
     return y, imp, labeled, held, labeled and imp > 0 and not test_only and not held
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _cost_span(e, cost_offsets):
+    """Example ``e``'s classes and costs in the batch's (none without cost-sensitive labels)."""
+    if cost_offsets.shape[0] == 0:
+        return 0, 0
+    return cost_offsets[e], cost_offsets[e + 1]
 
 
 @njit(cache=True, nogil=True)
@@ -414,7 +427,9 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             return e, nrows, 0, class_rows_needed, False
         if expanded and s.stage_poly and learn:
             stage_poly.count_input(counters, features.hi - features.lo)
-        ex = Example(y, imp, np.float64(numbers[e, 2]), labeled, learn)
+        c_lo, c_hi = _cost_span(e, examples.cost_offsets)
+        ex = Example(y, imp, np.float64(numbers[e, 2]), labeled, learn,
+                     examples.cost_class[c_lo:c_hi], examples.cost_value[c_lo:c_hi])
         predicted = reducing.predict(reduction, family, model, expander, features, ex, s,
                                      scratch, preds[e], expanded)
         if labeled:

@@ -12,14 +12,14 @@ import math
 import sys
 
 from olearn.core.option import Option
-from olearn.data import formats, hashing
+from olearn.data import formats, hashing, labels
 from olearn.errors import OptionError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import oaa
+from olearn.reductions import csoaa, oaa
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -32,7 +32,8 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
-          ("One against all (multiclass)", oaa.OPTIONS),
+          ("One against all (multiclass)", oaa.OPTIONS + labels.OPTIONS),
+          ("Cost-sensitive one against all", csoaa.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -66,6 +67,8 @@ class _Checked:
         self._check_experts()
         self._check_daemon()
         oaa.check(self)
+        csoaa.check(self)
+        labels.check(self)
         losses.check(self)
         stage_poly.check(self)
         self._check_metric()
@@ -103,7 +106,8 @@ class _Checked:
         """--metric auc ranks one score per example, kept in this process."""
         if self.metric != "auc":
             return
-        for name, on in (("oaa", self.oaa is not None), ("dask", self.dask is not None)):
+        for name, on in (("oaa", self.oaa is not None), ("csoaa", self.csoaa is not None),
+                         ("dask", self.dask is not None)):
             if on:
                 raise OptionError(f"--metric auc is for binary tasks in one process, not with "
                                   f"--{name}")

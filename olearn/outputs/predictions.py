@@ -169,22 +169,50 @@ def format_predictions(preds, tags, text):
 
 
 @njit(cache=True, nogil=True)
-def format_classes(scores, first, lead, tags, text):
-    """--oaa's lines of per-class numbers: ``c:x`` for each class c = first[e], first[e] + 1,
-    ... and its ``scores[e, c - first[e]]``, space-separated, then `` tag`` as
-    :func:`format_predictions`. With ``lead`` (VW's -r): after a space, and 0-based classes
-    shifted by one as VW writes them (``0:`` the last class's score, ``c:`` class c - 1's)."""
-    n, k = scores.shape
+def format_pairs(classes, scores, counts, lead, tags, text):
+    """Lines of ``c:x`` pairs: example ``e``'s first ``counts[e]`` classes ``classes[e, j]``
+    (whole numbers >= 0) and their ``scores[e, j]`` (C++'s default format), space-separated,
+    then `` tag`` as :func:`format_predictions`; with ``lead`` (--oaa's -r, VW's) a space
+    before the first pair too."""
+    n, k = classes.shape
+    if scores.shape[0] < n or scores.shape[1] < k or counts.shape[0] < n:
+        raise ValueError("format_pairs: fewer scores or counts than classes")
     out = np.empty(n * (k * 40 + 2) + _tag_room(tags, text, n), dtype=np.uint8)
     o = 0
     for e in range(n):
-        shift = 1 if lead and first[e] == 0 else 0
-        for c in range(k):
-            if c > 0 or lead:
+        m = np.int64(counts[e]) if 0 <= counts[e] <= k else k
+        for j in range(m):
+            if j > 0 or lead:
                 out[o] = 32
                 o += 1
-            o = _put_int(out, o, np.int64(first[e]) + c)
+            c = classes[e, j]
+            o = _put_int(out, o, np.int64(c) if 0 <= c < 1e18 else 0)
             out[o] = 58
-            o = format_general(out, o + 1, np.float64(scores[e, (c - shift) % k]))
+            o = format_general(out, o + 1, np.float64(scores[e, j]))
+        o = _end_line(out, o, tags, e, text)
+    return out[:o]
+
+
+@njit(cache=True, nogil=True)
+def format_names(classes, names, name_ends, tags, text):
+    """-p's lines with --named_labels: class ``c``'s name (the bytes of ``names`` up to
+    ``name_ends[c - 1]``; none for a class without a name), then `` tag``."""
+    n = classes.shape[0]
+    longest = 0
+    start = 0
+    for i in range(name_ends.shape[0]):
+        if not start <= name_ends[i] <= names.shape[0]:
+            raise ValueError("format_names: names outside their bytes")
+        longest = max(longest, name_ends[i] - start)
+        start = name_ends[i]
+    out = np.empty(n * (longest + 1) + _tag_room(tags, text, n), dtype=np.uint8)
+    o = 0
+    for e in range(n):
+        if 1 <= classes[e] <= name_ends.shape[0]:
+            c = np.int64(classes[e])
+            first = name_ends[c - 2] if c > 1 else 0
+            for i in range(first, name_ends[c - 1]):
+                out[o] = names[i]
+                o += 1
         o = _end_line(out, o, tags, e, text)
     return out[:o]

@@ -33,6 +33,8 @@ _WARNING_TEXT = {
                               "example not learned"),
     parsed.W_SVM_TOKEN: ("'{token}' is not an svmlight feature (name:value)", "token skipped"),
     parsed.W_BAD_LABEL: ("label '{token}' is not a finite number", "example left unlabeled"),
+    parsed.W_UNKNOWN_NAME: ("missing named label '{token}'", "class 0"),
+    parsed.W_BAD_COST: ("the cost of '{token}' is not a finite number", "class predicted only"),
 }
 
 
@@ -45,16 +47,27 @@ def _fixed(x: float, decimals: int, missing: str = "n.a.") -> str:
     return missing if math.isnan(x) else f"{x:.{decimals}f}"
 
 
-def format_row(row: np.ndarray, multiclass: bool = False) -> str:
+def format_row(row: np.ndarray, multiclass: bool = False, costs: bool = False,
+               names: list[str] | None = None) -> str:
     """One table row, in VW's exact column layout; a holdout row ends in ``h``. --oaa's
     (``multiclass``) labels and predictions are classes, with the prediction's probability
-    (``1(33%)``) under --probabilities."""
+    (``1(33%)``) under --probabilities; --csoaa's (``costs``) labels are ``known`` or
+    ``unknown``. With --named_labels' ``names``, classes are written by name (a class without
+    one: ``unknown`` as --oaa's label or prediction, nothing as --csoaa's prediction)."""
     n, wsum, label, pred, nfeat, avg, since, holdout, probability = row
     missing = " unknown" if holdout else "n.a."
     if multiclass:
-        label_text = "unknown" if math.isnan(label) else str(int(label))
-        pred_text = str(int(pred)) + ("" if math.isnan(probability)
-                                      else f"({100 * probability:.0f}%)")
+        def named(c: float, none: str) -> str:
+            if names is None:
+                return str(int(c))
+            return names[int(c) - 1] if 1 <= c <= len(names) else none
+
+        if costs:
+            label_text = "unknown" if math.isnan(label) else "known"
+        else:
+            label_text = "unknown" if math.isnan(label) else named(label, "unknown")
+        pred_text = named(pred, "" if costs else "unknown") + (
+            "" if math.isnan(probability) else f"({100 * probability:.0f}%)")
     else:
         label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
         pred_text = f"{pred:.4f}"

@@ -29,7 +29,8 @@ from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
 from olearn.learners.weights import COLUMNS, W_G, W_W
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
-from olearn.reductions.oaa import AUTO, OneAgainstAll
+from olearn.reductions.chosen import reduction_of
+from olearn.reductions.oaa import AUTO, OneAgainstAll, class_count
 
 # The options that choose a learner family (the state a model holds is that family's).
 LEARNERS = (*EXPERT_LEARNERS, *(family.OPTION for family in FAMILIES if family.OPTION))
@@ -189,7 +190,7 @@ def load(path: str) -> Model:
         _name_fields(arrays, header.get("fields"), version, config)
         _check_table(arrays, config)
         StagePoly.check(arrays, config)
-        OneAgainstAll.check(arrays, config)
+        reduction_of(config).check(arrays, config)
         family_of(config).check(arrays, config)
     except Invalid as exc:
         raise OlearnError(f"corrupted model file ({exc})", path) from None
@@ -264,7 +265,7 @@ def _names(config: Config) -> set[str]:
     names = {"index", "rows", "state"}
     if config.stage_poly:
         names |= set(StagePoly.ARRAYS)
-    if config.oaa is not None:
+    if class_count(config):
         names |= set(OneAgainstAll.ARRAYS)
     names |= set(family_of(config).ARRAYS)
     return names

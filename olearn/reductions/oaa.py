@@ -61,6 +61,11 @@ CLASSES = Layout(
 CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
+def class_count(config) -> int:
+    """The classes of --oaa or --csoaa (0: one scalar problem)."""
+    return config.oaa or config.csoaa or 0
+
+
 def feature_width(classes: int) -> int:
     """VW's feature width for K classes: the smallest power of two >= K."""
     return 1 << max(classes - 1, 0).bit_length()
@@ -75,9 +80,11 @@ def check(config) -> None:
     """The options --oaa needs or refuses (called from Config's checks)."""
     from olearn.errors import OptionError
     if config.oaa is None:
-        for name in ("probabilities", "scores", "indexing"):
-            if getattr(config, name) not in (False, None):
+        for name in ("probabilities", "scores"):
+            if getattr(config, name):
                 raise OptionError(f"--{name} needs --oaa")
+        if config.indexing is not None and config.csoaa is None:
+            raise OptionError("--indexing needs --oaa or --csoaa")
         return
     for name, on in (("binary", config.binary), ("link", config.link != "identity")):
         if on:
@@ -99,8 +106,8 @@ class OneAgainstAll:
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
-    def __init__(self, config):
-        self.k = config.oaa or 0
+    def __init__(self, config, k: int | None = None):
+        self.k = (config.oaa if k is None else k) or 0
         self.on = self.k > 0
         self.shift = index_shift(self.k)
         self.mask = config.mask
@@ -144,6 +151,20 @@ class OneAgainstAll:
         column per class."""
         return CLASS_COLUMN + self.k
 
+    def class_pairs(self, preds: np.ndarray, raw: bool
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """What -r (``raw``), --scores and --probabilities write of a prediction array: each
+        example's classes, their numbers, how many, and whether a space leads (VW's -r). -r of
+        0-based classes is VW's shifted order (``0:`` the last class's score, ``c:`` class
+        c - 1's); the class lists are numbered by the indexing after the label, -r by the one
+        before it."""
+        first = preds[:, RAW_FIRST_COLUMN if raw else FIRST_CLASS_COLUMN].astype(np.int64)
+        steps = np.arange(self.k)
+        shift = (raw & (first == 0)).astype(np.int64)
+        scores = np.take_along_axis(preds[:, CLASS_COLUMN:],
+                                    (steps[None, :] - shift[:, None]) % self.k, axis=1)
+        return (first[:, None] + steps[None, :], scores, np.full(len(preds), self.k), raw)
+
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
 
@@ -154,10 +175,14 @@ class OneAgainstAll:
     @staticmethod
     def check(arrays: dict, config) -> None:
         """A model's per-class sums: a row per class, finite and non-negative."""
-        if config.oaa is None:
-            return
+        if config.oaa is not None:
+            OneAgainstAll.check_classes(arrays, config.oaa)
+
+    @staticmethod
+    def check_classes(arrays: dict, k: int) -> None:
+        """The per-class sums of ``k`` classes: a row per class, finite and non-negative."""
         classes = arrays["oaa_classes"]
-        require(classes.shape == (config.oaa, len(CLASSES)), "oaa_classes: not a row per class")
+        require(classes.shape == (k, len(CLASSES)), "oaa_classes: not a row per class")
         require(bool(np.all(np.isfinite(classes) & (classes >= 0))),
                 "oaa_classes: negative or non-finite sums")
 

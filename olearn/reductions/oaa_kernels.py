@@ -24,12 +24,18 @@ from olearn.reductions.one_problem import clipped
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def fits(reduction, model, out):
-    """The class count (the parameter) against the per-class sums and the prediction array."""
-    k = model.params[P.oaa]
+def fits_classes(reduction, model):
+    """The class count (the parameter) against the table and the per-class sums."""
+    k = model.params[P.classes]
     return (k == np.floor(k) and 1 <= k <= model.W.shape[0]
-            and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2
-            and out.preds.shape[1] >= oaa.CLASS_COLUMN + k)
+            and reduction.classes.shape[0] >= k and reduction.classes.shape[1] >= 2)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fits(reduction, model, out):
+    """The class count against the per-class sums and the prediction array."""
+    return (fits_classes(reduction, model)
+            and out.preds.shape[1] >= oaa.CLASS_COLUMN + model.params[P.classes])
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -66,7 +72,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     (VW's rule): the predicted class and -r are numbered as before the label, the class lists
     of --scores and --probabilities (and their errors) as after it, as VW writes them."""
     state = model.state
-    k_classes = np.int64(model.params[P.oaa])
+    k_classes = np.int64(model.params[P.classes])
     raw_first = 0 if state[S_INDEXING] == 0 else 1
     if ex.learn and state[S_INDEXING] == oaa.AUTO:
         if ex.y == 0:
@@ -126,7 +132,7 @@ def _log_loss(model, ex, scratch):
     """--probabilities: the multiclass log loss of the label's class (999 for probability 0)."""
     if model.params[P.probabilities] == 0:
         return 0.0
-    k_classes = np.int64(model.params[P.oaa])
+    k_classes = np.int64(model.params[P.classes])
     p_true = scratch.classes.probabilities[
         _class_label(ex.y, model.state[S_INDEXING], k_classes)]
     return -np.log(p_true) * ex.imp if p_true > 0 else 999.0
@@ -147,7 +153,7 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
     classes = reduction.classes
     first = 0 if state[S_INDEXING] == 0 else 1
     ssm = expander.poly[2]
-    for k in range(np.int64(model.params[P.oaa])):
+    for k in range(np.int64(model.params[P.classes])):
         yk = 1.0 if ex.y == k + first else -1.0
         if not s.fixed_range:
             state[S_MIN] = min(state[S_MIN], yk)

@@ -20,7 +20,7 @@ from olearn.learners.losses import loss_value_shared, shared_term
 @njit(cache=True, nogil=True, _nrt=False)
 def fits(reduction, model, out):
     """One scalar problem: no class count."""
-    return model.params[P.oaa] == 0
+    return model.params[P.classes] == 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -1,8 +1,10 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
-``NoReduction``, reductions/oaa.py ``OneAgainstAllState``): each one's kernels, which
+``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
+``CostSensitiveState``): each one's kernels, which
 kernel/reducing.py puts into the loop when numba compiles it.
 
-A reduction's kernels (one module each: reductions/one_problem.py, reductions/oaa_kernels.py):
+A reduction's kernels (one module each: reductions/one_problem.py, reductions/oaa_kernels.py,
+reductions/csoaa_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -15,7 +17,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from olearn.kernel.bundles import NoReduction
-from olearn.reductions import oaa_kernels, one_problem
+from olearn.reductions import csoaa_kernels, oaa_kernels, one_problem
+from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.oaa import OneAgainstAllState
 
 ReductionKernels = namedtuple("ReductionKernels", ["fits", "room", "predict", "score", "learn",
@@ -27,4 +30,7 @@ REDUCTIONS = {
     OneAgainstAllState: ReductionKernels(oaa_kernels.fits, oaa_kernels.room,
                                          oaa_kernels.predict, oaa_kernels.score,
                                          oaa_kernels.learn, False),
+    CostSensitiveState: ReductionKernels(csoaa_kernels.fits, csoaa_kernels.room,
+                                         csoaa_kernels.predict, csoaa_kernels.score,
+                                         csoaa_kernels.learn, False),
 }

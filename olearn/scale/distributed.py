@@ -103,7 +103,8 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "testonly": "-t: test in one process (olearn -t -i MODEL)",
                "cache_file": "--cache_file names one file; -c makes each worker cache the "
                              "partitions it learns",
-               "oaa": "--oaa's per-class normalizer sums have no merge rule yet"}
+               "oaa": "--oaa's per-class normalizer sums have no merge rule yet",
+               "csoaa": "--csoaa's per-class normalizer sums have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/core/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples) or taking the largest, the

@@ -29,7 +29,7 @@ from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import run_passes
 from olearn.errors import OlearnError
 from olearn.options.config import Config
-from olearn.outputs.report import TABLE_HEADER, Console, format_row, summary, warning_text
+from olearn.outputs.report import TABLE_HEADER, Console, summary, warning_text
 
 MAX_LINE = 1 << 20     # bytes; a longer line is answered with an error and skipped
 READ_SIZE = 1 << 16    # bytes read from a client at a time (at most MAX_LINE, see _Client.take)
@@ -158,7 +158,7 @@ class Server:
             return message, np.array([len(message)])
         preds = self.learner.new_predictions(good)
         for row in self.learner.learn(good, preds):
-            self.console.print(format_row(row, self.learner.config.oaa is not None))
+            self.console.print(self.learner.table_row(row))
         out = bytes(self.learner.prediction_lines(preds, good, False))
         starts = np.zeros(len(good) + 1, dtype=np.int64)
         starts[1:] = np.flatnonzero(np.frombuffer(out, dtype=np.uint8) == 10) + 1
@@ -346,5 +346,5 @@ def run(config: Config) -> None:
             except OSError:  # removed already: nothing to clean up
                 pass
     console.print(summary(learner.stats, config.loss, config.loss_param, done.passes,
-                          done.holdout_loss, config.oaa is not None, config.probabilities,
+                          done.holdout_loss, learner.reduction.on, config.probabilities,
                           learner.auc))

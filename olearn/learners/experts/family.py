@@ -155,7 +155,8 @@ class ExponentialWeights(LearnerFamily):
                          ("stage_poly", config.stage_poly),
                          ("initial_weight", config.initial_weight != 0),
                          ("random_weights", config.random_weights),
-                         ("oaa", config.oaa is not None)):
+                         ("oaa", config.oaa is not None),
+                         ("csoaa", config.csoaa is not None)):
             if on:
                 raise OptionError(f"--{name} works with gradient descent, not with "
                                   f"--{config.expert_learner}")
