@@ -260,6 +260,41 @@ def csoaa_predictions(examples, classes, bits, adaptive=True, normalized=True, i
     return out
 
 
+def multilabel_predictions(examples, classes, bits, adaptive=True, normalized=True,
+                           invariant=True, eta=0.5, power_t=0.5, t0=0.0):
+    """VW's --multilabel_oaa over gd in plain Python (olearn/reductions/multilabel.py), squared
+    loss: each example's predicted classes (clipped score > 0) and clipped scores.
+
+    ``examples``: (ascending classes or None, features). Class k's feature h is slot
+    (h·W + k) mod 2^bits; the classes learn in order, each's ±1 joining the label range before
+    its prediction, with its own normalizer sums.
+    """
+    mask = (1 << bits) - 1
+    width = 1
+    while width < classes:
+        width *= 2
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(classes)]
+    lo = hi = 0.0
+    t = t0
+    out = []
+    for labels, feats in examples:
+        scores = []
+        for k in range(classes):
+            slots = [((j * width + k) & mask, x) for j, x in feats]
+            if labels:
+                y = 1.0 if k in labels else -1.0
+                lo, hi = min(lo, y), max(hi, y)
+            p = min(max(gd.predict(slots), lo), hi)
+            if labels:
+                gd.update(slots, p, y, 1.0, t, sums[k])
+            scores.append(p)
+        out.append(([k for k in range(classes) if scores[k] > 0], scores))
+        if labels:
+            t += 1.0
+    return out
+
+
 def parse_costs(section: bytes, names=None):
     """A well-formed cost-sensitive label section → [(class, cost or None)], tag: each token
     ``name[:cost]``, the class the name's number (or with ``names`` its 1-based position, 0

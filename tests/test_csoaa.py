@@ -13,7 +13,6 @@ from olearn.data.parse import FORMAT_VW, IDENTITY, parse
 from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
-from olearn.reductions import csoaa
 
 BITS = 10
 
@@ -195,4 +194,3 @@ def test_svmlight_input_is_refused_with_csoaa(tmp_path):
 def test_prediction_array_lists_at_most_k_classes(tmp_path):
     code, _, raw, _ = _run(tmp_path, "1:0 1:1 2:1 1:0 | a\n", "--csoaa", "2")
     assert code == 0 and raw.split() == ["1:0", "1:0"]
-    assert csoaa.CLASSES_COLUMN == csoaa.LISTED_COLUMN + 1

@@ -516,7 +516,7 @@ def test_cache_records_out_of_sequence_are_refused(folder, cache_file):
     content, _ = cache_file
     records = _records(content)
     assert "line numbers out of sequence" in _refused_cache(
-        folder, _with_count(content, 1, 5, records[1][1][5] + 1))
+        folder, _with_count(content, 1, 7, records[1][1][7] + 1))
 
 
 def test_cache_infinite_importance_is_refused(folder, cache_file):

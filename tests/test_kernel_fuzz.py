@@ -13,7 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from olearn.data.hashing import namespace_hash
-from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, line_ends, parse, parse_block
+from olearn.data.labels import LABEL_CLASSES, LABEL_COSTS, labels_of
+from olearn.data.parse import (
+    FORMAT_SVMLIGHT,
+    FORMAT_VW,
+    IDENTITY,
+    SIMPLE_LABELS,
+    line_ends,
+    parse,
+    parse_block,
+)
 from olearn.engine.learner import OnlineLearner
 from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.kernel import layouts, loop
@@ -114,7 +123,8 @@ def _learn(learner, batch, **replace):
             "params": learner.params, "terms": learner.terms, "linear": learner.linear,
             "numbers": batch.numbers, "offsets": batch.offsets,
             "index": batch.index, "value": batch.value, "namespace": batch.namespace,
-            "lines": batch.lines, "first_line": 0,
+            "lines": batch.lines, "first_line": 0, "cost_offsets": batch.cost_offsets,
+            "cost_class": batch.cost_class, "cost_value": batch.cost_value,
             "preds": learner.new_predictions(batch),
             "rows": np.empty((4, layouts.ROW_COLS))}
     args.update(replace)
@@ -122,7 +132,8 @@ def _learn(learner, batch, **replace):
     return loop.learn_batch(Model(a["W"], a["state"], a["params"]), a["family"],
                             Expander(a["terms"], a["linear"], a["poly"]), a["reduction"],
                             Examples(a["numbers"], a["offsets"], a["index"], a["value"],
-                                     a["namespace"], a["lines"], a["first_line"]),
+                                     a["namespace"], a["lines"], a["first_line"],
+                                     a["cost_offsets"], a["cost_class"], a["cost_value"]),
                             Out(a["stats"], a["preds"], a["rows"]))
 
 
@@ -310,8 +321,19 @@ def test_flush_and_export_check_their_arrays(learners):
                                                  (FORMAT_VW, b"1 |a :1 :2 :3", 3)])
 def test_parse_block_holds_the_densest_lines_in_its_buffers(fmt, line, features):
     text = np.frombuffer((line + b"\n") * 50 + line, dtype=np.uint8)
-    out = parse_block(text, fmt, 255, 0, False, True, True, 0, IDENTITY)
-    assert len(out[0]) == 51 and out[-1] == 51 and len(out[4]) == 51 * (features + 1)
+    out = parse_block(text, fmt, 255, 0, False, True, True, 0, IDENTITY, SIMPLE_LABELS)
+    assert len(out[0]) == 51 and out[10] == 51 and len(out[4]) == 51 * (features + 1)
+
+
+@pytest.mark.parametrize("kind, line, classes", [(LABEL_COSTS, b"1 2 3 4 5 6 7 8|", 7),
+                                                 (LABEL_COSTS, b"1 2 3 4 5 6 7 8 |", 8),
+                                                 (LABEL_CLASSES, b"1,2,3,4,5,6,7,8 |", 8)])
+def test_parse_block_holds_the_densest_labels_in_its_buffers(kind, line, classes):
+    text = np.frombuffer((line + b"\n") * 50 + line, dtype=np.uint8)
+    out = parse_block(text, FORMAT_VW, 255, 0, False, True, True, 0, IDENTITY,
+                      labels_of(kind, None))
+    assert out[10] == 51 and list(out[11]) == list(range(0, 52 * classes, classes))
+    assert len(out[12]) == 51 * classes
 
 
 def test_batch_lines_are_the_parsers_count():

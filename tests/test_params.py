@@ -15,10 +15,10 @@ def test_each_declared_parameter_has_an_index_by_name():
 
 
 @pytest.mark.parametrize("argv, name, value", [
-    ([], "oaa", 0.0),
+    ([], "classes", 0.0),
     (["--l1", "0.25"], "l1", 0.25),
     (["--l1", "0.25"], "regularized", 1.0),
-    (["--oaa", "3"], "oaa", 3.0),
+    (["--oaa", "3"], "classes", 3.0),
     (["--link", "logistic"], "link", float(layouts.LINKS["logistic"])),
     (["--holdout_off", "--passes", "2", "-c", "-k"], "holdout_period", 0.0),
     (["--min_prediction", "-1"], "fixed_range", 1.0),

@@ -26,7 +26,7 @@ class ExampleBatch:
     when parsed for ``--audit``). ``warnings`` rows are (line, code, start, end), the first
     ``len(warnings)`` of ``n_warnings``. The block's ``n_lines`` lines start at line
     ``pass_line`` of the pass over all sources (holdout counts lines of a pass). With
-    cost-sensitive labels (--csoaa), example ``e``'s classes and costs are
+    cost-sensitive labels (--csoaa) or multilabels, example ``e``'s classes and costs are
     ``cost_offsets[e]:cost_offsets[e+1]`` of ``cost_class``/``cost_value`` (all three empty
     otherwise; a class listed without a cost has data/labels.py's ``NO_COST``).
     """

@@ -15,7 +15,9 @@ from olearn.data.hashing import hash_name
 from olearn.data.numbers import parse_float
 from olearn.data.parsed import (
     W_BAD_COST,
+    W_MULTILABEL,
     W_NOT_FLOAT,
+    W_NOT_INT,
     W_TOO_MANY,
     W_UNKNOWN_NAME,
     add_warning,
@@ -27,6 +29,8 @@ COLON = 58
 
 LABEL_SIMPLE = 0  # label [importance [initial]]; with --named_labels the label is a name
 LABEL_COSTS = 1   # class[:cost] ... (--csoaa)
+LABEL_CLASSES = 2  # class,class,... (--multilabel_oaa)
+COMMA = 44
 NO_COST = np.float32(3.4028235e38)  # VW's FLT_MAX: a class listed without a cost (test only)
 
 OPTIONS = (
@@ -64,8 +68,11 @@ def check(config) -> None:
 
 
 def label_kind(config) -> int:
-    """How the configuration's labels read: cost-sensitive with --csoaa, else simple."""
-    return LABEL_COSTS if config.csoaa is not None else LABEL_SIMPLE
+    """How the configuration's labels read: cost-sensitive with --csoaa, lists of classes with
+    --multilabel_oaa, else simple."""
+    if config.csoaa is not None:
+        return LABEL_COSTS
+    return LABEL_CLASSES if config.multilabel_oaa is not None else LABEL_SIMPLE
 
 
 def labels_of(kind: int, names: list[str] | None) -> Labels:
@@ -159,6 +166,8 @@ def parse_label(buf, s, bar, ex, out, labels, warns, nw, line):
     s, end, ntok = _tokens(buf, s, bar, ex, out.tags)
     if labels.kind == LABEL_COSTS:
         return _parse_costs(buf, s, end, ntok, ex, out, labels, warns, nw, line)
+    if labels.kind == LABEL_CLASSES:
+        return _parse_classes(buf, s, end, ntok, ex, out, warns, nw, line)
     ex_num = out.numbers
     ex_num[ex, 0] = np.nan
     ex_num[ex, 1] = 1.0
@@ -210,6 +219,40 @@ def _parse_costs(buf, s, end, ntok, ex, out, labels, warns, nw, line):
         p = q
     out.cost_offsets[ex + 1] = n
     out.numbers[ex, 0] = 0.0 if labeled else np.nan
+    out.numbers[ex, 1] = 1.0
+    out.numbers[ex, 2] = 0.0
+    return nw
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _parse_classes(buf, s, end, ntok, ex, out, warns, nw, line):
+    """A multilabel (VW's): one token of classes separated by commas, ``0,3,4`` (written to the
+    cost arrays, each with cost 0); no token: unlabeled; more than one: unlabeled, with a
+    warning. A class that is not a whole number is 0, with a warning."""
+    n = out.cost_offsets[ex]
+    if ntok == 1:
+        p, q = _next_token(buf, s, end)
+        while p < q:
+            comma = p
+            while comma < q and at(buf, comma) != COMMA:
+                comma += 1
+            if comma > p:
+                value = np.int64(0)
+                for k in range(p, comma):
+                    c = at(buf, k)
+                    if c < 48 or c > 57:
+                        nw = add_warning(warns, nw, line, W_NOT_INT, p, comma)
+                        value = 0
+                        break
+                    value = (value * 10 + (c - 48)) & 0xFFFFFFFF
+                out.cost_class[n] = value
+                out.cost_value[n] = 0.0
+                n += 1
+            p = comma + 1
+    elif ntok > 1:
+        nw = add_warning(warns, nw, line, W_MULTILABEL, s, end)
+    out.cost_offsets[ex + 1] = n
+    out.numbers[ex, 0] = 0.0 if n > out.cost_offsets[ex] else np.nan
     out.numbers[ex, 1] = 1.0
     out.numbers[ex, 2] = 0.0
     return nw

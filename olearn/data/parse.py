@@ -7,7 +7,7 @@ from numba import njit
 from olearn.core.arrays import LOW7, NEWLINES, TOPS, at, first_flagged, word
 from olearn.data.batch import ExampleBatch
 from olearn.data.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
-from olearn.data.labels import LABEL_COSTS, LABEL_SIMPLE, Labels, labels_of
+from olearn.data.labels import LABEL_SIMPLE, Labels, labels_of
 from olearn.data.parsed import AUDIT_COLS, Hashing, Parsed
 from olearn.data.svmlight import parse_svm_line
 from olearn.data.vw_text import group_namespaces, parse_vw_line
@@ -64,7 +64,7 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     grown or rebound inside the line loop (a rebound array costs numba a reference count per
     line); pages never written are never touched.
     ``ns_hash`` is the default namespace's seed (VW) or namespace ``f``'s (svmlight).
-    A cost-sensitive label holds at most a class per two bytes of its line.
+    A cost-sensitive label or multilabel holds at most a class per two bytes of its line.
     Returns the arrays of an :class:`ExampleBatch` and the number of lines found.
     """
     if index_of.shape[0] != 256:
@@ -85,7 +85,7 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     ns_rank = np.zeros((256, 2), dtype=np.int64)
     constant = CONSTANT_HASH & mask
     hashing = Hashing(mask, seed, hash_all, ns_hash)
-    costs = labels.kind == LABEL_COSTS
+    costs = labels.kind != LABEL_SIMPLE
     cost_offsets = np.zeros(n_lines + 1 if costs else 0, dtype=np.int64)
     cost_class = np.empty(n // 2 + n_lines if costs else 0, dtype=np.uint32)
     cost_value = np.empty(cost_class.shape[0], dtype=np.float32)

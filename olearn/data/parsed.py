@@ -9,7 +9,7 @@ from numba import njit
 # What the per-line parsers write, for a block (parse.parse_block's buffers): per example its
 # label, importance and initial value (``numbers``) and tag span (``tags``); per feature its
 # index, value, namespace index and, with --audit, name spans (``audit``); the warnings; with
-# cost-sensitive labels (data/labels.py), example e's classes and costs at
+# cost-sensitive labels or multilabels (data/labels.py), example e's classes and costs at
 # ``cost_offsets[e]:cost_offsets[e+1]`` of ``cost_class``/``cost_value`` (else all empty).
 Parsed = namedtuple("Parsed", ["numbers", "tags", "index", "value", "namespace", "audit",
                                "warns", "cost_offsets", "cost_class", "cost_value"])
@@ -29,6 +29,8 @@ W_SVM_TOKEN = 7       # an svmlight token that is not name:value (token skipped)
 W_BAD_LABEL = 8       # a NaN or infinite label (example left unlabeled)
 W_UNKNOWN_NAME = 9    # a label name --named_labels does not list (class 0)
 W_BAD_COST = 10       # a cost that is not a finite number (the class predicted only)
+W_NOT_INT = 11        # a class of a multilabel that is not a whole number (read as 0)
+W_MULTILABEL = 12     # more than one token in a multilabel (example left unlabeled)
 
 AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
 

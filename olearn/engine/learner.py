@@ -24,10 +24,15 @@ from olearn.options.config import Config
 from olearn.outputs.audit import audit_line
 from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
-from olearn.outputs.predictions import format_names, format_pairs, format_predictions
+from olearn.outputs.predictions import (
+    format_class_sets,
+    format_names,
+    format_pairs,
+    format_predictions,
+)
 from olearn.outputs.report import format_row, warning_lines, warning_text
 from olearn.persistence import model
-from olearn.reductions import oaa
+from olearn.reductions import multilabel
 from olearn.reductions.chosen import reduction_of
 
 PARSE_THREADS = 2
@@ -323,8 +328,8 @@ class OnlineLearner:
         return self.reduction.prediction_columns() if self.reduction.on else 2
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
-        """The raw scores in a prediction array; with --oaa, a column per class."""
-        return preds[:, oaa.CLASS_COLUMN:] if self.reduction.on else preds[:, 1]
+        """The raw scores in a prediction array; with classes, a column per class."""
+        return self.reduction.class_scores(preds) if self.reduction.on else preds[:, 1]
 
     def new_predictions(self, batch: ExampleBatch) -> np.ndarray:
         return np.empty((len(batch), self.prediction_columns()), dtype=np.float32)
@@ -334,6 +339,10 @@ class OnlineLearner:
         score; with --oaa, the class (its name with --named_labels), and every class's score
         for -r, --scores and --probabilities; with --csoaa, the class, and for -r each listed
         class's raw score."""
+        if self.config.multilabel_oaa is not None and not raw:
+            return format_class_sets(preds[:, multilabel.OUTPUT_COLUMN:],
+                                     preds[:, multilabel.THRESHOLD_COLUMN],
+                                     self.reduction.probabilities, batch.tags, batch.text)
         if self.reduction.on and (raw or self.reduction.scores):
             classes, scores, counts, lead = self.reduction.class_pairs(preds, raw)
             return format_pairs(classes, scores, counts, lead, batch.tags, batch.text)
@@ -342,9 +351,17 @@ class OnlineLearner:
                                 batch.tags, batch.text)
         return format_predictions(preds[:, 1 if raw else 0], batch.tags, batch.text)
 
-    def table_row(self, row: np.ndarray) -> str:
-        """A progress-table row (outputs/report.py) as this learner's labels read."""
-        return format_row(row, self.reduction.on, self.config.csoaa is not None, self.names)
+    def table_row(self, row: np.ndarray, batch: ExampleBatch, preds: np.ndarray) -> str:
+        """A progress-table row (outputs/report.py) of ``batch`` learned into ``preds``, as
+        this learner's labels read (--multilabel_oaa's label and prediction are lists)."""
+        texts = None
+        if self.config.multilabel_oaa is not None:
+            e = int(row[layouts.ROW_COLS - 1])
+            given = batch.cost_class[batch.cost_offsets[e]:batch.cost_offsets[e + 1]]
+            chosen = np.flatnonzero(self.reduction.predicted(preds[e:e + 1])[0])
+            texts = (",".join(map(str, given)) or "unknown", ",".join(map(str, chosen)))
+        return format_row(row, self.reduction.on, self.config.csoaa is not None, self.names,
+                          texts)
 
     def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
         """The batch's parse warnings (:func:`parse_warnings`) and, with --oaa, its labels'
@@ -425,7 +442,7 @@ class OnlineLearner:
             one = batch.example(e)
             if self._kernel(one, preds[e:e + 1], row, self.params, self.state, self.stats):
                 rows.append(row)
-            lines = ([format_predictions(preds[e:e + 1, oaa.CLASS_COLUMN + k], one.tags, one.text)
+            lines = ([format_predictions(self.scores(preds[e:e + 1])[:, k], one.tags, one.text)
                       for k in classes] if self.reduction.on
                      else [self.prediction_lines(preds[e:e + 1], one, False)])
             emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"

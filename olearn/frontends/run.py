@@ -52,7 +52,8 @@ def header(config: Config, data_lines: list[str]) -> str:
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
     multiclass = class_count(config) > 0
-    reduction = "csoaa" if config.csoaa is not None else "oaa"
+    reduction = ("csoaa" if config.csoaa is not None else "multilabel_oaa"
+                 if config.multilabel_oaa is not None else "oaa")
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + (f"{reduction} ({class_count(config)} classes), " if multiclass else "")
@@ -60,9 +61,11 @@ def header(config: Config, data_lines: list[str]) -> str:
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
               "Input label = " + ("CS" if config.csoaa is not None
+                                  else "MULTILABEL" if config.multilabel_oaa is not None
                                   else "MULTICLASS" if multiclass else "SIMPLE"),
               "Output pred = " + ("SCALARS"
                                   if multiclass and (config.scores or config.probabilities)
+                                  else "MULTILABELS" if config.multilabel_oaa is not None
                                   else "MULTICLASS" if multiclass else "SCALAR")]
     return "\n".join(lines) + "\n"
 
@@ -104,7 +107,7 @@ def run(config: Config) -> OnlineLearner:
             for out, raw in outputs:
                 out.write(learner.prediction_lines(preds, batch, raw))
             for row in rows:
-                console.print(learner.table_row(row))
+                console.print(learner.table_row(row, batch, preds))
             bytes_read = batch.bytes_read
             lines = batch.pass_line + batch.n_lines
             console.progress(bytes_done + bytes_read, int(learner.stats[layouts.R_EXAMPLES]))
@@ -135,7 +138,8 @@ def run(config: Config) -> OnlineLearner:
             out.discard()
         raise
     console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss, multiclass, config.probabilities,
+                          done.passes, done.holdout_loss, multiclass,
+                          config.probabilities and config.oaa is not None,
                           learner.auc))
     return learner
 
@@ -143,7 +147,7 @@ def run(config: Config) -> OnlineLearner:
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
 # A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes,
-# --csoaa one of named classes and costs.
+# --csoaa one of named classes and costs, --multilabel_oaa one of lists of classes.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
@@ -155,7 +159,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                       "readable_model": TEMPORARY} for family in FAMILIES if family.WARM_UP),
                    {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY},
                    {"csoaa": 3, "named_labels": "a,b,c", "raw_predictions": TEMPORARY,
-                    "cache": True, "passes": 2})
+                    "cache": True, "passes": 2},
+                   {"multilabel_oaa": 3, "probabilities": True})
 
 
 def warm_cache() -> None:
@@ -177,6 +182,9 @@ def warm_cache() -> None:
         costs = os.path.join(tmp, "warm-costs.vw")
         with open(costs, "wb") as f:
             f.write(b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n")
+        lists = os.path.join(tmp, "warm-lists.vw")
+        with open(lists, "wb") as f:
+            f.write(b"0,2 |a x\n1 'tag |b y\n|c z\n")
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
@@ -184,7 +192,7 @@ def warm_cache() -> None:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
                     data = ([classes] if options.get("oaa") else [costs] if options.get("csoaa")
-                            else [vw, svm])
+                            else [lists] if options.get("multilabel_oaa") else [vw, svm])
                     run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:

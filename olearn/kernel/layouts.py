@@ -102,7 +102,7 @@ PARAMS = Parameters(
           "--stage_poly_fallback: each stage's shallowest parent"),
     Param("constant", _constant, int, "the constant feature's index"),
     Param("classes", oaa.class_count, int,
-          "--oaa's or --csoaa's class count K (0: one scalar problem)"),
+          "--oaa's, --csoaa's or --multilabel_oaa's class count K (0: one scalar problem)"),
     Param("absolute_loss", lambda c: c.cs_absolute_loss, bool,
           "--csoaa: the loss is the predicted class's cost"),
     Param("probabilities", lambda c: c.probabilities, bool,
@@ -113,5 +113,6 @@ P = PARAMS.index
 PARAMS_SIZE = len(PARAMS)
 
 # examples, weight sum, label, prediction, features, average loss, since last, holdout row,
-# the prediction's probability (--oaa --probabilities; else NaN)
-ROW_COLS = 9
+# the prediction's probability (--oaa --probabilities; else NaN), the example's position in its
+# batch (--multilabel_oaa's table writes its label and prediction from the batch)
+ROW_COLS = 10

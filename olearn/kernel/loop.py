@@ -279,9 +279,9 @@ def _count_held_out(stats, reported, imp):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _count_example(stats, rows, nrows, params, y, shown, probability, n_features):
-    """Count a (not held-out) example and write a table row when one is due; returns the row
-    count."""
+def _count_example(stats, rows, nrows, params, e, y, shown, probability, n_features):
+    """Count a (not held-out) example ``e`` and write a table row when one is due; returns the
+    row count."""
     stats[R_EXAMPLES] += 1
     stats[R_FEATURES] += n_features
     wsum = stats[R_W_LABELED] + stats[R_W_UNLABELED]
@@ -293,6 +293,7 @@ def _count_example(stats, rows, nrows, params, y, shown, probability, n_features
     rows[nrows, 3] = shown
     rows[nrows, 4] = n_features
     rows[nrows, 8] = probability
+    rows[nrows, 9] = e
     wl = stats[R_W_LABELED]
     if params[P.holdout_rows] != 0:
         _holdout_averages(stats, rows[nrows])
@@ -452,7 +453,7 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
-        nrows = _count_example(stats, rows, nrows, params, y, predicted.shown,
+        nrows = _count_example(stats, rows, nrows, params, e, y, predicted.shown,
                                predicted.probability, predicted.n_features + not_linear)
     return numbers.shape[0], nrows, 0, 0, False
 

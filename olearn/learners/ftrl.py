@@ -70,7 +70,7 @@ class Ftrl(CoordinateFamily):
 
     @classmethod
     def check_options(cls, config) -> None:
-        for name in ("oaa", "csoaa", "stage_poly"):
+        for name in ("oaa", "csoaa", "multilabel_oaa", "stage_poly"):
             if getattr(config, name) not in (None, False):
                 raise OptionError(f"--{name} works with gradient descent, not with "
                                   f"--{cls.OPTION}")

@@ -19,7 +19,7 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import csoaa, oaa
+from olearn.reductions import csoaa, multilabel, oaa
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -34,6 +34,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
           ("One against all (multiclass)", oaa.OPTIONS + labels.OPTIONS),
           ("Cost-sensitive one against all", csoaa.OPTIONS),
+          ("Multilabel one against all", multilabel.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -66,8 +67,9 @@ class _Checked:
                               f"--max_prediction ({self.max_prediction:g})")
         self._check_experts()
         self._check_daemon()
-        oaa.check(self)
         csoaa.check(self)
+        multilabel.check(self)
+        oaa.check(self)
         labels.check(self)
         losses.check(self)
         stage_poly.check(self)
@@ -107,6 +109,7 @@ class _Checked:
         if self.metric != "auc":
             return
         for name, on in (("oaa", self.oaa is not None), ("csoaa", self.csoaa is not None),
+                         ("multilabel_oaa", self.multilabel_oaa is not None),
                          ("dask", self.dask is not None)):
             if on:
                 raise OptionError(f"--metric auc is for binary tasks in one process, not with "

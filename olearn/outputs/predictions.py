@@ -194,6 +194,40 @@ def format_pairs(classes, scores, counts, lead, tags, text):
 
 
 @njit(cache=True, nogil=True)
+def format_class_sets(outputs, cut, probabilities, tags, text):
+    """--multilabel_oaa's -p lines (VW's): the classes whose ``outputs[e, k]`` exceed
+    ``cut[e]``, comma-separated, then a space and `` tag``; with ``probabilities`` every class's
+    ``k:output`` first, on a line of its own, and an empty set after it."""
+    n, k = outputs.shape
+    if cut.shape[0] < n:
+        raise ValueError("format_class_sets: fewer thresholds than predictions")
+    out = np.empty(n * (k * 40 + 4) + 2 * _tag_room(tags, text, n), dtype=np.uint8)
+    o = 0
+    for e in range(n):
+        if probabilities:
+            for c in range(k):
+                if c > 0:
+                    out[o] = 32
+                    o += 1
+                o = _put_int(out, o, c)
+                out[o] = 58
+                o = format_general(out, o + 1, np.float64(outputs[e, c]))
+            o = _end_line(out, o, tags, e, text)
+        else:
+            first = True
+            for c in range(k):
+                if outputs[e, c] > cut[e]:
+                    if not first:
+                        out[o] = 44
+                        o += 1
+                    o = _put_int(out, o, c)
+                    first = False
+        out[o] = 32
+        o = _end_line(out, o + 1, tags, e, text)
+    return out[:o]
+
+
+@njit(cache=True, nogil=True)
 def format_names(classes, names, name_ends, tags, text):
     """-p's lines with --named_labels: class ``c``'s name (the bytes of ``names`` up to
     ``name_ends[c - 1]``; none for a class without a name), then `` tag``."""

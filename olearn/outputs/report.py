@@ -35,6 +35,9 @@ _WARNING_TEXT = {
     parsed.W_BAD_LABEL: ("label '{token}' is not a finite number", "example left unlabeled"),
     parsed.W_UNKNOWN_NAME: ("missing named label '{token}'", "class 0"),
     parsed.W_BAD_COST: ("the cost of '{token}' is not a finite number", "class predicted only"),
+    parsed.W_NOT_INT: ("'{token}' is not a good int", "replacing with 0"),
+    parsed.W_MULTILABEL: ("example with an odd label, what is '{token}'?",
+                          "example left unlabeled"),
 }
 
 
@@ -48,13 +51,14 @@ def _fixed(x: float, decimals: int, missing: str = "n.a.") -> str:
 
 
 def format_row(row: np.ndarray, multiclass: bool = False, costs: bool = False,
-               names: list[str] | None = None) -> str:
+               names: list[str] | None = None, texts: tuple[str, str] | None = None) -> str:
     """One table row, in VW's exact column layout; a holdout row ends in ``h``. --oaa's
     (``multiclass``) labels and predictions are classes, with the prediction's probability
     (``1(33%)``) under --probabilities; --csoaa's (``costs``) labels are ``known`` or
     ``unknown``. With --named_labels' ``names``, classes are written by name (a class without
-    one: ``unknown`` as --oaa's label or prediction, nothing as --csoaa's prediction)."""
-    n, wsum, label, pred, nfeat, avg, since, holdout, probability = row
+    one: ``unknown`` as --oaa's label or prediction, nothing as --csoaa's prediction).
+    ``texts``: the label and prediction as written (--multilabel_oaa's lists)."""
+    n, wsum, label, pred, nfeat, avg, since, holdout, probability = row[:9]
     missing = " unknown" if holdout else "n.a."
     if multiclass:
         def named(c: float, none: str) -> str:
@@ -71,6 +75,8 @@ def format_row(row: np.ndarray, multiclass: bool = False, costs: bool = False,
     else:
         label_text = "unknown" if math.isnan(label) else f"{label:.4f}"
         pred_text = f"{pred:.4f}"
+    if texts is not None:
+        label_text, pred_text = texts
     return (f"{_cut(_fixed(avg, 6, missing), 8, True)} {_cut(_fixed(since, 6, missing), 8, True)} "
             f"{_cut(str(int(n)), 12, False)} {_cut(f'{wsum:.1f}', 14, False)} "
             f"{_cut(label_text, 14, False)} {_cut(pred_text, 14, False)} "

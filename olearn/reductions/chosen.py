@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from olearn.reductions.csoaa import CostSensitive
+from olearn.reductions.multilabel import Multilabel
 from olearn.reductions.oaa import OneAgainstAll
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, or --oaa's (which is one scalar problem without --oaa)."""
-    return CostSensitive if config.csoaa is not None else OneAgainstAll
+    """--csoaa's class, --multilabel_oaa's, or --oaa's (one scalar problem without --oaa)."""
+    if config.csoaa is not None:
+        return CostSensitive
+    return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

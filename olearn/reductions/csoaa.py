@@ -34,9 +34,10 @@ OPTIONS = (
                                     "loss, not its difference from the lowest cost."),
 )
 
-# The prediction array's columns after output and raw score: how many classes -r lists, then
-# each listed class's number (a column per class) and its raw score (a column per class).
-LISTED_COLUMN, CLASSES_COLUMN = 2, 3
+# The prediction array's columns after output and raw score: how many classes -r lists, the
+# first class's number (0 or 1), then each listed class's number (a column per class) and its
+# raw score (a column per class).
+LISTED_COLUMN, FIRST_COLUMN, CLASSES_COLUMN = 2, 3, 4
 
 CostSensitiveState = namedtuple("CostSensitiveState", ["classes"])
 
@@ -71,9 +72,19 @@ class CostSensitive(OneAgainstAll):
         self.absolute_loss = bool(config.cs_absolute_loss)
 
     def prediction_columns(self) -> int:
-        """Output, raw score, the count -r lists, then a class and a score column per class
-        (-r lists at most K of an example's classes)."""
+        """Output, raw score, the count -r lists, the first class, then a class and a score
+        column per class (-r lists at most K of an example's classes)."""
         return CLASSES_COLUMN + 2 * self.k
+
+    def class_scores(self, preds: np.ndarray) -> np.ndarray:
+        """Each class's raw score where its example's label lists it (NaN elsewhere; a class
+        listed twice: its last score), a column per class 1..K, or 0..K-1 when 0-based."""
+        classes, scores, counts, _ = self.class_pairs(preds, True)
+        out = np.full((len(preds), self.k), np.nan, dtype=preds.dtype)
+        rows, entries = np.nonzero(np.arange(self.k)[None, :] < counts[:, None])
+        columns = classes[rows, entries].astype(np.int64) - preds[rows, FIRST_COLUMN].astype(int)
+        out[rows, np.clip(columns, 0, self.k - 1)] = scores[rows, entries]
+        return out
 
     def class_pairs(self, preds: np.ndarray, raw: bool
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:

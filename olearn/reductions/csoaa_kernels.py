@@ -121,6 +121,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     pred[0] = best
     pred[1] = best_score if best_score < np.inf else 0.0
     pred[csoaa.LISTED_COLUMN] = min(listed, k_classes)
+    pred[csoaa.FIRST_COLUMN] = first
     return Predicted(np.float64(best), np.nan, n_features, 0)
 
 

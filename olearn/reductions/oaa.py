@@ -62,8 +62,8 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes of --oaa or --csoaa (0: one scalar problem)."""
-    return config.oaa or config.csoaa or 0
+    """The classes of --oaa, --csoaa or --multilabel_oaa (0: one scalar problem)."""
+    return config.oaa or config.csoaa or config.multilabel_oaa or 0
 
 
 def feature_width(classes: int) -> int:
@@ -80,9 +80,10 @@ def check(config) -> None:
     """The options --oaa needs or refuses (called from Config's checks)."""
     from olearn.errors import OptionError
     if config.oaa is None:
-        for name in ("probabilities", "scores"):
-            if getattr(config, name):
-                raise OptionError(f"--{name} needs --oaa")
+        if config.scores:
+            raise OptionError("--scores needs --oaa")
+        if config.probabilities and config.multilabel_oaa is None:
+            raise OptionError("--probabilities needs --oaa or --multilabel_oaa")
         if config.indexing is not None and config.csoaa is None:
             raise OptionError("--indexing needs --oaa or --csoaa")
         return
@@ -150,6 +151,10 @@ class OneAgainstAll:
         in -r and in the class lists (0 or 1: the indexing can change mid-batch), then one
         column per class."""
         return CLASS_COLUMN + self.k
+
+    def class_scores(self, preds: np.ndarray) -> np.ndarray:
+        """Each class's clipped score (or probability) in a prediction array, a column each."""
+        return preds[:, CLASS_COLUMN:]
 
     def class_pairs(self, preds: np.ndarray, raw: bool
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:

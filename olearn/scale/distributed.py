@@ -104,7 +104,9 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "cache_file": "--cache_file names one file; -c makes each worker cache the "
                              "partitions it learns",
                "oaa": "--oaa's per-class normalizer sums have no merge rule yet",
-               "csoaa": "--csoaa's per-class normalizer sums have no merge rule yet"}
+               "csoaa": "--csoaa's per-class normalizer sums have no merge rule yet",
+               "multilabel_oaa": "--multilabel_oaa's per-class normalizer sums have no merge "
+                                 "rule yet"}
 
 # How each field combines, as its layout declares it (olearn/core/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples) or taking the largest, the
@@ -656,4 +658,4 @@ def _pass_row(total: np.ndarray, this_pass: np.ndarray, row: np.ndarray,
     return np.array([total[layouts.R_EXAMPLES],
                      total[layouts.R_W_LABELED] + total[layouts.R_W_UNLABELED],
                      row[2], row[3], row[4], average(total), average(this_pass),
-                     float(holdout_rows), row[8]])
+                     float(holdout_rows), row[8], math.nan])

@@ -158,7 +158,7 @@ class Server:
             return message, np.array([len(message)])
         preds = self.learner.new_predictions(good)
         for row in self.learner.learn(good, preds):
-            self.console.print(self.learner.table_row(row))
+            self.console.print(self.learner.table_row(row, good, preds))
         out = bytes(self.learner.prediction_lines(preds, good, False))
         starts = np.zeros(len(good) + 1, dtype=np.int64)
         starts[1:] = np.flatnonzero(np.frombuffer(out, dtype=np.uint8) == 10) + 1
@@ -346,5 +346,6 @@ def run(config: Config) -> None:
             except OSError:  # removed already: nothing to clean up
                 pass
     console.print(summary(learner.stats, config.loss, config.loss_param, done.passes,
-                          done.holdout_loss, learner.reduction.on, config.probabilities,
+                          done.holdout_loss, learner.reduction.on,
+                          config.probabilities and config.oaa is not None,
                           learner.auc))

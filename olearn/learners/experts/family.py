@@ -156,7 +156,8 @@ class ExponentialWeights(LearnerFamily):
                          ("initial_weight", config.initial_weight != 0),
                          ("random_weights", config.random_weights),
                          ("oaa", config.oaa is not None),
-                         ("csoaa", config.csoaa is not None)):
+                         ("csoaa", config.csoaa is not None),
+                         ("multilabel_oaa", config.multilabel_oaa is not None)):
             if on:
                 raise OptionError(f"--{name} works with gradient descent, not with "
                                   f"--{config.expert_learner}")
