@@ -5,7 +5,16 @@ import numpy as np
 import pytest
 
 from olearn import Learner, OptionError
-from olearn.learners.weights import LCG_INCREMENT, LCG_MULTIPLIER, W_G, W_W, random_weights
+from olearn.data.hashing import CONSTANT_HASH
+from olearn.learners.weights import (
+    LCG_INCREMENT,
+    LCG_MULTIPLIER,
+    W_G,
+    W_W,
+    normal_weights,
+    random_weights,
+    truncated,
+)
 
 LINES = ["1 |a x:2 y", "0 |a y z:0.5", "1 |b w"]
 
@@ -75,3 +84,52 @@ def test_initial_weights_are_refused_with_exponential_weights(options):
 def test_initial_weight_must_be_finite(value):
     with pytest.raises(OptionError, match="--initial_weight"):
         Learner(f"--initial_weight {value}")
+
+
+def _merand48(state: int) -> tuple[int, float]:
+    """VW's generator step in plain Python: the new state and its float32 draw in [0, 1)."""
+    state = (LCG_MULTIPLIER * state + LCG_INCREMENT) % 2 ** 64
+    bits = ((state >> 25) & 0x7FFFFF) | 0x3F800000
+    return state, float(np.array([bits], dtype=np.uint32).view(np.float32)[0]) - 1.0
+
+
+def reference_normal(index: int) -> float:
+    """VW's merand48_boxmuller seeded with ``index``, one weight at a time (float32 steps)."""
+    state = index
+    while True:
+        state, a = _merand48(state)
+        state, b = _merand48(state)
+        x1, x2 = np.float32(2 * a - 1), np.float32(2 * b - 1)
+        radius = np.float32(x1 * x1 + x2 * x2)
+        if 0 < radius < 1:
+            return float(x1 * np.sqrt(np.float32(-2) * np.log(radius) / radius))
+
+
+@pytest.mark.parametrize("stride", [1, 4])
+def test_normal_weights_are_box_muller_draws_seeded_by_vw_index(stride):
+    got = normal_weights(200, stride)
+    want = [reference_normal(i * stride) for i in range(200)]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert abs(float(normal_weights(1 << 16, 4).std()) - 1) < 0.02
+
+
+def test_truncated_weights_fold_back_beyond_twice_the_deviation():
+    drawn = normal_weights(1 << 12, 4)
+    bound = 2 * float(drawn.astype(np.float64).std())
+    folded = truncated(drawn)
+    inside = np.abs(drawn) <= bound
+    assert np.abs(folded[~inside]).max() <= bound / 2 + 1e-6  # an IEEE remainder: at most half
+    np.testing.assert_array_equal(folded[inside], drawn[inside])
+    assert (folded[~inside] != drawn[~inside]).all() and (~inside).any()
+
+
+def test_normal_weights_use_vw_stride_of_the_update_rule():
+    plain = Learner(bit_precision=6, sgd=True, normal_weights=True)._learner.weights[:, W_W]
+    default = Learner(bit_precision=6, normal_weights=True)._learner.weights[:, W_W]
+    np.testing.assert_array_equal(plain, normal_weights(64, 1))
+    np.testing.assert_array_equal(default, normal_weights(64, 4))
+
+
+def test_constant_starts_the_constant_weight_only():
+    weights = Learner(bit_precision=10, constant=1000.0)._learner.weights[:, W_W]
+    assert weights[CONSTANT_HASH & 1023] == 1000.0 and np.count_nonzero(weights) == 1

@@ -30,10 +30,11 @@ from olearn.outputs.predictions import (
     format_pairs,
     format_predictions,
 )
-from olearn.outputs.report import format_row, warning_lines, warning_text
+from olearn.outputs.report import format_row, summary, warning_lines, warning_text
 from olearn.persistence import model
 from olearn.reductions import multilabel
 from olearn.reductions.chosen import reduction_of
+from olearn.reductions.classweight import ClassWeights
 
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
@@ -70,8 +71,12 @@ class OnlineLearner:
         # kept calls (_kept_call) by batch: learning's, then test-only's; None: none possible
         # (--oaa widens a batch's indices into a new array each call; the command line's
         # compiled kernels, olearn/kernel/aot.py, have no numba)
+        # --classweight: learned examples' importances times their class's weight (a copy of
+        # each batch's, which a kept call could not see)
+        self.class_weights = ClassWeights.of(config)
         self._kept_calls: tuple[dict, dict] | None = (
-            ({}, {}) if hasattr(loop.learn_batch, "overloads") and not self.reduction.on else None)
+            ({}, {}) if hasattr(loop.learn_batch, "overloads") and not self.reduction.on
+            and self.class_weights is None else None)
         self._kept_rows = np.empty((ROWS_PER_BATCH, layouts.ROW_COLS))  # kept learning calls' rows
         self._no_rows = self._kept_rows[:0]
         self.state = self._fresh_state()
@@ -410,12 +415,31 @@ class OnlineLearner:
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
         """loop.learn_batch's arguments: its bundles (kernel/bundles.py)."""
+        numbers = batch.numbers
+        if self.class_weights is not None and params[layouts.P.test_only] == 0:
+            numbers = self.class_weights.weighted(numbers, ~self._held_out(batch, params))
         return (Model(self.weights, state, params), self.family.bundle(),
                 Expander(self.terms, self.linear, self.poly), self.reduction.bundle(),
-                Examples(batch.numbers, batch.offsets, self.reduction.widen(batch.index),
+                Examples(numbers, batch.offsets, self.reduction.widen(batch.index),
                          batch.value, batch.namespace, batch.lines, batch.pass_line,
                          batch.cost_offsets, batch.cost_class, batch.cost_value),
                 Out(stats, preds, rows))
+
+    @staticmethod
+    def _held_out(batch: ExampleBatch, params: np.ndarray) -> np.ndarray:
+        """Which examples of ``batch`` VW's holdout keeps from learning (numpy)."""
+        period = np.int64(params[layouts.P.holdout_period])
+        if period == 0:
+            return np.zeros(len(batch), dtype=np.bool_)
+        return loop.held_out(period, np.int64(params[layouts.P.holdout_after]),
+                             batch.pass_line + batch.lines + 1)
+
+    def summary(self, passes: int, holdout_loss: float | None) -> str:
+        """The run's 'finished run' block (outputs/report.py ``summary``) of this learner."""
+        cfg = self.config
+        return summary(self.stats, cfg.loss, cfg.loss_param, passes, holdout_loss,
+                       not self.reduction.on and not cfg.dont_output_best_constant,
+                       cfg.probabilities and cfg.oaa is not None, self.auc)
 
     @property
     def average_loss(self) -> float:

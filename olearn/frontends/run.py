@@ -15,7 +15,7 @@ from olearn.learners.families import FAMILIES, family_of
 from olearn.options.config import Config
 from olearn.outputs.audit import NameCollector
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
-from olearn.outputs.report import TABLE_HEADER, Console, summary
+from olearn.outputs.report import TABLE_HEADER, Console
 from olearn.persistence import readable
 from olearn.reductions.oaa import class_count
 
@@ -81,7 +81,6 @@ def run(config: Config) -> OnlineLearner:
         config = stage_poly.with_stages(config, sources.count_lines(paths))
     learner = OnlineLearner.start(config)
     config = learner.config
-    multiclass = learner.reduction.on
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
@@ -137,10 +136,7 @@ def run(config: Config) -> OnlineLearner:
         for out, _ in outputs:
             out.discard()
         raise
-    console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss, multiclass,
-                          config.probabilities and config.oaa is not None,
-                          learner.auc))
+    console.print(learner.summary(done.passes, done.holdout_loss))
     return learner
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from olearn.core.fields import Field, Layout
 from olearn.core.option import flag, number
+from olearn.data.hashing import CONSTANT_HASH
 
 COLUMNS = Layout(
     "weights",
@@ -38,6 +39,15 @@ OPTIONS = (
               "non-zero --initial_weight wins)."),
     number("--random_seed", kind=int, default=0, low=0, high=2 ** 64 - 1,
            help="Seed of --random_weights."),
+    number("-C", "--constant", kind=float, default=0.0,
+           help="Start the constant feature's weight at this value (VW's slot of the "
+                "constant, unwidened)."),
+    flag("--normal_weights",
+         help="Start from VW's standard normal weights (Box-Muller draws seeded by each "
+              "weight's index; gradient descent)."),
+    flag("--truncated_normal_weights",
+         help="--normal_weights with every weight beyond twice their standard deviation "
+              "folded back by its remainder (VW's)."),
     flag("--sparse_weights",
          help="Accepted for VW's command lines: the weight table is dense (2^b rows) either "
               "way, with the same results."),
@@ -65,9 +75,61 @@ def random_weights(seed: int, n: int) -> np.ndarray:
     return bits.astype(np.uint32).view(np.float32) - np.float32(1.5)
 
 
+def _unit(states: np.ndarray) -> np.ndarray:
+    """VW's draw of each generator state: the float32 in [0, 1) of bits 25..47."""
+    bits = ((states >> np.uint64(25)) & np.uint64(0x7FFFFF)) | np.uint64(0x3F800000)
+    return bits.astype(np.uint32).view(np.float32) - np.float32(1)
+
+
+def normal_weights(n: int, stride: int) -> np.ndarray:
+    """VW's --normal_weights: weight i is the polar Box-Muller draw (float32) of the generator
+    seeded with ``i · stride`` (VW's index of the weight: ``stride`` floats per weight),
+    rejecting pairs outside the unit disc; all weights' draws advance together (numpy)."""
+    a, c = np.uint64(LCG_MULTIPLIER), np.uint64(LCG_INCREMENT)
+    states = np.arange(n, dtype=np.uint64) * np.uint64(stride)
+    out = np.empty(n, dtype=np.float32)
+    pending = np.arange(n)
+    one, two = np.float32(1), np.float32(2)
+    while pending.size:
+        first = a * states[pending] + c
+        second = a * first + c
+        x1 = two * _unit(first) - one
+        x2 = two * _unit(second) - one
+        radius = x1 * x1 + x2 * x2
+        inside = (radius < one) & (radius != 0)
+        r = radius[inside]
+        out[pending[inside]] = x1[inside] * np.sqrt((np.float32(-2) * np.log(r)) / r)
+        states[pending] = second
+        pending = pending[~inside]
+    return out
+
+
+def truncated(weights: np.ndarray) -> np.ndarray:
+    """VW's --truncated_normal_weights: a weight beyond twice the weights' (population)
+    standard deviation becomes its IEEE remainder by that bound."""
+    bound = 2 * float(np.std(weights.astype(np.float64)))
+    out = weights.astype(np.float64)
+    beyond = np.abs(out) > bound
+    out[beyond] -= np.round(out[beyond] / bound) * bound  # round half to even: IEEE's rule
+    return out.astype(np.float32)
+
+
+def vw_stride(config) -> int:
+    """Floats per weight in VW's table (its index of weight slot i is i · stride): 4 with an
+    adaptive or normalized rule, 1 for plain SGD."""
+    adaptive, normalized, _ = config.update_rule
+    return 4 if adaptive or normalized else 1
+
+
 def initialize(weights: np.ndarray, config) -> None:
-    """Set the weight column of a fresh table as --initial_weight or --random_weights ask."""
+    """Set the weight column of a fresh table as --initial_weight, --random_weights or
+    --normal_weights/--truncated_normal_weights ask (VW's order of precedence)."""
     if config.initial_weight != 0:
         weights[:, W_W] = config.initial_weight
     elif config.random_weights:
         weights[:, W_W] = random_weights(config.random_seed, len(weights))
+    elif config.normal_weights or config.truncated_normal_weights:
+        drawn = normal_weights(len(weights), vw_stride(config))
+        weights[:, W_W] = truncated(drawn) if not config.normal_weights else drawn
+    if config.constant != 0:
+        weights[CONSTANT_HASH & config.mask, W_W] = config.constant

@@ -35,6 +35,28 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse prints its usage and exits; we report one line
         raise UsageError(message)
 
+    def parse_intermixed_args(self, args=None, namespace=None):
+        """argparse's, with a value that starts with ``-`` and is no option attached to its
+        option (``--classweight -1:0.5``, as VW reads it; argparse would take ``-1:0.5`` for
+        an option)."""
+        return super().parse_intermixed_args(self._dash_values_attached(args or []), namespace)
+
+    def _dash_values_attached(self, argv: list[str]) -> list[str]:
+        out: list[str] = []
+        k = 0
+        while k < len(argv):
+            flag = argv[k]
+            action = self._option_string_actions.get(flag)
+            following = argv[k + 1] if k + 1 < len(argv) else ""
+            if (action is not None and action.nargs != 0 and following.startswith("-")
+                    and following not in self._option_string_actions and following != "--"):
+                out.append(f"{flag}={following}" if flag.startswith("--") else flag + following)
+                k += 2
+            else:
+                out.append(flag)
+                k += 1
+        return out
+
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
     """``-b, --bit_precision INTEGER`` (argparse repeats the metavar after every name)."""

@@ -19,7 +19,7 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import csoaa, multilabel, oaa
+from olearn.reductions import classweight, csoaa, multilabel, oaa
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -35,6 +35,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("One against all (multiclass)", oaa.OPTIONS + labels.OPTIONS),
           ("Cost-sensitive one against all", csoaa.OPTIONS),
           ("Multilabel one against all", multilabel.OPTIONS),
+          ("Importance weight classes", classweight.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -70,6 +71,7 @@ class _Checked:
         csoaa.check(self)
         multilabel.check(self)
         oaa.check(self)
+        classweight.check(self)
         labels.check(self)
         losses.check(self)
         stage_poly.check(self)

@@ -26,6 +26,8 @@ DATA = (
 )
 
 OUTPUTS = (
+    flag("--dont_output_best_constant",
+         help="Leave the best constant (and the label sum) out of the summary, as VW."),
     text("-p", "--predictions", metavar="FILE", help="File to output predictions to."),
     text("-r", "--raw_predictions", metavar="FILE",
          help="File to output raw scores to (before clipping and link)."),

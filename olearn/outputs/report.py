@@ -107,13 +107,15 @@ def warning_lines(batch: ExampleBatch, prefix: str = "[warning] ") -> list[str]:
 
 def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED],
             param: float = 0.0, passes: int = 1, holdout_loss: float | None = None,
-            multiclass: bool = False, log_loss: bool = False, auc: AucMeter | None = None
-            ) -> str:
+            labels_counted: bool = True, log_loss: bool = False,
+            auc: AucMeter | None = None) -> str:
     """The 'finished run' block. ``holdout_loss`` is the best pass's holdout loss (inf: no
-    example was held out), or None when nothing is held out. --oaa (``multiclass``) has no
-    best constant; with ``log_loss`` (--probabilities) the multiclass log loss follows the
-    average loss: over the held-out examples when there are any (VW divides their sum by the
-    learned examples' weight instead). ``auc`` (--metric auc) adds the AUC line, of the same
+    example was held out), or None when nothing is held out. Without ``labels_counted``
+    (--oaa and the other class reductions, --dont_output_best_constant: VW's count_label
+    reduction is off) the label sum is 0 and there is no best constant; with ``log_loss``
+    (--probabilities) the multiclass log loss follows the average loss: over the held-out
+    examples when there are any (VW divides their sum by the learned examples' weight
+    instead). ``auc`` (--metric auc) adds the AUC line, of the same
     examples as the average loss."""
     wl = stats[layouts.R_W_LABELED]
     wsum = wl + stats[layouts.R_W_UNLABELED]
@@ -131,7 +133,8 @@ def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED]
     else:
         average = f"{holdout_loss:.6f} h"
     lines += [f"weighted example sum = {wsum:.6f}",
-              f"weighted label sum = {stats[layouts.R_W_LABEL_SUM]:.6f}",
+              f"weighted label sum = "
+              f"{stats[layouts.R_W_LABEL_SUM] if labels_counted else 0.0:.6f}",
               f"average loss = {average}"]
     if log_loss:
         if holdout_loss is None:
@@ -146,7 +149,7 @@ def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED]
         text = ("n.a. (more than two labels)" if stats[layouts.R_MANY_LABELS]
                 else _fixed(value, 6) + (" h" if holdout_loss is not None else ""))
         lines.append(f"auc = {text}")
-    best = None if multiclass else best_constant(stats, loss, param)
+    best = best_constant(stats, loss, param) if labels_counted else None
     if best is not None:
         constant, constant_loss = best
         lines.append(f"best constant = {constant:.6f}")

@@ -89,7 +89,7 @@ from olearn.learners.families import family_of
 from olearn.learners.weights import COLUMNS, W_G, W_N, W_W, WIDTH
 from olearn.options.config import Config
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
-from olearn.outputs.report import TABLE_HEADER, Console, format_row, summary
+from olearn.outputs.report import TABLE_HEADER, Console, format_row
 from olearn.persistence import readable
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -571,8 +571,7 @@ def run(config: Config) -> OnlineLearner:
         readable.write(config.readable_model, learner, done.passes, table=False)
     if config.learning_curve:
         plot_learning_curve(learner.history, config.learning_curve)
-    console.print(summary(learner.stats, config.loss, config.loss_param,
-                          done.passes, done.holdout_loss))
+    console.print(learner.summary(done.passes, done.holdout_loss))
     return learner
 
 

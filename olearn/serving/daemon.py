@@ -29,7 +29,7 @@ from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import run_passes
 from olearn.errors import OlearnError
 from olearn.options.config import Config
-from olearn.outputs.report import TABLE_HEADER, Console, summary, warning_text
+from olearn.outputs.report import TABLE_HEADER, Console, warning_text
 
 MAX_LINE = 1 << 20     # bytes; a longer line is answered with an error and skipped
 READ_SIZE = 1 << 16    # bytes read from a client at a time (at most MAX_LINE, see _Client.take)
@@ -345,7 +345,4 @@ def run(config: Config) -> None:
                 os.remove(path)
             except OSError:  # removed already: nothing to clean up
                 pass
-    console.print(summary(learner.stats, config.loss, config.loss_param, done.passes,
-                          done.holdout_loss, learner.reduction.on,
-                          config.probabilities and config.oaa is not None,
-                          learner.auc))
+    console.print(learner.summary(done.passes, done.holdout_loss))

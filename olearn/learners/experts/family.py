@@ -155,6 +155,8 @@ class ExponentialWeights(LearnerFamily):
                          ("stage_poly", config.stage_poly),
                          ("initial_weight", config.initial_weight != 0),
                          ("random_weights", config.random_weights),
+                         ("normal_weights", config.normal_weights),
+                         ("truncated_normal_weights", config.truncated_normal_weights),
                          ("oaa", config.oaa is not None),
                          ("csoaa", config.csoaa is not None),
                          ("multilabel_oaa", config.multilabel_oaa is not None)):
