@@ -15,6 +15,7 @@ from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
+from olearn.features.feature_limit import FeatureLimit
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
 from olearn.learners import gd
@@ -90,6 +91,7 @@ class OnlineLearner:
         self.auc = AucMeter(params) if config.metric == "auc" else None
         self._selection = namespaces.Selection.of(config)
         self._grams = ngrams.Grams.of(config)
+        self._limit = FeatureLimit.of(config)
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
@@ -201,6 +203,8 @@ class OnlineLearner:
             batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
+        if self._limit is not None:  # --feature_limit: after the constant, as VW
+            batch = self._limit.apply(batch)
         return batch
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:

@@ -44,7 +44,8 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.interactions", "expand_example"),
                 ("olearn.features.interactions", "unseen_features"),
                 ("olearn.features.namespaces", "select"),
-                ("olearn.features.ngrams", "add_grams"))
+                ("olearn.features.ngrams", "add_grams"),
+                ("olearn.features.feature_limit", "limited"))
 
 
 def _directory() -> str:

@@ -14,7 +14,7 @@ import sys
 from olearn.core.option import Option
 from olearn.data import formats, hashing, labels
 from olearn.errors import OptionError
-from olearn.features import interactions, namespaces, ngrams, stage_poly
+from olearn.features import feature_limit, interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
@@ -26,7 +26,7 @@ from olearn.reductions import classweight, csoaa, multilabel, oaa
 # and interactions, "Weight options" the initial weights (VW lists --random_seed apart).
 GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
-           + interactions.OPTIONS),
+           + feature_limit.OPTIONS + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
           *families.option_groups(),
           ("Loss", losses.OPTIONS),
@@ -77,6 +77,7 @@ class _Checked:
         stage_poly.check(self)
         self._check_metric()
         namespaces.check(self)
+        feature_limit.check(self)
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,
