@@ -13,7 +13,7 @@ from olearn.features import stage_poly
 from olearn.kernel import aot, layouts
 from olearn.learners.families import FAMILIES, family_of
 from olearn.options.config import Config
-from olearn.outputs.audit import NameCollector
+from olearn.outputs.audit import NameCollector, printed_examples
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
 from olearn.outputs.report import TABLE_HEADER, Console
 from olearn.persistence import readable
@@ -101,6 +101,8 @@ def run(config: Config) -> OnlineLearner:
                 rows = learner.learn_audited(batch, preds, sys.stdout.write)
             else:
                 rows = learner.learn(batch, preds)
+            if config.print and len(batch):
+                console.print(printed_examples(batch))
             if names is not None:
                 names.add(batch, learner.terms)
             for out, raw in outputs:

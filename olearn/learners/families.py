@@ -12,9 +12,10 @@ from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
+from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights,
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights, NoLearning,
                                              GradientDescent)
 
 

@@ -1,6 +1,8 @@
 """--audit: each example's features as ``ns^name:index:value:weight@G`` (VW's layout)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from olearn.data.batch import ExampleBatch
@@ -93,3 +95,25 @@ def audit_line(batch: ExampleBatch, e: int, weights: np.ndarray, adaptive: bool,
         entries.append((-abs(w * x), text))
     entries.sort(key=lambda item: item[0])
     return "".join("\t" + text for _, text in entries)
+
+
+def printed_examples(batch: ExampleBatch) -> str:
+    """--print's lines (VW's print learner): the label, then the importance (and the initial
+    prediction) unless 1 (and 0), ``'tag``, then ``| `` and each feature's index, with
+    ``:value`` unless 1. For inspection, as --audit: a line of Python per example."""
+    lines = []
+    for e in range(len(batch)):
+        label, weight, initial = (float(x) for x in batch.numbers[e])
+        head = ""
+        if not math.isnan(label):
+            head = f"{label:g} "
+            if weight != 1 or initial != 0:
+                head += f"{weight:g} " + (f"{initial:g} " if initial != 0 else "")
+        start, end = batch.tags[e]
+        if end > start:
+            head += "'" + _name(batch.text, start, end)
+        lo, hi = batch.offsets[e], batch.offsets[e + 1]
+        body = "".join(f"{j}" + ("" if x == 1 else f":{x:g}") + " "
+                       for j, x in zip(batch.index[lo:hi].tolist(), batch.value[lo:hi].tolist()))
+        lines.append(f"{head}| {body}")
+    return "\n".join(lines)
