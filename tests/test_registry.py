@@ -39,7 +39,7 @@ def test_help_shows_every_option_in_its_group():
 def test_scopes_of_the_model_and_the_cache():
     assert set(PARSING_OPTIONS) == {"bit_precision", "hash", "hash_seed", "noconstant", "format",
                                     "ignore", "keep", "redefine", "ngram", "skips", "csoaa",
-                                    "named_labels", "multilabel_oaa"}
+                                    "named_labels", "multilabel_oaa", "feature_limit"}
     assert {"loss_function", "quantile_tau", "quadratic", "l1", "stage_poly", "saew_grid_B",
             "link", "binary"} <= set(MODEL_OPTIONS)
     assert not {"passes", "predictions", "final_regressor", "data", "quiet"} & set(MODEL_OPTIONS)

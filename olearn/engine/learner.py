@@ -27,13 +27,14 @@ from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
 from olearn.outputs.predictions import (
     format_class_sets,
+    format_intervals,
     format_names,
     format_pairs,
     format_predictions,
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
 from olearn.persistence import model
-from olearn.reductions import multilabel
+from olearn.reductions import bootstrap, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
 
@@ -67,6 +68,8 @@ class OnlineLearner:
         self.reduction = reduction_of(config)(config)
         # how labels read: simple or cost-sensitive, named by --named_labels with K classes
         self.names = names_of(config) if self.reduction.on else None
+        # whether predictions are classes (--oaa and the like; not --bootstrap's means)
+        self.classes_out = self.reduction.on and self.reduction.MULTICLASS
         self.labels = labels_of(label_kind(config), self.names)
         self._exported = False  # whether sync has put the current model into the weights
         # kept calls (_kept_call) by batch: learning's, then test-only's; None: none possible
@@ -348,6 +351,9 @@ class OnlineLearner:
         score; with --oaa, the class (its name with --named_labels), and every class's score
         for -r, --scores and --probabilities; with --csoaa, the class, and for -r each listed
         class's raw score."""
+        if self.config.bootstrap is not None and not raw:
+            return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
+                                    preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
         if self.config.multilabel_oaa is not None and not raw:
             return format_class_sets(preds[:, multilabel.OUTPUT_COLUMN:],
                                      preds[:, multilabel.THRESHOLD_COLUMN],
@@ -369,7 +375,7 @@ class OnlineLearner:
             given = batch.cost_class[batch.cost_offsets[e]:batch.cost_offsets[e + 1]]
             chosen = np.flatnonzero(self.reduction.predicted(preds[e:e + 1])[0])
             texts = (",".join(map(str, given)) or "unknown", ",".join(map(str, chosen)))
-        return format_row(row, self.reduction.on, self.config.csoaa is not None, self.names,
+        return format_row(row, self.classes_out, self.config.csoaa is not None, self.names,
                           texts)
 
     def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
@@ -442,7 +448,7 @@ class OnlineLearner:
         """The run's 'finished run' block (outputs/report.py ``summary``) of this learner."""
         cfg = self.config
         return summary(self.stats, cfg.loss, cfg.loss_param, passes, holdout_loss,
-                       not self.reduction.on and not cfg.dont_output_best_constant,
+                       not self.classes_out and not cfg.dont_output_best_constant,
                        cfg.probabilities and cfg.oaa is not None, self.auc)
 
     @property

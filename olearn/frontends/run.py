@@ -51,12 +51,15 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    multiclass = class_count(config) > 0
+    copies = config.bootstrap is not None
+    multiclass = class_count(config) > 0 and not copies
     reduction = ("csoaa" if config.csoaa is not None else "multilabel_oaa"
-                 if config.multilabel_oaa is not None else "oaa")
+                 if config.multilabel_oaa is not None else "bootstrap" if copies else "oaa")
+    count = (f"{class_count(config)} copies, {config.bs_type}" if copies
+             else f"{class_count(config)} classes")
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
-              + (f"{reduction} ({class_count(config)} classes), " if multiclass else "")
+              + (f"{reduction} ({count}), " if class_count(config) else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -159,7 +162,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY},
                    {"csoaa": 3, "named_labels": "a,b,c", "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},
-                   {"multilabel_oaa": 3, "probabilities": True})
+                   {"multilabel_oaa": 3, "probabilities": True},
+                   {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY})
 
 
 def warm_cache() -> None:

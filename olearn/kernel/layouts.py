@@ -103,6 +103,8 @@ PARAMS = Parameters(
     Param("constant", _constant, int, "the constant feature's index"),
     Param("classes", oaa.class_count, int,
           "--oaa's, --csoaa's or --multilabel_oaa's class count K (0: one scalar problem)"),
+    Param("vote", lambda c: c.bootstrap is not None and c.bs_type == "vote", bool,
+          "--bootstrap: the copies vote"),
     Param("absolute_loss", lambda c: c.cs_absolute_loss, bool,
           "--csoaa: the loss is the predicted class's cost"),
     Param("probabilities", lambda c: c.probabilities, bool,

@@ -19,7 +19,7 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import classweight, csoaa, multilabel, oaa
+from olearn.reductions import bootstrap, classweight, csoaa, multilabel, oaa
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -36,6 +36,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Cost-sensitive one against all", csoaa.OPTIONS),
           ("Multilabel one against all", multilabel.OPTIONS),
           ("Importance weight classes", classweight.OPTIONS),
+          ("Bootstrap", bootstrap.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -72,6 +73,7 @@ class _Checked:
         multilabel.check(self)
         oaa.check(self)
         classweight.check(self)
+        bootstrap.check(self)
         labels.check(self)
         losses.check(self)
         stage_poly.check(self)

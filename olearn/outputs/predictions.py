@@ -193,6 +193,49 @@ def format_pairs(classes, scores, counts, lead, tags, text):
     return out[:o]
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def _fixed6(out, o, x):
+    """``x`` with 6 decimals (C++'s std::fixed), as :func:`format_number` beyond its range."""
+    if np.isnan(x) or np.isinf(x) or abs(x) >= 1e18:
+        return format_number(out, o, x)
+    if x < 0 and np.floor(-x * 1e6 + 0.5) > 0:
+        out[o] = 45
+        o += 1
+    micro = np.int64(np.floor(abs(x) * 1e6 + 0.5))
+    o = _put_int(out, o, micro // 1000000)
+    out[o] = 46
+    frac = micro % 1000000
+    for i in range(6):
+        out[o + 6 - i] = 48 + frac % 10
+        frac //= 10
+    return o + 7
+
+
+@njit(cache=True, nogil=True)
+def format_intervals(preds, low, high, tags, text):
+    """--bootstrap's -p lines (VW's): the prediction with 6 decimals, `` tag``, then the lowest
+    and the highest copy's prediction."""
+    n = preds.shape[0]
+    if low.shape[0] < n or high.shape[0] < n:
+        raise ValueError("format_intervals: fewer bounds than predictions")
+    out = np.empty(n * 100 + _tag_room(tags, text, n), dtype=np.uint8)
+    o = 0
+    for e in range(n):
+        o = _fixed6(out, o, np.float64(preds[e]))
+        if tags[e, 1] > tags[e, 0]:
+            out[o] = 32
+            o += 1
+            for k in range(tags[e, 0], tags[e, 1]):
+                out[o] = text[k]
+                o += 1
+        for bound in (low[e], high[e]):
+            out[o] = 32
+            o = _fixed6(out, o + 1, np.float64(bound))
+        out[o] = 10
+        o += 1
+    return out[:o]
+
+
 @njit(cache=True, nogil=True)
 def format_class_sets(outputs, cut, probabilities, tags, text):
     """--multilabel_oaa's -p lines (VW's): the classes whose ``outputs[e, k]`` exceed

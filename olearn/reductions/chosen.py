@@ -1,13 +1,17 @@
 """Which reduction a configuration chooses (its class: reductions/oaa.py's interface)."""
 from __future__ import annotations
 
+from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
 from olearn.reductions.oaa import OneAgainstAll
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, --multilabel_oaa's, or --oaa's (one scalar problem without --oaa)."""
+    """--csoaa's class, --multilabel_oaa's, --bootstrap's, or --oaa's (one scalar problem
+    without --oaa)."""
     if config.csoaa is not None:
         return CostSensitive
+    if config.bootstrap is not None:
+        return Bootstrap
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -62,8 +62,9 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes of --oaa, --csoaa or --multilabel_oaa (0: one scalar problem)."""
-    return config.oaa or config.csoaa or config.multilabel_oaa or 0
+    """The classes (or copies) of --oaa, --csoaa, --multilabel_oaa or --bootstrap (0: one
+    scalar problem)."""
+    return config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap or 0
 
 
 def feature_width(classes: int) -> int:
@@ -104,6 +105,7 @@ class OneAgainstAll:
     sums (``classes``, a row per class), and how predictions are written."""
 
     BUNDLE = OneAgainstAllState
+    MULTICLASS = True  # predictions are classes (the table writes them so)
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 

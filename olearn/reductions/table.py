@@ -1,10 +1,12 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
-``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``): each one's kernels, which
+``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
+reductions/bootstrap.py ``BootstrapState``): each one's kernels, which
 kernel/reducing.py puts into the loop when numba compiles it.
 
 A reduction's kernels (one module each: reductions/one_problem.py, reductions/oaa_kernels.py,
-reductions/csoaa_kernels.py, reductions/multilabel_kernels.py):
+reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
+reductions/bootstrap_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -17,7 +19,14 @@ from __future__ import annotations
 from collections import namedtuple
 
 from olearn.kernel.bundles import NoReduction
-from olearn.reductions import csoaa_kernels, multilabel_kernels, oaa_kernels, one_problem
+from olearn.reductions import (
+    bootstrap_kernels,
+    csoaa_kernels,
+    multilabel_kernels,
+    oaa_kernels,
+    one_problem,
+)
+from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.oaa import OneAgainstAllState
@@ -37,4 +46,7 @@ REDUCTIONS = {
     MultilabelState: ReductionKernels(multilabel_kernels.fits, multilabel_kernels.room,
                                       multilabel_kernels.predict, multilabel_kernels.score,
                                       multilabel_kernels.learn, False),
+    BootstrapState: ReductionKernels(bootstrap_kernels.fits, bootstrap_kernels.room,
+                                     bootstrap_kernels.predict, bootstrap_kernels.score,
+                                     bootstrap_kernels.learn, True),
 }

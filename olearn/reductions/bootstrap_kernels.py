@@ -1,0 +1,197 @@
+"""--bootstrap's kernels (reductions/bootstrap.py holds its configuration and state): the
+example loop (kernel/loop.py) calls them by the bundle type ``BootstrapState``
+(reductions/table.py).
+
+As VW's bs: copy i draws its Poisson(1) multiplier from the shared generator, then predicts
+and (when the example is learned) learns right away with its own normalizer sums (--oaa's
+per-class state): the label joins the range, the copy's clipped score is its prediction, and
+it learns the label with the example's importance times the draw (a draw of 0 learns
+nothing). The copies' mean, or their vote, is the prediction.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from olearn.kernel import dispatch
+from olearn.kernel.bundles import Predicted, Scored
+from olearn.kernel.layouts import S_MAX, S_MIN, S_NORM, S_TOTAL, P
+from olearn.learners.losses import loss_value_shared, shared_term
+from olearn.reductions import bootstrap, oaa
+from olearn.reductions.oaa_kernels import _class_features, fits_classes
+from olearn.reductions.one_problem import clipped
+
+LCG_MULTIPLIER = np.uint64(0xEECE66D5DEECE66D)
+LCG_INCREMENT = np.uint64(2147483647)
+# VW's Poisson(1) table: the draw is the first k whose cumulative probability reaches u
+POISSON = np.array([0.3678794411714423215955, 0.735758882342884643191, 0.919698602928605803989,
+                    0.9810118431238461909214, 0.9963401531726562876545,
+                    0.9994058151824183070012, 0.9999167588507119768923,
+                    0.9999897508033253583053, 0.9999988747974020309819,
+                    0.9999998885745216612793, 0.9999999899522336243091,
+                    0.9999999991683892573118, 0.9999999999364022267287,
+                    0.999999999995480147453, 0.9999999999996999989333,
+                    0.9999999999999813223654, 0.9999999999999989050799,
+                    0.9999999999999999393572, 0.999999999999999996817,
+                    0.9999999999999999998412])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fits(reduction, model, out):
+    """--oaa's checks, the generator's state, and a column per copy."""
+    k = model.params[P.classes]
+    return (fits_classes(reduction, model) and reduction.random.shape[0] >= 1
+            and out.preds.shape[1] >= bootstrap.COPY_COLUMN + k)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def room(reduction, features, s, scratch):
+    """The rows a copy's features need beyond the scratch's (0: they fit)."""
+    need = features.hi - features.lo
+    return need if need > scratch.classes.index.shape[0] else 0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def poisson_draw(random):
+    """VW's Poisson(1) draw: the generator's next number in [0, 1) (the float32 of exponent 0
+    and mantissa bits 25..47 of the state, less 1: exactly those bits / 2^23), then its
+    table."""
+    random[0] = LCG_MULTIPLIER * random[0] + LCG_INCREMENT
+    u = np.float64((random[0] >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0
+    for k in range(POISSON.shape[0]):
+        if u <= POISSON[k]:
+            return k
+    return POISSON.shape[0]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _rounded(scores, i):
+    return np.int64(np.floor(scores[i] + 0.5))
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def vote(scores, n):
+    """VW's vote of the copies' predictions rounded to integers (``floor(x + 0.5)``): the
+    Boyer-Moore candidate; when more than two distinct votes were seen and it has no majority,
+    VW's pass over the sorted votes: a run longer than the longest so far (1 at first) takes
+    over, the last run never considered (VW's loop ends before comparing it)."""
+    counter = 0
+    current = np.int64(1)
+    first = np.int64(1)
+    several = False
+    for i in range(n):
+        v = _rounded(scores, i)
+        if not several:
+            if i == 0:
+                first = v
+                current = v
+            elif first != current and v != current and v != first:
+                several = True
+        if counter == 0:
+            counter = 1
+            current = v
+        elif v == current:
+            counter += 1
+        else:
+            counter -= 1
+    if not several:
+        return current
+    if counter > 0:
+        count = 0
+        for i in range(n):
+            count += _rounded(scores, i) == current
+        if 2 * count > n:
+            return current
+    longest = 1
+    previous = np.iinfo(np.int64).min
+    while True:  # the distinct votes in ascending order (no sort: nothing is allocated here)
+        value = np.iinfo(np.int64).max
+        found = False
+        larger = False
+        for i in range(n):
+            v = _rounded(scores, i)
+            if previous < v < value:
+                if found:
+                    larger = True
+                value = v
+                found = True
+            elif v > value:
+                larger = True
+        if not found:
+            return current
+        if not larger:  # the last run
+            return current
+        count = 0
+        for i in range(n):
+            count += _rounded(scores, i) == value
+        if count > longest:
+            current = value
+            longest = count
+        previous = value
+
+
+@njit(cache=True, nogil=True, inline="always")
+def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
+    """Each copy draws its multiplier, predicts and (learning) learns in turn; writes the
+    mean or the vote, the lowest and highest copy's prediction, and each copy's raw score."""
+    state = model.state
+    k_copies = np.int64(model.params[P.classes])
+    predictions = scratch.classes.scores
+    total = 0.0
+    low = np.inf
+    high = -np.inf
+    for k in range(k_copies):
+        imp = ex.imp * poisson_draw(reduction.random)
+        class_features = _class_features(k, features, s, expander, False, scratch)
+        if ex.learn:
+            if not s.fixed_range:
+                state[S_MIN] = min(state[S_MIN], ex.y)
+                state[S_MAX] = max(state[S_MAX], ex.y)
+            raw = dispatch.learn_predict(family, model, class_features, ex.initial, imp, s,
+                                         False)
+            p = clipped(raw, state)
+            shared = shared_term(s.loss, p, ex.y)
+            loss = loss_value_shared(s.loss, s.loss_param, p, ex.y, shared)
+            if loss > 0 and imp > 0:
+                classes = reduction.classes
+                state[S_NORM] = classes[k, oaa.CLASS_NORM]
+                state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+                dispatch.update(family, model, class_features,
+                                Scored(p, ex.y, imp, ex.initial, loss, shared), s, scratch.work,
+                                False)
+                classes[k, oaa.CLASS_NORM] = state[S_NORM]
+                classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+        else:
+            raw = dispatch.predict(family, model, class_features, ex.initial, imp, s, False)
+            p = clipped(raw, state)
+        predictions[k] = p
+        pred[bootstrap.COPY_COLUMN + k] = raw
+        total += p
+        low = min(low, p)
+        high = max(high, p)
+    if model.params[P.vote] != 0:
+        shown = np.float64(vote(predictions, k_copies))
+    else:
+        shown = np.float64(np.float32(total) / np.float32(k_copies))
+    if s.binary:  # VW's binary reduction sits above bs: the sign of the aggregate
+        shown = 1.0 if shown > 0 else -1.0
+    pred[0] = shown
+    pred[1] = shown
+    pred[bootstrap.LOW_COLUMN] = low
+    pred[bootstrap.HIGH_COLUMN] = high
+    return Predicted(shown, np.nan, features.hi - features.lo, 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def score(reduction, model, predicted, ex, s, scratch):
+    """The mean's loss, or the vote's (or --binary's) error (VW's)."""
+    if model.params[P.vote] != 0 or s.binary:
+        return (predicted.shown != ex.y) * ex.imp, 0.0, 0
+    shared = shared_term(s.loss, predicted.shown, ex.y)
+    return loss_value_shared(s.loss, s.loss_param, predicted.shown, ex.y, shared) * ex.imp, 0.0, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn(reduction, family, model, expander, features, predicted, scored, ex, s, scratch,
+          expanded):
+    """Nothing: each copy learned as it was predicted (:func:`predict`)."""
