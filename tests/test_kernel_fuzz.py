@@ -100,6 +100,22 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
         assert np.all(batch.audit[:, 1] <= len(text))
 
 
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
+@settings(max_examples=1000)
+@given(text_bytes, st.sampled_from([LABEL_COSTS, LABEL_CLASSES]), st.booleans())
+def test_class_labels_fit_their_arrays_whatever_the_bytes(text, kind, named):
+    labels = labels_of(kind, ["a", "b:c", "1"] if named else None)
+    batch = parse(np.frombuffer(text, dtype=np.uint8), FORMAT_VW, (1 << BITS) - 1, 0, False,
+                  True, False, namespace_hash(b" "), labels=labels)
+    n = len(batch)
+    offsets = batch.cost_offsets
+    assert len(offsets) == n + 1 and offsets[0] == 0 and np.all(np.diff(offsets) >= 0)
+    assert offsets[-1] == len(batch.cost_class) == len(batch.cost_value)
+    assert np.all(np.isfinite(batch.cost_value))
+    listed = np.diff(offsets) > 0
+    assert np.all(np.isnan(batch.numbers[~listed, 0]))
+
+
 @settings(max_examples=500)
 @given(st.binary(max_size=200), st.integers(0, 7))
 def test_line_ends_are_every_newline_then_an_unterminated_end(text, offset):
