@@ -692,3 +692,82 @@ def ftrl_predictions(examples, rule, alpha, beta, l1=0.0, l2=0.0):
                     st[0], st[1], st[3] = f(st[0] - g), f(st[1] + f(abs(g))), f(st[3] - f(g * b))
                     w[j] = f(b / f((norm + 1e-6) / total))
     return out
+
+
+def parse_csv(text: bytes, sep: bytes = b",", bits: int = 18, seed: int = 0,
+              constant: bool = True, scales: dict | None = None):
+    """A well-formed CSV file (header line first; cells plain or fully quoted) → per example
+    (label, importance, initial, tag, [(index, value, ns)]), by Python's csv module and VW's
+    column rules: ``_label``/``_tag`` columns, ``ns|name`` features grouped by namespace in
+    VW's map order (a quoted cell or a non-number is a string feature, value 1)."""
+    import csv
+
+    from olearn.data.csv_header import namespace_order
+
+    mask = (1 << bits) - 1
+    scales = scales or {}
+    rows = list(csv.reader(text.decode("latin-1").splitlines(), delimiter=sep.decode(),
+                           strict=True))
+    quoted = [[cell.startswith('"') for cell in _raw_cells(line, sep)]
+              for line in text.split(b"\n")[: len(rows)]]
+    header = [name.encode("latin-1") for name in rows[0]]
+    columns = {}  # ns → [(column, feature name)]
+    for k, name in enumerate(header):
+        if name not in (b"_label", b"_tag"):
+            ns, _, feature = name.rpartition(b"|")
+            columns.setdefault(ns, []).append((k, feature))
+    examples = []
+    for row, quotes in zip(rows[1:], quoted[1:]):
+        cells = [cell.encode("latin-1") for cell in row]
+        label_cell = cells[header.index(b"_label")] if b"_label" in header else b""
+        numbers = [float(t) for t in label_cell.split(b" ") if t]
+        label = numbers[0] if numbers else math.nan
+        importance = numbers[1] if len(numbers) > 1 else 1.0
+        initial = numbers[2] if len(numbers) > 2 else 0.0
+        tag = cells[header.index(b"_tag")] if b"_tag" in header else b""
+        tag = tag[1:] if tag.startswith(b"'") else tag
+        features, ranks, empty = [], [], True
+        for ns in namespace_order(list(columns)):
+            ns_index = ns[0] if ns else 32
+            ns_hash = vw_hash(ns, seed) if ns else 0
+            anon = 0
+            for k, name in columns[ns]:
+                cell = cells[k]
+                if not cell and not quotes[k]:
+                    continue
+                empty = False
+                try:
+                    value = float(cell) if not quotes[k] else math.nan
+                except ValueError:
+                    value = math.nan
+                if math.isnan(value):
+                    index, value = vw_hash(cell, vw_hash(name, ns_hash)), 1.0
+                elif name:
+                    index, value = vw_hash(name, ns_hash), value * scales.get(ns, 1.0)
+                else:
+                    index, value, anon = ns_hash + anon, value * scales.get(ns, 1.0), anon + 1
+                if value != 0:
+                    features.append((index & mask, value, ns_index))
+                    ranks += [] if ns_index in ranks else [ns_index]
+        if empty:
+            continue
+        features.sort(key=lambda f: ranks.index(f[2]))  # stable: VW's per-index grouping
+        if constant:
+            features.append((CONSTANT & mask, 1.0, 128))
+        examples.append((label, importance, initial, tag or None, features))
+    return examples
+
+
+def _raw_cells(line: bytes, sep: bytes) -> list[bytes]:
+    """A well-formed CSV line's raw cells (a quoted cell's separators are inside quotes)."""
+    cells, cell, inside = [], b"", False
+    for c in line.rstrip(b"\r"):
+        byte = bytes([c])
+        if byte == b'"':
+            inside = not inside
+        if byte == sep and not inside:
+            cells.append(cell)
+            cell = b""
+        else:
+            cell += byte
+    return cells + [cell]

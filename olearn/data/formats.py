@@ -4,22 +4,36 @@ from __future__ import annotations
 import re
 
 from olearn.core.option import choice
-from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW
+from olearn.data.parse import FORMAT_CSV, FORMAT_SVMLIGHT, FORMAT_VW
 
 SVM_SUFFIXES = (".svm", ".svmlight", ".libsvm")
 _SVM_LINE = re.compile(rb"^\s*\S+(\s+[^\s:|]+:\S+)*\s*(#.*)?$")
 
 OPTIONS = (
-    choice("--format", choices=("auto", "vw", "svmlight"), default="auto", parsing=True,
-           help="Input format; auto uses a .svm/.svmlight/.libsvm name, else the first line."),
+    choice("--format", choices=("auto", "vw", "svmlight", "csv"), default="auto", parsing=True,
+           help="Input format; auto uses a .svm/.svmlight/.libsvm name, else the first line "
+                "(csv: as --csv)."),
 )
 
 
+def requested(config) -> str:
+    """The format the options ask for: --csv is VW's spelling of ``--format csv``."""
+    return "csv" if config.csv else config.format
+
+
+def check(config) -> None:
+    """--csv and another --format contradict each other."""
+    from olearn.errors import OptionError
+    if config.csv and config.format not in ("auto", "csv"):
+        raise OptionError(f"--csv contradicts --format {config.format}")
+
+
 def detect(requested: str, name: str, first_block: bytes) -> int:
-    """The parser for a source: svmlight if asked, named ``*.svm*``/``*.libsvm*``, or if its
-    first non-empty line has no ``|`` and only ``name:value`` tokens after the label."""
+    """The parser for a source: the format asked for, else svmlight if named
+    ``*.svm*``/``*.libsvm*`` or if its first non-empty line has no ``|`` and only
+    ``name:value`` tokens after the label (a CSV file is read as CSV only when asked: VW's)."""
     if requested != "auto":
-        return FORMAT_SVMLIGHT if requested == "svmlight" else FORMAT_VW
+        return {"svmlight": FORMAT_SVMLIGHT, "csv": FORMAT_CSV}.get(requested, FORMAT_VW)
     base = name.lower()
     for suffix in (".gz", ".bz2"):
         base = base.removesuffix(suffix)

@@ -164,6 +164,26 @@ def parse_label(buf, s, bar, ex, out, labels, warns, nw, line):
     ``Parsed``), as ``labels`` says: its tag, and its label, importance and initial value, or
     (cost-sensitive) its costs."""
     s, end, ntok = _tokens(buf, s, bar, ex, out.tags)
+    return read_label(buf, s, end, ntok, ex, out, labels, warns, nw, line)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def count_tokens(buf, s, e):
+    """The number of space-separated tokens in ``buf[s:e]``."""
+    ntok = 0
+    p = s
+    while p < e:
+        p, q = _next_token(buf, p, e)
+        if q > p:
+            ntok += 1
+        p = q
+    return ntok
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def read_label(buf, s, end, ntok, ex, out, labels, warns, nw, line):
+    """The ``ntok`` label tokens of ``buf[s:end]`` (no tag among them) into example ``ex`` of
+    ``out``, as ``labels`` says: its label, importance and initial value, or its costs."""
     if labels.kind == LABEL_COSTS:
         return _parse_costs(buf, s, end, ntok, ex, out, labels, warns, nw, line)
     if labels.kind == LABEL_CLASSES:

@@ -6,17 +6,21 @@ from numba import njit
 
 from olearn.core.arrays import LOW7, NEWLINES, TOPS, at, first_flagged, word
 from olearn.data.batch import ExampleBatch
+from olearn.data.csv_header import Csv, no_csv
+from olearn.data.csv_text import parse_csv_line
 from olearn.data.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE
 from olearn.data.labels import LABEL_SIMPLE, Labels, labels_of
-from olearn.data.parsed import AUDIT_COLS, Hashing, Parsed
+from olearn.data.parsed import AUDIT_COLS, W_CSV_EMPTY, Hashing, Parsed, add_warning
 from olearn.data.svmlight import parse_svm_line
 from olearn.data.vw_text import group_namespaces, parse_vw_line
 
 FORMAT_VW = 0
 FORMAT_SVMLIGHT = 1
+FORMAT_CSV = 2
 MAX_WARNINGS_PER_BLOCK = 10000
 IDENTITY = np.arange(256, dtype=np.uint8)  # every namespace byte its own index
 SIMPLE_LABELS = labels_of(LABEL_SIMPLE, None)
+NO_CSV = no_csv()
 
 
 @njit(cache=True, nogil=True)
@@ -51,12 +55,15 @@ def line_ends(buf):
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels):
+def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels,
+                csv):
     """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
 
     ``index_of`` (256 bytes) maps the first byte of a VW namespace's name to its index
     (--redefine; the identity otherwise). ``labels`` (data/labels.py ``Labels``): how a VW
-    line's label reads (svmlight's are simple).
+    or CSV line's label reads (svmlight's are simple). ``csv`` (data/csv_header.py ``Csv``):
+    a CSV source's columns (empty for the other formats); a CSV header line is skipped, and
+    an empty CSV line is an error (a fatal warning).
 
     Every output is sized once, from the bytes alone, for the most any bytes can hold: a line
     of k bytes holds at most (k + 1) // 2 features (each needs a byte and a separator) plus
@@ -103,6 +110,10 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
             e -= 1
         if e - s >= 3 and at(buf, s) == 0xEF and at(buf, s + 1) == 0xBB and at(buf, s + 2) == 0xBF:
             s += 3
+        if fmt == FORMAT_CSV and (line == 0 and csv.skip or e == s):
+            if e == s:
+                nw = add_warning(warns, nw, line, W_CSV_EMPTY, s, e)
+            continue
         if e > s:
             if nf + (e - s + 1) // 2 + 2 > cap:
                 raise ValueError("parse_block: a line holds more features than its bytes allow")
@@ -111,14 +122,21 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
             ex_line[ex] = line
             if costs:
                 cost_offsets[ex + 1] = cost_offsets[ex]
+            first = nf
+            kept = True
             if fmt == FORMAT_VW:
-                first = nf
                 nf, nw, regroup = parse_vw_line(buf, s, e, ex, line, hashing, labels, out, nf,
                                                 nw, ns_rank, index_of)
-                if regroup:
-                    group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
+            elif fmt == FORMAT_CSV:
+                nf, nw, regroup, kept = parse_csv_line(buf, s, e, ex, line, hashing, labels,
+                                                       out, nf, nw, ns_rank, csv)
             else:
                 nf, nw = parse_svm_line(buf, s, e, ex, line, hashing, out, nf, nw)
+                regroup = False
+            if not kept:
+                continue
+            if regroup:
+                group_namespaces(f_idx, f_val, f_ns, f_audit, first, nf, ns_rank)
             if add_constant:
                 f_idx[nf] = constant
                 f_val[nf] = 1.0
@@ -142,13 +160,16 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
 def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "",
           bytes_read: int = 0, index_of: np.ndarray = IDENTITY,
-          labels: Labels = SIMPLE_LABELS) -> ExampleBatch:
+          labels: Labels = SIMPLE_LABELS, csv: Csv = NO_CSV) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch` (the batch counts the lines
     the parser found; its first line is line 0 until the caller numbers it; ``index_of``: the
-    namespaces' indices, ``labels``: how labels read, see :func:`parse_block`)."""
+    namespaces' indices, ``labels``: how labels read, ``csv``: a CSV source's columns, see
+    :func:`parse_block`). A CSV batch's text is ``csv.text``: its tags and names point there."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
      n_warnings, n_lines, cost_offsets, cost_class, cost_value) = parse_block(
-        text, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels)
+        text, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels, csv)
+    if fmt == FORMAT_CSV:
+        text = csv.text
     return ExampleBatch(text, source, 0, numbers, tags, lines, offsets, index, value,
                         namespace, audit_spans, warnings, int(n_warnings), bytes_read, 0,
                         int(n_lines), cost_offsets=cost_offsets, cost_class=cost_class,

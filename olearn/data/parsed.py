@@ -31,6 +31,12 @@ W_UNKNOWN_NAME = 9    # a label name --named_labels does not list (class 0)
 W_BAD_COST = 10       # a cost that is not a finite number (the class predicted only)
 W_NOT_INT = 11        # a class of a multilabel that is not a whole number (read as 0)
 W_MULTILABEL = 12     # more than one token in a multilabel (example left unlabeled)
+# Malformed CSV (VW ends its input there): these end the run (``FATAL``).
+W_CSV_EMPTY = 13      # an empty line
+W_CSV_CELLS = 14      # a line whose cells are not as many as the header's columns
+W_CSV_UNCLOSED = 15   # a quoted cell without its closing quote
+W_CSV_QUOTE = 16      # a quote inside a quoted cell that is neither doubled nor closing
+FATAL = (W_CSV_EMPTY, W_CSV_CELLS, W_CSV_UNCLOSED, W_CSV_QUOTE)
 
 AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
 

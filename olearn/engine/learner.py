@@ -9,9 +9,11 @@ import numpy as np
 
 from olearn.data import formats, sources
 from olearn.data.batch import ExampleBatch
+from olearn.data.csv_header import CsvError, CsvHeader, header_of
 from olearn.data.hashing import namespace_hash
 from olearn.data.labels import label_kind, labels_of, names_of
-from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, parse
+from olearn.data.parse import FORMAT_CSV, FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, NO_CSV, parse
+from olearn.data.parsed import FATAL
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
@@ -103,6 +105,7 @@ class OnlineLearner:
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
+        self._ns_hash[FORMAT_CSV] = self._ns_hash[FORMAT_VW]  # unused: CSV's come per column
 
     @classmethod
     def start(cls, config: Config) -> "OnlineLearner":
@@ -187,9 +190,10 @@ class OnlineLearner:
 
     # -- parsing ---------------------------------------------------------------------------
 
-    def parse_block(self, block: sources.Block, fmt: int) -> ExampleBatch:
+    def parse_block(self, block: sources.Block, fmt: int,
+                    header: CsvHeader | None = None) -> ExampleBatch:
         """One block of whole lines parsed into a batch as this learner's options say
-        (``fmt``: ``io.parse.FORMAT_VW`` or ``FORMAT_SVMLIGHT``)."""
+        (``fmt``: a ``data.parse.FORMAT_*``; ``header``: a CSV source's columns)."""
         cfg = self.config
         selection = self._selection  # --ignore, --keep, --redefine
         text = np.frombuffer(block.data, dtype=np.uint8)
@@ -201,7 +205,8 @@ class OnlineLearner:
                       not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
                       bytes_read=block.bytes_read,
                       index_of=selection.index_of if selection else IDENTITY,
-                      labels=self.labels)
+                      labels=self.labels,
+                      csv=header.block(text, block.starts_source) if header else NO_CSV)
         if selection is not None:
             batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
@@ -209,6 +214,20 @@ class OnlineLearner:
         if self._limit is not None:  # --feature_limit: after the constant, as VW
             batch = self._limit.apply(batch)
         return batch
+
+    def _csv_header(self, block: sources.Block, fmt: int) -> CsvHeader | None:
+        """A CSV source's columns, from its first block or --csv_header (None for another
+        format); once per source, and a warning when no column is ``_label`` (VW's)."""
+        if fmt != FORMAT_CSV:
+            return None
+        try:
+            header = header_of(self.config, block.data)
+        except CsvError as error:
+            raise OlearnError(f"malformed CSV header: {error}", block.source, 1) from None
+        if not header.has_label and not self.config.quiet:
+            sys.stderr.write("[warning] No '_label' column found in the header/CSV first "
+                             "line!\n")
+        return header
 
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
         """Parsed batches, in order, their lines numbered (each source's from 0, the pass's
@@ -219,6 +238,7 @@ class OnlineLearner:
         pool = ThreadPoolExecutor(PARSE_THREADS)
         pending: deque = deque()
         fmt_of: dict[str, int] = {}
+        header_of_source: dict[str, CsvHeader | None] = {}
         line = pass_line = 0
 
         def numbered(starts_source: bool, batch: ExampleBatch) -> ExampleBatch:
@@ -232,10 +252,12 @@ class OnlineLearner:
         try:
             for block in reader:
                 if block.starts_source or block.source not in fmt_of:
-                    fmt_of[block.source] = formats.detect(self.config.format, block.source,
-                                                          block.data)
+                    fmt_of[block.source] = formats.detect(formats.requested(self.config),
+                                                          block.source, block.data)
+                    header_of_source[block.source] = self._csv_header(block, fmt_of[block.source])
                 pending.append((block.starts_source,
-                                pool.submit(self.parse_block, block, fmt_of[block.source])))
+                                pool.submit(self.parse_block, block, fmt_of[block.source],
+                                            header_of_source[block.source])))
                 if len(pending) >= IN_FLIGHT:
                     starts, future = pending.popleft()
                     yield numbered(starts, future.result())
@@ -494,8 +516,12 @@ def _nonzero_finite(values: np.ndarray) -> bool:
 
 
 def parse_warnings(batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
-    """Messages for the parse warnings of ``batch``, each naming the file and line; with
-    --strict_parse the first one stops the run (an OlearnError)."""
+    """Messages for the parse warnings of ``batch``, each naming the file and line; a fatal
+    one (malformed CSV) stops the run (an OlearnError), and with --strict_parse any one."""
+    fatal = np.flatnonzero(np.isin(batch.warnings[:, 1], FATAL))
+    if len(fatal):
+        line, text = warning_text(batch, int(fatal[0]), fatal=True)
+        raise OlearnError(text, batch.source, line)
     if strict and batch.n_warnings:
         line, text = warning_text(batch, 0, fatal=True)
         raise OlearnError(text + " (--strict_parse)", batch.source, line)

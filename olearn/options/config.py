@@ -12,7 +12,7 @@ import math
 import sys
 
 from olearn.core.option import Option
-from olearn.data import formats, hashing, labels
+from olearn.data import csv_header, formats, hashing, labels
 from olearn.errors import OptionError
 from olearn.features import feature_limit, interactions, namespaces, ngrams, stage_poly
 from olearn.features.interactions import terms_of
@@ -25,6 +25,7 @@ from olearn.reductions import bootstrap, classweight, csoaa, multilabel, oaa
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
 # and interactions, "Weight options" the initial weights (VW lists --random_seed apart).
 GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
+          ("CSV input", csv_header.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
            + feature_limit.OPTIONS + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
@@ -75,6 +76,8 @@ class _Checked:
         classweight.check(self)
         bootstrap.check(self)
         labels.check(self)
+        formats.check(self)
+        csv_header.check(self)
         losses.check(self)
         stage_poly.check(self)
         self._check_metric()
@@ -135,7 +138,7 @@ class _Checked:
                    ("predictions", "-p/--predictions (the clients get the predictions)"),
                    ("raw_predictions", "-r/--raw_predictions"), ("audit", "-a/--audit"),
                    ("readable_model", "--readable_model"), ("invert_hash", "--invert_hash"),
-                   ("learning_curve", "--learning_curve"))
+                   ("learning_curve", "--learning_curve"), ("csv", "--csv (a header per file)"))
         for name, what in refused:
             if getattr(self, name) != default(REGISTRY[name]):
                 raise OptionError(f"--daemon does not take {what}")

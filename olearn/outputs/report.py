@@ -38,6 +38,12 @@ _WARNING_TEXT = {
     parsed.W_NOT_INT: ("'{token}' is not a good int", "replacing with 0"),
     parsed.W_MULTILABEL: ("example with an odd label, what is '{token}'?",
                           "example left unlabeled"),
+    parsed.W_CSV_EMPTY: ("malformed CSV: an empty line", ""),
+    parsed.W_CSV_CELLS: ("malformed CSV: the line's cells are not as many as the header's "
+                         "columns", ""),
+    parsed.W_CSV_UNCLOSED: ("malformed CSV: a quote is not closed: {token}", ""),
+    parsed.W_CSV_QUOTE: ("malformed CSV: a quote inside a quoted cell must be doubled: "
+                         "{token}", ""),
 }
 
 
