@@ -159,10 +159,11 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
 
 def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
           add_constant: bool, audit: bool, ns_hash: int, source: str = "",
-          bytes_read: int = 0, index_of: np.ndarray = IDENTITY,
+          index_of: np.ndarray = IDENTITY,
           labels: Labels = SIMPLE_LABELS, csv: Csv = NO_CSV) -> ExampleBatch:
     """Parse one block of whole lines into an :class:`ExampleBatch` (the batch counts the lines
-    the parser found; its first line is line 0 until the caller numbers it; ``index_of``: the
+    the parser found; its first line is line 0 and its bytes read 0 until the caller sets
+    them; ``index_of``: the
     namespaces' indices, ``labels``: how labels read, ``csv``: a CSV source's columns, see
     :func:`parse_block`). A CSV batch's text is ``csv.text``: its tags and names point there."""
     (numbers, tags, lines, offsets, index, value, namespace, audit_spans, warnings,
@@ -171,6 +172,6 @@ def parse(text: np.ndarray, fmt: int, mask: int, seed: int, hash_all: bool,
     if fmt == FORMAT_CSV:
         text = csv.text
     return ExampleBatch(text, source, 0, numbers, tags, lines, offsets, index, value,
-                        namespace, audit_spans, warnings, int(n_warnings), bytes_read, 0,
+                        namespace, audit_spans, warnings, int(n_warnings), 0, 0,
                         int(n_lines), cost_offsets=cost_offsets, cost_class=cost_class,
                         cost_value=cost_value)

@@ -203,12 +203,14 @@ class OnlineLearner:
                               block.source)
         batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
                       not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
-                      bytes_read=block.bytes_read,
                       index_of=selection.index_of if selection else IDENTITY,
                       labels=self.labels,
                       csv=header.block(text, block.starts_source) if header else NO_CSV)
+        batch.bytes_read = block.bytes_read
         if selection is not None:
-            batch = selection.apply(batch, not cfg.noconstant, redefined=fmt == FORMAT_VW)
+            # VW's text parser applies --redefine itself, its CSV reader not at all (VW's)
+            batch = selection.apply(batch, not cfg.noconstant,
+                                    redefined=fmt != FORMAT_SVMLIGHT)
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         if self._limit is not None:  # --feature_limit: after the constant, as VW
