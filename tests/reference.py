@@ -708,7 +708,7 @@ def parse_csv(text: bytes, sep: bytes = b",", bits: int = 18, seed: int = 0,
     scales = scales or {}
     rows = list(csv.reader(text.decode("latin-1").splitlines(), delimiter=sep.decode(),
                            strict=True))
-    quoted = [[cell.startswith('"') for cell in _raw_cells(line, sep)]
+    quoted = [[cell.startswith(b'"') for cell in _raw_cells(line, sep)]
               for line in text.split(b"\n")[: len(rows)]]
     header = [name.encode("latin-1") for name in rows[0]]
     columns = {}  # ns → [(column, feature name)]

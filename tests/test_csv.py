@@ -206,3 +206,15 @@ def test_bad_csv_options_are_usage_errors(tmp_path, args, message):
     (tmp_path / "t.csv").write_bytes(b"_label,a\n1,2\n")
     code, _, err = olearn("--csv", *args, "-d", "t.csv", cwd=tmp_path)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_redefine_leaves_csv_namespaces_as_vw_does(tmp_path):
+    (tmp_path / "r.csv").write_bytes(b"_label,zz|x,y\n1,2,3\n")
+    code, out, _ = olearn("--csv", "-d", "r.csv", "--redefine", "a:=z", "--ignore", "a",
+                          "--audit", cwd=tmp_path)
+    assert code == 0 and "zz^x:144789:2" in out  # VW 9.11.9 keeps it too
+
+
+def test_the_daemon_does_not_take_csv():
+    code, _, err = olearn("--daemon", "--csv")
+    assert code == 2 and "--daemon does not take --csv" in err

@@ -12,12 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from olearn.data.csv_header import CsvHeader
 from olearn.data.hashing import namespace_hash
 from olearn.data.labels import LABEL_CLASSES, LABEL_COSTS, labels_of
 from olearn.data.parse import (
+    FORMAT_CSV,
     FORMAT_SVMLIGHT,
     FORMAT_VW,
     IDENTITY,
+    NO_CSV,
     SIMPLE_LABELS,
     line_ends,
     parse,
@@ -36,8 +39,8 @@ from olearn.options.config import Config
 from olearn.outputs.predictions import format_predictions
 from olearn.reductions.oaa import OneAgainstAll
 
-# Bytes that matter to the parsers, so that random input reaches every branch.
-GRAMMAR = list(b"|: \t\n\r'#abq0123456789.-+eExinfa\x00\xef\xbb\xbf")
+# Bytes that matter to the parsers (CSV's too), so that random input reaches every branch.
+GRAMMAR = list(b"|: ,\"\t\n\r'#abq0123456789.-+eExinfa\x00\xef\xbb\xbf")
 # Lines dense with one-byte features (a feature per 2 bytes: more than the parser's first
 # buffers hold), and many short lines: what makes the parser grow its buffers.
 dense_line = st.tuples(
@@ -67,10 +70,16 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
 BITS = 6
 
 
+# the columns CSV bytes are fuzzed under: every kind, two namespaces sharing an index byte
+CSV_COLUMNS = [b"_label", b"_tag", b"a|x", b"|", b"ab|", b"b|y", b"z", b"_label"]
+
+
 def _parse(text: bytes, fmt: int = FORMAT_VW, audit: bool = False):
     ns = b"f" if fmt == FORMAT_SVMLIGHT else b" "
-    return parse(np.frombuffer(text, dtype=np.uint8), fmt, (1 << BITS) - 1, 0, False, True,
-                 audit, namespace_hash(ns))
+    data = np.frombuffer(text, dtype=np.uint8)
+    csv = (CsvHeader(CSV_COLUMNS, Config(csv=True), False).block(data, False)
+           if fmt == FORMAT_CSV else NO_CSV)
+    return parse(data, fmt, (1 << BITS) - 1, 0, False, True, audit, namespace_hash(ns), csv=csv)
 
 
 def _lines_in(text: bytes) -> int:
@@ -79,7 +88,7 @@ def _lines_in(text: bytes) -> int:
 
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=2000)
-@given(text_bytes, st.sampled_from([FORMAT_VW, FORMAT_SVMLIGHT]), st.booleans())
+@given(text_bytes, st.sampled_from([FORMAT_VW, FORMAT_SVMLIGHT, FORMAT_CSV]), st.booleans())
 def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
     batch = _parse(text, fmt, audit)
     n = len(batch)
@@ -97,7 +106,7 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
     assert not np.any(np.isinf(labels)) and np.all(np.isfinite(importance))
     if audit:
         assert batch.audit.shape == (len(batch.index), 6)
-        assert np.all(batch.audit[:, 1] <= len(text))
+        assert np.all(batch.audit[:, 1] <= len(batch.text))
 
 
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
@@ -337,7 +346,7 @@ def test_flush_and_export_check_their_arrays(learners):
                                                  (FORMAT_VW, b"1 |a :1 :2 :3", 3)])
 def test_parse_block_holds_the_densest_lines_in_its_buffers(fmt, line, features):
     text = np.frombuffer((line + b"\n") * 50 + line, dtype=np.uint8)
-    out = parse_block(text, fmt, 255, 0, False, True, True, 0, IDENTITY, SIMPLE_LABELS)
+    out = parse_block(text, fmt, 255, 0, False, True, True, 0, IDENTITY, SIMPLE_LABELS, NO_CSV)
     assert len(out[0]) == 51 and out[10] == 51 and len(out[4]) == 51 * (features + 1)
 
 
@@ -347,7 +356,7 @@ def test_parse_block_holds_the_densest_lines_in_its_buffers(fmt, line, features)
 def test_parse_block_holds_the_densest_labels_in_its_buffers(kind, line, classes):
     text = np.frombuffer((line + b"\n") * 50 + line, dtype=np.uint8)
     out = parse_block(text, FORMAT_VW, 255, 0, False, True, True, 0, IDENTITY,
-                      labels_of(kind, None))
+                      labels_of(kind, None), NO_CSV)
     assert out[10] == 51 and list(out[11]) == list(range(0, 52 * classes, classes))
     assert len(out[12]) == 51 * classes
 

@@ -4,10 +4,12 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import parse_svm_line, parse_vw_line
+from reference import parse_csv, parse_svm_line, parse_vw_line
 
+from olearn.data.csv_header import header_of
 from olearn.data.hashing import namespace_hash
-from olearn.data.parse import FORMAT_SVMLIGHT, FORMAT_VW, parse
+from olearn.data.parse import FORMAT_CSV, FORMAT_SVMLIGHT, FORMAT_VW, parse
+from olearn.options.config import Config
 
 NAME_BYTES = st.sampled_from(list(b"abcxyzAZ_019-.+\xc3\xa9"))
 names = st.lists(NAME_BYTES, min_size=1, max_size=6).map(bytes)
@@ -130,3 +132,53 @@ def test_line_endings_and_bom_do_not_change_the_parse(lines):
     np.testing.assert_array_equal(plain.index, crlf.index)
     np.testing.assert_array_equal(plain.value, crlf.value)
     np.testing.assert_array_equal(plain.numbers, crlf.numbers)
+
+
+csv_names = st.lists(st.sampled_from(list(b"abxy_01")), max_size=3).map(bytes)
+quoted_cells = st.lists(st.sampled_from([b"a", b"b", b" ", b",", b'""', b"1"]),
+                        max_size=4).map(lambda parts: b'"' + b"".join(parts) + b'"')
+
+
+@st.composite
+def csv_files(draw):
+    """A well-formed CSV file: a header of _label, _tag and ``[ns|]name`` columns, and rows
+    of numbers, names, quoted strings (separators and doubled quotes inside) or empty cells."""
+    columns = [b"_label"] if draw(st.booleans()) else []
+    columns += [b"_tag"] if draw(st.booleans()) else []
+    for _ in range(draw(st.integers(2, 5))):  # two at least: no line is empty
+        ns = draw(st.sampled_from([b"", b"a", b"ab", b"b", b"x"]))
+        columns.append((ns + b"|" if ns or draw(st.booleans()) else b"") + draw(csv_names))
+    columns = draw(st.permutations(columns))
+    rows = []
+    for _ in range(draw(st.integers(1, 4))):
+        cells = []
+        for column in columns:
+            if column == b"_label":
+                cells.append(b" ".join(draw(st.lists(numbers, max_size=3))))
+            elif column == b"_tag":
+                cells.append(draw(st.one_of(st.just(b""), names)))
+            else:
+                cells.append(draw(st.one_of(st.just(b""), numbers, string_values, quoted_cells)))
+        rows.append(b",".join(cells))
+    return b",".join(columns) + b"\n" + b"\n".join(rows) + b"\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(csv_files(), st.integers(1, 24))
+def test_csv_parser_equals_reference(text, bits):
+    config = Config(csv=True, quiet=True)
+    data = np.frombuffer(text, dtype=np.uint8)
+    batch = parse(data, FORMAT_CSV, (1 << bits) - 1, 0, False, True, False, 0,
+                  csv=header_of(config, text).block(data, True))
+    want = parse_csv(text, bits=bits)
+    assert len(batch) == len(want)
+    for e, (label, importance, initial, tag, features) in enumerate(want):
+        got_label, got_importance, got_initial = batch.numbers[e].tolist()
+        assert ((math.isnan(got_label) and math.isnan(label))
+                or math.isclose(got_label, label, rel_tol=2e-6))
+        if not math.isnan(label):
+            assert math.isclose(got_importance, importance, rel_tol=2e-6)
+            assert math.isclose(got_initial, initial, rel_tol=2e-6, abs_tol=1e-30)
+        start, end = batch.tags[e]
+        assert (None if start < 0 else bytes(batch.text[start:end])) == tag
+        _same_features(_features(batch, e), features)
