@@ -163,7 +163,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csoaa": 3, "named_labels": "a,b,c", "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},
-                   {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY})
+                   {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
+                   {"csv": True, "audit": True})
 
 
 def warm_cache() -> None:
@@ -188,6 +189,9 @@ def warm_cache() -> None:
         lists = os.path.join(tmp, "warm-lists.vw")
         with open(lists, "wb") as f:
             f.write(b"0,2 |a x\n1 'tag |b y\n|c z\n")
+        csv = os.path.join(tmp, "warm.csv")
+        with open(csv, "wb") as f:
+            f.write(b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n')
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
@@ -195,7 +199,8 @@ def warm_cache() -> None:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
                     data = ([classes] if options.get("oaa") else [costs] if options.get("csoaa")
-                            else [lists] if options.get("multilabel_oaa") else [vw, svm])
+                            else [lists] if options.get("multilabel_oaa")
+                            else [csv] if options.get("csv") else [vw, svm])
                     run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
