@@ -215,6 +215,8 @@ def test_redefine_leaves_csv_namespaces_as_vw_does(tmp_path):
     assert code == 0 and "zz^x:144789:2" in out  # VW 9.11.9 keeps it too
 
 
-def test_the_daemon_does_not_take_csv():
-    code, _, err = olearn("--daemon", "--csv")
-    assert code == 2 and "--daemon does not take --csv" in err
+@pytest.mark.parametrize("args", [["--daemon", "--csv"], ["--dask", "tcp://localhost:1", "--csv"],
+                                  ["--daemon", "--format", "csv"]])
+def test_the_daemon_and_dask_do_not_take_csv(args):
+    code, _, err = olearn(*args)
+    assert code == 2 and f"{args[0]} does not take CSV input" in err

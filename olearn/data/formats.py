@@ -22,10 +22,15 @@ def requested(config) -> str:
 
 
 def check(config) -> None:
-    """--csv and another --format contradict each other."""
+    """--csv and another --format contradict each other; CSV is read from whole files only
+    (each brings its header line), which --daemon's clients and --dask's partitions are not."""
     from olearn.errors import OptionError
     if config.csv and config.format not in ("auto", "csv"):
         raise OptionError(f"--csv contradicts --format {config.format}")
+    if requested(config) == "csv":
+        for name in ("daemon", "dask"):
+            if getattr(config, name):
+                raise OptionError(f"--{name} does not take CSV input (--csv)")
 
 
 def detect(requested: str, name: str, first_block: bytes) -> int:

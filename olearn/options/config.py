@@ -138,7 +138,7 @@ class _Checked:
                    ("predictions", "-p/--predictions (the clients get the predictions)"),
                    ("raw_predictions", "-r/--raw_predictions"), ("audit", "-a/--audit"),
                    ("readable_model", "--readable_model"), ("invert_hash", "--invert_hash"),
-                   ("learning_curve", "--learning_curve"), ("csv", "--csv (a header per file)"))
+                   ("learning_curve", "--learning_curve"))
         for name, what in refused:
             if getattr(self, name) != default(REGISTRY[name]):
                 raise OptionError(f"--daemon does not take {what}")
