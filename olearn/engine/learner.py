@@ -104,8 +104,8 @@ class OnlineLearner:
             config.terms, [], config.leave_duplicate_interactions))
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
-                         FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all)}
-        self._ns_hash[FORMAT_CSV] = self._ns_hash[FORMAT_VW]  # unused: CSV's come per column
+                         FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all),
+                         FORMAT_CSV: 0}  # unused: a CSV column brings its namespace's hash
 
     @classmethod
     def start(cls, config: Config) -> "OnlineLearner":
