@@ -1,6 +1,7 @@
 """The online learner: state arrays plus the loop that streams batches through the kernels."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import deque
 from typing import Callable, Iterator
@@ -17,6 +18,7 @@ from olearn.data.parsed import FATAL
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
+from olearn.features.affixes import Affixes
 from olearn.features.feature_limit import FeatureLimit
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
@@ -97,6 +99,7 @@ class OnlineLearner:
         self._selection = namespaces.Selection.of(config)
         self._grams = ngrams.Grams.of(config)
         self._limit = FeatureLimit.of(config)
+        self._affixes = Affixes.of(config)
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
@@ -201,8 +204,10 @@ class OnlineLearner:
         if fmt == FORMAT_SVMLIGHT and cfg.csoaa is not None:
             raise OlearnError("--csoaa reads cost-sensitive labels of VW text, not svmlight",
                               block.source)
+        affixing = self._affixes is not None and fmt == FORMAT_VW
         batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
-                      not cfg.noconstant, self.parse_names, self._ns_hash[fmt], block.source,
+                      not cfg.noconstant, self.parse_names or affixing, self._ns_hash[fmt],
+                      block.source,
                       index_of=selection.index_of if selection else IDENTITY,
                       labels=self.labels,
                       csv=header.block(text, block.starts_source) if header else NO_CSV)
@@ -211,6 +216,11 @@ class OnlineLearner:
             # VW's text parser applies --redefine itself, its CSV reader not at all (VW's)
             batch = selection.apply(batch, not cfg.noconstant,
                                     redefined=fmt != FORMAT_SVMLIGHT)
+        if affixing:  # from the names (parsed for them), after --ignore, before --ngram: VW's
+            batch = self._affixes.apply(batch, not cfg.noconstant, cfg.mask, cfg.hash_seed,
+                                        cfg.hash == "all", self._ns_hash[fmt])
+            if not self.parse_names:
+                batch = dataclasses.replace(batch, audit=batch.audit[:0])
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         if self._limit is not None:  # --feature_limit: after the constant, as VW

@@ -46,7 +46,8 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.interactions", "unseen_features"),
                 ("olearn.features.namespaces", "select"),
                 ("olearn.features.ngrams", "add_grams"),
-                ("olearn.features.feature_limit", "limited"))
+                ("olearn.features.feature_limit", "limited"),
+                ("olearn.features.affixes", "add_affixes"))
 
 
 def _directory() -> str:

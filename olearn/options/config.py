@@ -14,7 +14,14 @@ import sys
 from olearn.core.option import Option
 from olearn.data import csv_header, formats, hashing, labels
 from olearn.errors import OptionError
-from olearn.features import feature_limit, interactions, namespaces, ngrams, stage_poly
+from olearn.features import (
+    affixes,
+    feature_limit,
+    interactions,
+    namespaces,
+    ngrams,
+    stage_poly,
+)
 from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
@@ -27,7 +34,7 @@ from olearn.reductions import bootstrap, classweight, csoaa, multilabel, oaa
 GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("CSV input", csv_header.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
-           + feature_limit.OPTIONS + interactions.OPTIONS),
+           + affixes.OPTIONS + feature_limit.OPTIONS + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
           *families.option_groups(),
           ("Loss", losses.OPTIONS),
@@ -83,6 +90,7 @@ class _Checked:
         self._check_metric()
         namespaces.check(self)
         feature_limit.check(self)
+        affixes.codes_of(self)  # refuses a malformed --affix
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)
         self.terms = terms_of(self.quadratic, self.cubic, self.interactions, self.permutations,

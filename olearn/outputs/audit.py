@@ -7,6 +7,7 @@ import numpy as np
 
 from olearn.data.batch import ExampleBatch
 from olearn.data.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
+from olearn.features.affixes import AFFIX_NAMESPACE
 from olearn.features.interactions import expand_example, unseen_features
 from olearn.learners.weights import W_G, W_W
 
@@ -30,6 +31,8 @@ def feature_name(batch: ExampleBatch, k: int, with_value: bool = True) -> str:
     ns = int(batch.namespace[k])
     if ns == CONSTANT_NAMESPACE:
         return "Constant"
+    if ns == AFFIX_NAMESPACE:  # its name span is the affix (VW's is ``affix^+2=ab``)
+        return "affix^" + _own_name(batch, k, False)
     if k < len(batch.parts) and batch.parts[k, 0] >= 0:
         first, *rest = [int(j) for j in batch.parts[k] if j >= 0]
         return "^".join([feature_name(batch, first, False),
