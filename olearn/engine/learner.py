@@ -91,7 +91,8 @@ class OnlineLearner:
         self.stats = self.new_stats()
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
         # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
-        self.parse_names = config.audit or config.invert_hash is not None
+        self.parse_names = (config.audit or config.invert_hash is not None
+                            or config.audit_regressor is not None)
         params = layouts.PARAMS.of(config)  # the options the kernels read
         self.params = params
         # --metric auc: every example's score, kept for the summary

@@ -39,6 +39,10 @@ def command(argv: list[str]) -> None:
     if config.dask:
         from olearn.scale.distributed import run as run_on_dask
         run_on_dask(config)
+    elif config.audit_regressor is not None:
+        from olearn.frontends import audit_regressor
+        audit_regressor.check(config)
+        audit_regressor.run(config)
     elif config.daemon:
         from olearn.serving.daemon import run as serve
         serve(config)
@@ -51,7 +55,7 @@ FINAL_REGRESSOR = "-f/--final_regressor"
 OUTPUTS = (("predictions", "-p/--predictions"), ("raw_predictions", "-r/--raw_predictions"),
            ("final_regressor", FINAL_REGRESSOR), ("readable_model", "--readable_model"),
            ("invert_hash", "--invert_hash"), ("learning_curve", "--learning_curve"),
-           ("cache_file", "--cache_file"))
+           ("cache_file", "--cache_file"), ("audit_regressor", "--audit_regressor"))
 
 
 def _is_file(path: str) -> bool:

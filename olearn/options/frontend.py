@@ -26,6 +26,9 @@ DATA = (
 )
 
 OUTPUTS = (
+    text("--audit_regressor", metavar="FILE",
+         help="With -i: write the model's nonzero weights as name:index:weight, named by the "
+              "data's features (read once, nothing learned), as VW."),
     flag("--dont_output_best_constant",
          help="Leave the best constant (and the label sum) out of the summary, as VW."),
     text("-p", "--predictions", metavar="FILE", help="File to output predictions to."),
