@@ -39,7 +39,9 @@ def test_help_shows_every_option_in_its_group():
 def test_scopes_of_the_model_and_the_cache():
     assert set(PARSING_OPTIONS) == {"bit_precision", "hash", "hash_seed", "noconstant", "format",
                                     "ignore", "keep", "redefine", "ngram", "skips", "csoaa",
-                                    "named_labels", "multilabel_oaa", "feature_limit"}
+                                    "named_labels", "multilabel_oaa", "feature_limit", "affix",
+                                    "csv", "csv_header", "csv_no_file_header", "csv_separator",
+                                    "csv_ns_value"}
     assert {"loss_function", "quantile_tau", "quadratic", "l1", "stage_poly", "saew_grid_B",
             "link", "binary"} <= set(MODEL_OPTIONS)
     assert not {"passes", "predictions", "final_regressor", "data", "quiet"} & set(MODEL_OPTIONS)

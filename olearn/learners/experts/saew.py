@@ -511,6 +511,9 @@ def export(ew, weights):
         raise ValueError("saew.export: state arrays of the wrong shape")
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
     n = int(shared[L.SH_ACTIVE])
+    for s in range(n):  # before any estimate: a bad index is refused whatever the state
+        if not 0 <= hashes[s] < weights.shape[0]:
+            raise ValueError("saew.export: a coordinate's feature index is out of range")
     keep = _constant_coordinate(slot, settings)
     kind = int(settings[L.S_OUTPUT])
     instances = es.shape[0]
@@ -526,7 +529,4 @@ def export(ew, weights):
         _estimate(corners[k], coord[k], es[k], settings, n, kind, keep, part)
         theta += share * part
     for s in range(n):
-        h = hashes[s]
-        if not 0 <= h < weights.shape[0]:
-            raise ValueError("saew.export: a coordinate's feature index is out of range")
-        weights[h, W_W] = theta[s]
+        weights[hashes[s], W_W] = theta[s]
