@@ -14,11 +14,11 @@ import numpy as np
 from numba import njit
 
 from olearn.kernel import dispatch
-from olearn.kernel.bundles import Predicted, Scored
-from olearn.kernel.layouts import S_MAX, S_MIN, S_NORM, S_TOTAL, P
+from olearn.kernel.bundles import Predicted
+from olearn.kernel.layouts import P
 from olearn.learners.losses import loss_value_shared, shared_term
-from olearn.reductions import bootstrap, oaa
-from olearn.reductions.oaa_kernels import _class_features, fits_classes
+from olearn.reductions import bootstrap
+from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
 from olearn.reductions.one_problem import clipped
 
 LCG_MULTIPLIER = np.uint64(0xEECE66D5DEECE66D)
@@ -144,23 +144,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
         imp = ex.imp * poisson_draw(reduction.random)
         class_features = _class_features(k, features, s, expander, False, scratch)
         if ex.learn:
-            if not s.fixed_range:
-                state[S_MIN] = min(state[S_MIN], ex.y)
-                state[S_MAX] = max(state[S_MAX], ex.y)
-            raw = dispatch.learn_predict(family, model, class_features, ex.initial, imp, s,
-                                         False)
-            p = clipped(raw, state)
-            shared = shared_term(s.loss, p, ex.y)
-            loss = loss_value_shared(s.loss, s.loss_param, p, ex.y, shared)
-            if loss > 0 and imp > 0:
-                classes = reduction.classes
-                state[S_NORM] = classes[k, oaa.CLASS_NORM]
-                state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                dispatch.update(family, model, class_features,
-                                Scored(p, ex.y, imp, ex.initial, loss, shared), s, scratch.work,
-                                False)
-                classes[k, oaa.CLASS_NORM] = state[S_NORM]
-                classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+            raw, p = learn_class(k, ex.y, imp, reduction, family, model, class_features, ex, s,
+                                 scratch)
         else:
             raw = dispatch.predict(family, model, class_features, ex.initial, imp, s, False)
             p = clipped(raw, state)

@@ -16,12 +16,10 @@ from numba import njit
 
 from olearn.data.labels import NO_COST
 from olearn.kernel import dispatch
-from olearn.kernel.bundles import Predicted, Scored
-from olearn.kernel.layouts import S_INDEXING, S_MAX, S_MIN, S_NORM, S_TOTAL, P
-from olearn.learners.losses import loss_value_shared, shared_term
+from olearn.kernel.bundles import Predicted
+from olearn.kernel.layouts import S_INDEXING, P
 from olearn.reductions import csoaa, oaa
-from olearn.reductions.oaa_kernels import _class_features, fits_classes
-from olearn.reductions.one_problem import clipped
+from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -62,31 +60,6 @@ def entry_class(c, indexing, k_classes):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _learn_class(k, cost, family, model, reduction, class_features, ex, s, scratch):
-    """Class ``k`` learns ``cost`` (importance 1) with its own normalizer sums; returns its raw
-    score before the update."""
-    state = model.state
-    if not s.fixed_range:
-        state[S_MIN] = min(state[S_MIN], cost)
-        state[S_MAX] = max(state[S_MAX], cost)
-    raw = dispatch.learn_predict(family, model, class_features, ex.initial, 1.0, s, False)
-    if np.isnan(raw):
-        raw = 0.0
-    p = clipped(raw, state)
-    shared = shared_term(s.loss, p, cost)
-    loss = loss_value_shared(s.loss, s.loss_param, p, cost, shared)
-    if loss > 0:
-        classes = reduction.classes
-        state[S_NORM] = classes[k, oaa.CLASS_NORM]
-        state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-        dispatch.update(family, model, class_features, Scored(p, cost, 1.0, ex.initial, loss,
-                                                              shared), s, scratch.work, False)
-        classes[k, oaa.CLASS_NORM] = state[S_NORM]
-        classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
-    return raw
-
-
-@njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
     """Predict (and, learning, learn) each listed class in turn, or predict every class when
     none is listed; writes the class of lowest raw score and that score, then how many classes
@@ -106,8 +79,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
         c = entry_class(ex.classes[j], indexing, k_classes) if listed > 0 else first + j
         class_features = _class_features(c - first, features, s, expander, False, scratch)
         if ex.learn and ex.costs[j] != NO_COST:
-            raw = _learn_class(c - first, np.float64(ex.costs[j]), family, model, reduction,
-                               class_features, ex, s, scratch)
+            raw, _ = learn_class(c - first, np.float64(ex.costs[j]), 1.0, reduction, family,
+                                 model, class_features, ex, s, scratch)
         else:
             raw = dispatch.predict(family, model, class_features, ex.initial, 1.0, s, False)
             if np.isnan(raw):

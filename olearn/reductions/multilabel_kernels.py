@@ -13,12 +13,11 @@ import numpy as np
 from numba import njit
 
 from olearn.kernel import dispatch
-from olearn.kernel.bundles import Predicted, Scored
-from olearn.kernel.layouts import S_MAX, S_MIN, S_NORM, S_TOTAL, P
+from olearn.kernel.bundles import Predicted
+from olearn.kernel.layouts import P
 from olearn.learners import gd
-from olearn.learners.losses import loss_value_shared, shared_term
-from olearn.reductions import multilabel, oaa
-from olearn.reductions.oaa_kernels import _class_features, fits_classes
+from olearn.reductions import multilabel
+from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
 from olearn.reductions.one_problem import clipped
 
 
@@ -64,23 +63,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
             if next_listed < listed and ex.classes[next_listed] == k:
                 y = 1.0
                 next_listed += 1
-            if not s.fixed_range:
-                state[S_MIN] = min(state[S_MIN], y)
-                state[S_MAX] = max(state[S_MAX], y)
-            raw = dispatch.learn_predict(family, model, class_features, ex.initial, ex.imp, s,
-                                         False)
-            p = clipped(raw, state)
-            shared = shared_term(s.loss, p, y)
-            loss = loss_value_shared(s.loss, s.loss_param, p, y, shared)
-            if loss > 0:
-                classes = reduction.classes
-                state[S_NORM] = classes[k, oaa.CLASS_NORM]
-                state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-                dispatch.update(family, model, class_features,
-                                Scored(p, y, ex.imp, ex.initial, loss, shared), s, scratch.work,
-                                False)
-                classes[k, oaa.CLASS_NORM] = state[S_NORM]
-                classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+            _, p = learn_class(k, y, ex.imp, reduction, family, model, class_features, ex, s,
+                               scratch)
         else:
             p = clipped(dispatch.predict(family, model, class_features, ex.initial, ex.imp, s,
                                          False), state)

@@ -65,6 +65,40 @@ def _class_features(k, features, s, expander, training, scratch):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def update_class(k, reduction, family, model, class_features, scored, s, scratch):
+    """Class ``k``'s update, with its own normalizer sums swapped into the learner state."""
+    state = model.state
+    classes = reduction.classes
+    state[S_NORM] = classes[k, oaa.CLASS_NORM]
+    state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+    dispatch.update(family, model, class_features, scored, s, scratch.work, False)
+    classes[k, oaa.CLASS_NORM] = state[S_NORM]
+    classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn_class(k, y, imp, reduction, family, model, class_features, ex, s, scratch):
+    """Class ``k`` predicts and learns ``y`` at once, as VW's reductions that learn each class
+    as they predict it (--csoaa, --multilabel_oaa, --bootstrap): ``y`` joins the label range,
+    the class's raw score is predicted and, when its clipped score has a loss and ``imp`` > 0,
+    learned with importance ``imp``. Returns the raw score (NaN read as 0) and the clipped one."""
+    state = model.state
+    if not s.fixed_range:
+        state[S_MIN] = min(state[S_MIN], y)
+        state[S_MAX] = max(state[S_MAX], y)
+    raw = dispatch.learn_predict(family, model, class_features, ex.initial, imp, s, False)
+    if np.isnan(raw):
+        raw = 0.0
+    p = clipped(raw, state)
+    shared = shared_term(s.loss, p, y)
+    loss = loss_value_shared(s.loss, s.loss_param, p, y, shared)
+    if loss > 0 and imp > 0:
+        update_class(k, reduction, family, model, class_features,
+                     Scored(p, y, imp, ex.initial, loss, shared), s, scratch)
+    return raw, p
+
+
+@njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
     """Every class's clipped score; writes the first best class, its score, the first class's
     number for -r and for the class lists, then each class's score or (--probabilities)
@@ -150,7 +184,6 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
     """Each class learns ±1 (+1 for the label's class) from its own clipped score, with its
     own normalizer sums, VW's per-model state (the clock t and the range are shared)."""
     state = model.state
-    classes = reduction.classes
     first = 0 if state[S_INDEXING] == 0 else 1
     ssm = expander.poly[2]
     for k in range(np.int64(model.params[P.classes])):
@@ -168,10 +201,5 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
             stage_poly.add_ssm(ssm, class_features.index, class_features.value,
                                class_features.lo, class_features.hi, yk - pk)
         if loss > 0:
-            state[S_NORM] = classes[k, oaa.CLASS_NORM]
-            state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-            dispatch.update(family, model, class_features,
-                            Scored(pk, yk, ex.imp, ex.initial, loss, shared), s, scratch.work,
-                            False)
-            classes[k, oaa.CLASS_NORM] = state[S_NORM]
-            classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+            update_class(k, reduction, family, model, class_features,
+                         Scored(pk, yk, ex.imp, ex.initial, loss, shared), s, scratch)
