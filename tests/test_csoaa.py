@@ -194,3 +194,13 @@ def test_svmlight_input_is_refused_with_csoaa(tmp_path):
 def test_prediction_array_lists_at_most_k_classes(tmp_path):
     code, _, raw, _ = _run(tmp_path, "1:0 1:1 2:1 1:0 | a\n", "--csoaa", "2")
     assert code == 0 and raw.split() == ["1:0", "1:0"]
+
+
+def test_a_labeled_example_without_classes_reads_no_cost():
+    # the kernel's arguments need not agree: a label with no class listed predicts every class
+    batch = _batch([([], [(3, 1.0)]), ([(1, 0.5)], [(3, 1.0)])])
+    batch.numbers[0, 0] = 0.0
+    learner = OnlineLearner(Config(bit_precision=BITS, csoaa=3, quiet=True))
+    preds = learner.new_predictions(batch)
+    learner.learn(batch, preds)
+    assert preds[0, 0] == 1.0 and preds[1, 0] == 1.0

@@ -78,7 +78,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     for j in range(listed if listed > 0 else k_classes):
         c = entry_class(ex.classes[j], indexing, k_classes) if listed > 0 else first + j
         class_features = _class_features(c - first, features, s, expander, False, scratch)
-        if ex.learn and ex.costs[j] != NO_COST:
+        if listed > 0 and ex.learn and ex.costs[j] != NO_COST:
             raw, _ = learn_class(c - first, np.float64(ex.costs[j]), 1.0, reduction, family,
                                  model, class_features, ex, s, scratch)
         else:
