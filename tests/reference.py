@@ -189,6 +189,14 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
     return out
 
 
+def feature_width(classes: int) -> int:
+    """VW's feature width of K classes: the smallest power of two >= K."""
+    width = 1
+    while width < classes:
+        width *= 2
+    return width
+
+
 def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
                     eta=0.5, power_t=0.5, t0=0.0):
     """VW's --oaa over gd in plain Python (olearn/reductions/oaa.py, vw-reference.md §10), squared
@@ -199,9 +207,7 @@ def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, inv
     with the clipping range before the example, then learns ±1 in turn.
     """
     mask = (1 << bits) - 1
-    width = 1
-    while width < classes:
-        width *= 2
+    width = feature_width(classes)
     gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
     sums = [gd.fresh_sums() for _ in range(classes)]
     lo = hi = 0.0
@@ -235,9 +241,7 @@ def csoaa_predictions(examples, classes, bits, adaptive=True, normalized=True, i
     class of lowest raw score (the lowest class of equal ones); no listed class: every class.
     """
     mask = (1 << bits) - 1
-    width = 1
-    while width < classes:
-        width *= 2
+    width = feature_width(classes)
     gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
     sums = [gd.fresh_sums() for _ in range(classes)]
     lo = hi = 0.0
@@ -270,9 +274,7 @@ def multilabel_predictions(examples, classes, bits, adaptive=True, normalized=Tr
     its prediction, with its own normalizer sums.
     """
     mask = (1 << bits) - 1
-    width = 1
-    while width < classes:
-        width *= 2
+    width = feature_width(classes)
     gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
     sums = [gd.fresh_sums() for _ in range(classes)]
     lo = hi = 0.0

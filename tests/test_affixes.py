@@ -62,3 +62,14 @@ def test_affix_runs_from_the_command_line_with_a_dash_value(tmp_path):
     code, out, err = run_olearn("-d", data, "--affix", "-2", "--audit")
     assert code == 0 and "affix^ss:" in out and "affix^er:" in out
     assert np.isfinite(float(err.split("average loss = ")[1].split()[0]))
+
+
+def test_affixes_refuse_names_outside_the_text():
+    from olearn.features.affixes import add_affixes
+    audit = np.array([[0, 50, -1, -1, -1, -1]], dtype=np.int64)
+    codes = np.zeros(256, dtype=np.uint64)
+    codes[32] = 3
+    with pytest.raises(ValueError, match="outside the text"):
+        add_affixes(np.array([0, 1]), np.zeros(1, np.uint32), np.ones(1, np.float32),
+                    np.full(1, 32, np.uint8), audit, np.zeros(10, np.uint8), codes, 255, 0,
+                    False, 0, False)

@@ -61,3 +61,9 @@ def test_limits_read_as_vw_reads_them(texts, a, b):
 def test_feature_limit_with_ngram_names_is_refused():
     with pytest.raises(OptionError, match="cannot name features"):
         Config(feature_limit=["2"], ngram=["2"], audit=True)
+
+
+def test_limited_refuses_offsets_beyond_the_features():
+    with pytest.raises(ValueError, match="do not fit"):
+        limited(np.array([0, 5]), np.zeros(2, np.uint32), np.ones(2, np.float32),
+                np.zeros(2, np.uint8), np.full(256, 1, dtype=np.int64))

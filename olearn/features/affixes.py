@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.option import option_bytes, text
-from olearn.data.batch import ExampleBatch
+from olearn.data.batch import ExampleBatch, valid_offsets
 from olearn.data.hashing import hash_name
 
 AFFIX_NAMESPACE = 132
@@ -75,13 +75,27 @@ class Affixes:
 
 
 @njit(cache=True, nogil=True)
+def _spans_fit(audit, k, length):
+    """Whether feature ``k``'s name and namespace spans lie inside a text of ``length``."""
+    return (0 <= audit[k, 0] <= audit[k, 1] <= length
+            and (audit[k, 4] < 0 or 0 <= audit[k, 4] <= audit[k, 5] <= length))
+
+
+@njit(cache=True, nogil=True)
 def add_affixes(offsets, index, value, namespace, audit, text, codes, mask, seed, hash_all,
                 default_hash, has_constant):
-    """New CSR arrays (and name spans) of the batch with the affix features added."""
+    """New CSR arrays (and name spans) of the batch with the affix features added; ValueError
+    for arrays that do not fit each other (offsets, spans outside the text)."""
+    if not (valid_offsets(offsets, min(index.shape[0], value.shape[0], namespace.shape[0]))
+            and audit.shape[0] >= index.shape[0] and audit.shape[1] >= 6
+            and codes.shape[0] == 256):
+        raise ValueError("add_affixes: arrays that do not fit each other")
     extra = 0
     for k in range(index.shape[0]):
         code = codes[namespace[k]]
         if code > 0 and audit[k, 1] > audit[k, 0]:
+            if not _spans_fit(audit, k, text.shape[0]):
+                raise ValueError("add_affixes: a name outside the text")
             while code > 0:
                 extra += 1
                 code >>= np.uint64(4)
@@ -96,43 +110,47 @@ def add_affixes(offsets, index, value, namespace, audit, text, codes, mask, seed
     for e in range(n):
         lo, hi = offsets[e], offsets[e + 1]
         own = hi - 1 if has_constant and hi > lo else hi
-        for k in range(lo, own):
-            new_index[o] = index[k]
-            new_value[o] = value[k]
-            new_namespace[o] = namespace[k]
-            new_audit[o] = audit[k]
-            o += 1
-        for k in range(lo, own):
-            code = codes[namespace[k]]
-            start, end = audit[k, 0], audit[k, 1]
-            if code == 0 or end <= start:
-                continue
-            ns_hash = default_hash
-            if audit[k, 4] >= 0:
-                ns_hash = hash_name(text, audit[k, 4], audit[k, 5], seed, hash_all)
-            while code > 0:
-                nibble = np.int64(code & np.uint64(15))
-                length = (nibble >> 1) & 7
-                s, t = start, end
-                if t - s > length:
-                    if nibble & 1:
-                        t = s + length
-                    else:
-                        s = t - length
-                h = hash_name(text, s, t, ns_hash, hash_all)
-                new_index[o] = (h * (AFFIX_CONSTANT + nibble * QUADRATIC_CONSTANT)) & mask
-                new_value[o] = value[k]
-                new_namespace[o] = AFFIX_NAMESPACE
-                new_audit[o, 0] = s
-                new_audit[o, 1] = t
-                new_audit[o, 2:] = -1
-                o += 1
-                code >>= np.uint64(4)
-        for k in range(own, hi):
-            new_index[o] = index[k]
-            new_value[o] = value[k]
-            new_namespace[o] = namespace[k]
-            new_audit[o] = audit[k]
-            o += 1
+        # the example's own features, its affixes, then its constant
+        for first, end, affixing in ((lo, own, False), (lo, own, True), (own, hi, False)):
+            for k in range(first, end):
+                if not affixing:
+                    new_index[o] = index[k]
+                    new_value[o] = value[k]
+                    new_namespace[o] = namespace[k]
+                    new_audit[o] = audit[k]
+                    o += 1
+                elif codes[namespace[k]] > 0 and audit[k, 1] > audit[k, 0]:
+                    o = _affix(k, o, value, namespace, audit, text, codes, mask, seed, hash_all,
+                               default_hash, new_index, new_value, new_namespace, new_audit)
         new_offsets[e + 1] = o
     return new_offsets, new_index, new_value, new_namespace, new_audit
+
+
+@njit(cache=True, nogil=True)
+def _affix(k, o, value, namespace, audit, text, codes, mask, seed, hash_all, default_hash,
+           new_index, new_value, new_namespace, new_audit):
+    """Write feature ``k``'s affix features from row ``o``; returns the next row."""
+    start, end = audit[k, 0], audit[k, 1]
+    ns_hash = default_hash
+    if audit[k, 4] >= 0:
+        ns_hash = hash_name(text, audit[k, 4], audit[k, 5], seed, hash_all)
+    code = codes[namespace[k]]
+    while code > 0:
+        nibble = np.int64(code & np.uint64(15))
+        length = (nibble >> 1) & 7
+        s, t = start, end
+        if t - s > length:
+            if nibble & 1:
+                t = s + length
+            else:
+                s = t - length
+        h = hash_name(text, s, t, ns_hash, hash_all)
+        new_index[o] = (h * (AFFIX_CONSTANT + nibble * QUADRATIC_CONSTANT)) & mask
+        new_value[o] = value[k]
+        new_namespace[o] = AFFIX_NAMESPACE
+        new_audit[o, 0] = s
+        new_audit[o, 1] = t
+        new_audit[o, 2:] = -1
+        o += 1
+        code >>= np.uint64(4)
+    return o

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.option import option_bytes, repeated
-from olearn.data.batch import ExampleBatch
+from olearn.data.batch import ExampleBatch, valid_offsets
 
 NO_LIMIT = np.iinfo(np.int64).max
 
@@ -88,7 +88,11 @@ class FeatureLimit:
 def limited(offsets, index, value, namespace, limits):
     """The batch's new offsets and the positions of the features kept, in their new order:
     each example's namespaces in order of first appearance, a namespace over its limit sorted
-    by (index, value) and cut to its first ``limit`` unique indices."""
+    by (index, value) and cut to its first ``limit`` unique indices. ValueError for arrays
+    that do not fit each other."""
+    if not (valid_offsets(offsets, min(index.shape[0], value.shape[0], namespace.shape[0]))
+            and limits.shape[0] == 256):
+        raise ValueError("limited: arrays that do not fit each other")
     n = offsets.shape[0] - 1
     kept = np.empty(index.shape[0], dtype=np.int64)
     new_offsets = np.zeros(n + 1, dtype=np.int64)

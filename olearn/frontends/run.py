@@ -168,40 +168,34 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csv": True, "audit": True})
 
 
+# The warm-up's input files: (the option that reads them, None for the others; name; bytes).
+WARM_UP_INPUTS = ((None, "warm.vw", b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"),
+                  (None, "warm.svm", b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n"),
+                  ("oaa", "warm-classes.vw", b"1 |a x\n3 2 'tag |b y\n|c z\n"),
+                  ("csoaa", "warm-costs.vw", b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n"),
+                  ("multilabel_oaa", "warm-lists.vw", b"0,2 |a x\n1 'tag |b y\n|c z\n"),
+                  ("csv", "warm.csv", b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n'))
+
+
 def warm_cache() -> None:
     """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
     byte-compile olearn and build the ahead-of-time kernels the command line starts with
     (olearn/kernel/aot.py)."""
     import tempfile  # only here: it would cost every run ~9 ms of start-up
-    lines = b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"
     with tempfile.TemporaryDirectory() as tmp:
-        vw = os.path.join(tmp, "warm.vw")
-        svm = os.path.join(tmp, "warm.svm")
-        with open(vw, "wb") as f:
-            f.write(lines)
-        with open(svm, "wb") as f:
-            f.write(b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n")
-        classes = os.path.join(tmp, "warm-classes.vw")
-        with open(classes, "wb") as f:
-            f.write(b"1 |a x\n3 2 'tag |b y\n|c z\n")
-        costs = os.path.join(tmp, "warm-costs.vw")
-        with open(costs, "wb") as f:
-            f.write(b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n")
-        lists = os.path.join(tmp, "warm-lists.vw")
-        with open(lists, "wb") as f:
-            f.write(b"0,2 |a x\n1 'tag |b y\n|c z\n")
-        csv = os.path.join(tmp, "warm.csv")
-        with open(csv, "wb") as f:
-            f.write(b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n')
+        inputs = {}  # the warm-up's files, by the option whose labels or format they hold
+        for option, name, text in WARM_UP_INPUTS:
+            inputs.setdefault(option, []).append(os.path.join(tmp, name))
+            with open(inputs[option][-1], "wb") as f:
+                f.write(text)
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
                 for options in WARM_UP_OPTIONS:
                     files = {name: os.path.join(tmp, name) for name, value in options.items()
                              if value == TEMPORARY}
-                    data = ([classes] if options.get("oaa") else [costs] if options.get("csoaa")
-                            else [lists] if options.get("multilabel_oaa")
-                            else [csv] if options.get("csv") else [vw, svm])
+                    data = next((paths for option, paths in inputs.items()
+                                 if option and options.get(option)), inputs[None])
                     run(Config(**{"data": data, "quiet": True,
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:

@@ -46,6 +46,12 @@ def format_number(out, o, x):
         return _put_int(out, o, np.int64(9e18)) if x >= 9e18 else _put_int(out, o, np.int64(x))
     if x == np.floor(x):
         return _put_int(out, o, np.int64(x))
+    return _six_decimals(out, o, x)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _six_decimals(out, o, x):
+    """``x`` >= 0 (below 1e18) with 6 decimals, rounded half up."""
     micro = np.int64(np.floor(x * 1e6 + 0.5))
     o = _put_int(out, o, micro // 1000000)
     out[o] = 46
@@ -201,14 +207,7 @@ def _fixed6(out, o, x):
     if x < 0 and np.floor(-x * 1e6 + 0.5) > 0:
         out[o] = 45
         o += 1
-    micro = np.int64(np.floor(abs(x) * 1e6 + 0.5))
-    o = _put_int(out, o, micro // 1000000)
-    out[o] = 46
-    frac = micro % 1000000
-    for i in range(6):
-        out[o + 6 - i] = 48 + frac % 10
-        frac //= 10
-    return o + 7
+    return _six_decimals(out, o, abs(x))
 
 
 @njit(cache=True, nogil=True)

@@ -42,14 +42,9 @@ def check(config) -> None:
         if "bs_type" in config.explicit:
             raise OptionError("--bs_type needs --bootstrap")
         return
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("multilabel_oaa", config.multilabel_oaa is not None),
-                     ("stage_poly", config.stage_poly)):
-        if on:
-            raise OptionError(f"--bootstrap does not take --{name}")
-    if oaa.feature_width(config.bootstrap) > 1 << config.bit_precision:
-        raise OptionError(f"--bootstrap {config.bootstrap} needs at least "
-                          f"{oaa.feature_width(config.bootstrap).bit_length() - 1} bits (-b)")
+    oaa.refuse(config, "bootstrap", (
+        ("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
+        ("multilabel_oaa", config.multilabel_oaa is not None), ("stage_poly", config.stage_poly)))
 
 
 class Bootstrap(OneAgainstAll):

@@ -45,13 +45,6 @@ def fits(reduction, model, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def room(reduction, features, s, scratch):
-    """The rows a copy's features need beyond the scratch's (0: they fit)."""
-    need = features.hi - features.lo
-    return need if need > scratch.classes.index.shape[0] else 0
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def poisson_draw(random):
     """VW's Poisson(1) draw: the generator's next number in [0, 1) (the float32 of exponent 0
     and mantissa bits 25..47 of the state, less 1: exactly those bits / 2^23), then its

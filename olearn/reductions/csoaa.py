@@ -49,15 +49,10 @@ def check(config) -> None:
         if config.cs_absolute_loss:
             raise OptionError("--cs_absolute_loss needs --csoaa")
         return
-    for name, on in (("oaa", config.oaa is not None), ("stage_poly", config.stage_poly),
-                     ("probabilities", config.probabilities),
-                     ("scores", config.scores), ("binary", config.binary),
-                     ("link", config.link != "identity")):
-        if on:
-            raise OptionError(f"--csoaa does not take --{name}")
-    if oaa.feature_width(config.csoaa) > 1 << config.bit_precision:
-        raise OptionError(f"--csoaa {config.csoaa} needs at least "
-                          f"{oaa.feature_width(config.csoaa).bit_length() - 1} bits (-b)")
+    oaa.refuse(config, "csoaa", (
+        ("oaa", config.oaa is not None), ("stage_poly", config.stage_poly),
+        ("probabilities", config.probabilities), ("scores", config.scores),
+        ("binary", config.binary), ("link", config.link != "identity")))
 
 
 class CostSensitive(OneAgainstAll):

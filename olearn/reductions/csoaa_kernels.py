@@ -30,13 +30,6 @@ def fits(reduction, model, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def room(reduction, features, s, scratch):
-    """The rows a class's copy of ``features`` needs beyond the scratch's (0: they fit)."""
-    need = features.hi - features.lo
-    return need if need > scratch.classes.index.shape[0] else 0
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def _see_indexing(state, classes, k_classes):
     """VW's indexing rule over a label's classes: the first class 0 makes the classes 0-based,
     the first class K 1-based, while neither --indexing nor an earlier label decided."""

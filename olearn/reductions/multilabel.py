@@ -37,19 +37,14 @@ MultilabelState = namedtuple("MultilabelState", ["classes"])
 
 def check(config) -> None:
     """The options --multilabel_oaa refuses; --probabilities makes its link logistic (VW's)."""
-    from olearn.errors import OptionError
     if config.multilabel_oaa is None:
         return
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("stage_poly", config.stage_poly), ("scores", config.scores),
-                     ("binary", config.binary), ("named_labels", config.named_labels)):
-        if on:
-            raise OptionError(f"--multilabel_oaa does not take --{name}")
+    oaa.refuse(config, "multilabel_oaa", (
+        ("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
+        ("stage_poly", config.stage_poly), ("scores", config.scores), ("binary", config.binary),
+        ("named_labels", config.named_labels)))
     if config.probabilities:
         config.link = "logistic"
-    if oaa.feature_width(config.multilabel_oaa) > 1 << config.bit_precision:
-        raise OptionError(f"--multilabel_oaa {config.multilabel_oaa} needs at least "
-                          f"{oaa.feature_width(config.multilabel_oaa).bit_length() - 1} bits (-b)")
 
 
 class Multilabel(OneAgainstAll):

@@ -30,13 +30,6 @@ def fits(reduction, model, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def room(reduction, features, s, scratch):
-    """The rows a class's copy of ``features`` needs beyond the scratch's (0: they fit)."""
-    need = features.hi - features.lo
-    return need if need > scratch.classes.index.shape[0] else 0
-
-
-@njit(cache=True, nogil=True, _nrt=False)
 def threshold(params):
     """The output a predicted class exceeds: 0.5 with a logistic link, else 0 (VW's); none
     with --probabilities, whose prediction VW reports as the empty set."""

@@ -77,6 +77,19 @@ def index_shift(classes: int | None) -> int:
     return feature_width(classes).bit_length() - 1 if classes else 0
 
 
+def refuse(config, option: str, refused: tuple[tuple[str, bool], ...]) -> None:
+    """A class reduction's checks (``option`` chosen, its count K in the config): none of the
+    ``refused`` (name, given) options given, and room in the table for K's feature width."""
+    from olearn.errors import OptionError
+    for name, given in refused:
+        if given:
+            raise OptionError(f"--{option} does not take --{name}")
+    k = getattr(config, option)
+    if feature_width(k) > 1 << config.bit_precision:
+        raise OptionError(f"--{option} {k} needs at least "
+                          f"{feature_width(k).bit_length() - 1} bits (-b)")
+
+
 def check(config) -> None:
     """The options --oaa needs or refuses (called from Config's checks)."""
     from olearn.errors import OptionError
@@ -92,9 +105,7 @@ def check(config) -> None:
         if on:
             raise OptionError(f"--{name} does not apply to --oaa's class predictions "
                               "(--probabilities gives probabilities)")
-    if feature_width(config.oaa) > 1 << config.bit_precision:
-        raise OptionError(f"--oaa {config.oaa} needs at least "
-                          f"{feature_width(config.oaa).bit_length() - 1} bits (-b)")
+    refuse(config, "oaa", ())
 
 
 OneAgainstAllState = namedtuple("OneAgainstAllState", ["classes"])

@@ -4,7 +4,8 @@
 reductions/bootstrap.py ``BootstrapState``): each one's kernels, which
 kernel/reducing.py puts into the loop when numba compiles it.
 
-A reduction's kernels (one module each: reductions/one_problem.py, reductions/oaa_kernels.py,
+A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
+reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
@@ -40,13 +41,13 @@ REDUCTIONS = {
     OneAgainstAllState: ReductionKernels(oaa_kernels.fits, oaa_kernels.room,
                                          oaa_kernels.predict, oaa_kernels.score,
                                          oaa_kernels.learn, False),
-    CostSensitiveState: ReductionKernels(csoaa_kernels.fits, csoaa_kernels.room,
+    CostSensitiveState: ReductionKernels(csoaa_kernels.fits, oaa_kernels.room,
                                          csoaa_kernels.predict, csoaa_kernels.score,
                                          csoaa_kernels.learn, False),
-    MultilabelState: ReductionKernels(multilabel_kernels.fits, multilabel_kernels.room,
+    MultilabelState: ReductionKernels(multilabel_kernels.fits, oaa_kernels.room,
                                       multilabel_kernels.predict, multilabel_kernels.score,
                                       multilabel_kernels.learn, False),
-    BootstrapState: ReductionKernels(bootstrap_kernels.fits, bootstrap_kernels.room,
+    BootstrapState: ReductionKernels(bootstrap_kernels.fits, oaa_kernels.room,
                                      bootstrap_kernels.predict, bootstrap_kernels.score,
                                      bootstrap_kernels.learn, True),
 }
