@@ -19,6 +19,7 @@ from numba import njit
 from olearn.core.option import option_bytes, text
 from olearn.data.batch import ExampleBatch, valid_offsets
 from olearn.data.hashing import hash_name
+from olearn.data.parsed import Hashing
 
 AFFIX_NAMESPACE = 132
 AFFIX_CONSTANT = 13903957
@@ -120,16 +121,21 @@ def add_affixes(offsets, index, value, namespace, audit, text, codes, mask, seed
                     new_audit[o] = audit[k]
                     o += 1
                 elif codes[namespace[k]] > 0 and audit[k, 1] > audit[k, 0]:
-                    o = _affix(k, o, value, namespace, audit, text, codes, mask, seed, hash_all,
-                               default_hash, new_index, new_value, new_namespace, new_audit)
+                    o = _affix(k, o, (value, namespace, audit, text), codes,
+                               Hashing(mask, seed, hash_all, default_hash),
+                               (new_index, new_value, new_namespace, new_audit))
         new_offsets[e + 1] = o
     return new_offsets, new_index, new_value, new_namespace, new_audit
 
 
 @njit(cache=True, nogil=True)
-def _affix(k, o, value, namespace, audit, text, codes, mask, seed, hash_all, default_hash,
-           new_index, new_value, new_namespace, new_audit):
-    """Write feature ``k``'s affix features from row ``o``; returns the next row."""
+def _affix(k, o, batch, codes, hashing, out):
+    """Write feature ``k``'s affix features (``batch``: its values, namespaces, name spans and
+    text) to ``out``'s arrays from row ``o``, hashed as ``hashing`` says (its ``ns_hash`` the
+    default namespace's); returns the next row."""
+    value, namespace, audit, text = batch
+    mask, seed, hash_all, default_hash = hashing
+    new_index, new_value, new_namespace, new_audit = out
     start, end = audit[k, 0], audit[k, 1]
     ns_hash = default_hash
     if audit[k, 4] >= 0:
