@@ -773,3 +773,56 @@ def _raw_cells(line: bytes, sep: bytes) -> list[bytes]:
         else:
             cell += byte
     return cells + [cell]
+
+
+def ldf_predictions(examples, mode="m", adaptive=True, normalized=True, invariant=True, eta=0.5,
+                    power_t=0.5, t0=0.0):
+    """VW's --csoaa_ldf (``mode`` "m" or "mc") and --wap_ldf ("wap") over gd in plain Python
+    (olearn/reductions/ldf.py), squared loss: each multi-line example's raw scores and
+    predicted class.
+
+    ``examples``: lists of actions (class, cost, features), shared features already merged.
+    Every action is predicted first; the prediction is the class of the lowest score (the
+    first of equal ones). Then each action learns in order, with one weight table and one set
+    of normalizer sums, its cost ("m"), or -1 with importance max - min when cheapest and +1
+    with importance cost - min otherwise ("mc"); "wap" learns every pair (j < k) of different
+    weighted-all-pairs values: j's features less k's, -1 when j is cheaper, importance the
+    values' difference. t stays at t0 (VW's multi-line learners do not advance it).
+    """
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = gd.fresh_sums()
+    lo = hi = 0.0
+    out = []
+
+    def learn(feats, y, imp):
+        nonlocal lo, hi
+        lo, hi = min(lo, y), max(hi, y)
+        if imp > 0:
+            gd.update(feats, min(max(gd.predict(feats), lo), hi), y, imp, t0, sums)
+
+    for actions in examples:
+        raws = [gd.predict(feats) for _, _, feats in actions]
+        best = min(range(len(actions)), key=lambda j: (raws[j], j))
+        out.append((raws, actions[best][0]))
+        costs = [cost for _, cost, _ in actions]
+        if mode == "wap":
+            order = sorted(costs)
+            value = {0: 0.0}
+            for i in range(1, len(order)):
+                value[i] = value[i - 1] + (order[i] - order[i - 1]) / i
+            values = [value[max(i for i in range(len(order)) if order[i] == c)] for c in costs]
+            for j in range(len(actions)):
+                for k in range(j + 1, len(actions)):
+                    diff = abs(values[k] - values[j])
+                    if diff >= 1e-6:
+                        feats = actions[j][2] + [(i, -x) for i, x in actions[k][2]]
+                        learn(feats, -1.0 if costs[j] < costs[k] else 1.0, diff)
+            continue
+        for _, cost, feats in actions:
+            if mode == "m":
+                learn(feats, cost, 1.0)
+            elif cost <= min(costs):
+                learn(feats, -1.0, max(costs) - min(costs))
+            else:
+                learn(feats, 1.0, cost - min(costs))
+    return out

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from olearn.data import sources
 from olearn.data.csv_header import CsvHeader
 from olearn.data.hashing import namespace_hash
 from olearn.data.labels import LABEL_CLASSES, LABEL_COSTS, labels_of
@@ -27,6 +28,7 @@ from olearn.data.parse import (
     parse_block,
 )
 from olearn.engine.learner import OnlineLearner
+from olearn.errors import OlearnError
 from olearn.features.interactions import encode, expand_example, unseen_features
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, NoReduction, Out
@@ -66,7 +68,10 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
            "ftrl": {"ftrl": True, "l1": 1e-3, "quadratic": ["ab"]}, "pistol": {"pistol": True},
            "coin": {"coin": True, "loss_function": "logistic"},
            "oaa stage_poly": {"oaa": 5, "stage_poly": True, "batch_sz": 2, "l1": 1e-3,
-                              "probabilities": True, "poly_heuristic": "ssm"}}
+                              "probabilities": True, "poly_heuristic": "ssm"},
+           # simple labels' batches: no costs, and any number where an action's position is
+           "csoaa_ldf": {"csoaa_ldf": "mc", "probabilities": True, "quadratic": ["ab"]},
+           "wap_ldf": {"wap_ldf": "m"}}
 BITS = 6
 
 
@@ -107,6 +112,25 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
     if audit:
         assert batch.audit.shape == (len(batch.index), 6)
         assert np.all(batch.audit[:, 1] <= len(batch.text))
+
+
+@pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from([b"shared", b"1:0.5", b"2:1", b"3", b"a:x", b" ", b"\n", b"\n\n",
+                                 b"|a x", b"|b y:2", b"'t"]), max_size=60).map(bytes),
+       st.sampled_from(["csoaa_ldf", "wap_ldf"]))
+def test_multiline_examples_group_and_learn_whatever_the_bytes(learners, text, name):
+    learner = learners[name]
+    try:
+        batch = learner.parse_block(sources.Block(text, "f", 0, True), FORMAT_VW)
+    except OlearnError as error:  # a misplaced shared line
+        assert "'shared' line" in error.message
+        return
+    assert np.all(np.diff(batch.cost_offsets) >= 0) and len(batch.cost_offsets) == len(batch) + 1
+    assert batch.offsets[-1] == len(batch.index)
+    preds = learner.new_predictions(batch)
+    learner.learn(batch, preds)
+    learner.predict(batch, preds)
 
 
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too

@@ -106,7 +106,7 @@ def test_probabilities_write_every_class_and_an_empty_set(tmp_path):
     ({"multilabel_oaa": 3, "oaa": 3}, "--multilabel_oaa does not take --oaa"),
     ({"multilabel_oaa": 3, "eg": True}, "--multilabel_oaa works with gradient descent"),
     ({"multilabel_oaa": 5, "bit_precision": 2}, "needs at least 3 bits"),
-    ({"probabilities": True}, "--probabilities needs --oaa or --multilabel_oaa"),
+    ({"probabilities": True}, "--probabilities needs --oaa, --multilabel_oaa or --csoaa_ldf"),
 ])
 def test_multilabel_refuses_options_that_do_not_fit(options, message):
     with pytest.raises(OptionError, match=message):

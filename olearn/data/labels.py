@@ -30,8 +30,11 @@ COLON = 58
 LABEL_SIMPLE = 0  # label [importance [initial]]; with --named_labels the label is a name
 LABEL_COSTS = 1   # class[:cost] ... (--csoaa)
 LABEL_CLASSES = 2  # class,class,... (--multilabel_oaa)
+LABEL_LDF = 3  # class[:cost] or ``shared``, a line of a multi-line example (--csoaa_ldf)
 COMMA = 44
 NO_COST = np.float32(3.4028235e38)  # VW's FLT_MAX: a class listed without a cost (test only)
+SHARED_COST = -NO_COST  # VW's -FLT_MAX: the ``shared`` line of a multi-line example (class 0)
+SHARED = np.frombuffer(b"shared", dtype=np.uint8)
 
 OPTIONS = (
     text("--named_labels", model=True, parsing=True, metavar="NAMES",
@@ -68,8 +71,11 @@ def check(config) -> None:
 
 
 def label_kind(config) -> int:
-    """How the configuration's labels read: cost-sensitive with --csoaa, lists of classes with
-    --multilabel_oaa, else simple."""
+    """How the configuration's labels read: lines of multi-line examples with --csoaa_ldf or
+    --wap_ldf, cost-sensitive with --csoaa, lists of classes with --multilabel_oaa, else
+    simple."""
+    if config.csoaa_ldf is not None or config.wap_ldf is not None:
+        return LABEL_LDF
     if config.csoaa is not None:
         return LABEL_COSTS
     return LABEL_CLASSES if config.multilabel_oaa is not None else LABEL_SIMPLE
@@ -184,7 +190,16 @@ def count_tokens(buf, s, e):
 def read_label(buf, s, end, ntok, ex, out, labels, warns, nw, line):
     """The ``ntok`` label tokens of ``buf[s:end]`` (no tag among them) into example ``ex`` of
     ``out``, as ``labels`` says: its label, importance and initial value, or its costs."""
-    if labels.kind == LABEL_COSTS:
+    if labels.kind == LABEL_LDF and ntok == 1 and _is_shared(buf, s, end):
+        n = out.cost_offsets[ex]
+        out.cost_class[n] = 0
+        out.cost_value[n] = SHARED_COST
+        out.cost_offsets[ex + 1] = n + 1
+        out.numbers[ex, 0] = 0.0
+        out.numbers[ex, 1] = 1.0
+        out.numbers[ex, 2] = 0.0
+        return nw
+    if labels.kind == LABEL_COSTS or labels.kind == LABEL_LDF:
         return _parse_costs(buf, s, end, ntok, ex, out, labels, warns, nw, line)
     if labels.kind == LABEL_CLASSES:
         return _parse_classes(buf, s, end, ntok, ex, out, warns, nw, line)
@@ -207,6 +222,18 @@ def read_label(buf, s, end, ntok, ex, out, labels, warns, nw, line):
                 nw = check_label(ex_num, ex, k, warns, nw, line, p, q)
         p = q
     return nw
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _is_shared(buf, s, end):
+    """Whether the one label token of ``buf[s:end]`` is ``shared`` (VW's multi-line header)."""
+    p, q = _next_token(buf, s, end)
+    if q - p != SHARED.shape[0]:
+        return False
+    for k in range(q - p):
+        if at(buf, p + k) != SHARED[k]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -17,6 +17,7 @@ from typing import BinaryIO, Iterable, Iterator
 from olearn.errors import OlearnError
 
 BLOCK_SIZE = 1 << 20
+MAX_MULTILINE = 64 << 20  # the longest multi-line example read (VW holds one whole, too)
 READ_SIZE = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -97,15 +98,17 @@ def _chunks(stream: BinaryIO, name: str, counter: list[int]) -> Iterator[bytes]:
 
 
 def blocks_of(path: str, counter: list[int], block_size: int = BLOCK_SIZE,
-              byte_range: tuple[int, int] | None = None) -> Iterator[Block]:
+              byte_range: tuple[int, int] | None = None,
+              multiline: bool = False) -> Iterator[Block]:
     """Newline-aligned blocks of one source, or of the lines of a plain file that start in
-    ``byte_range`` (its first line is line 0 of the blocks)."""
+    ``byte_range`` (its first line is line 0 of the blocks); ``multiline``: cut only after a
+    blank line (a block holds whole multi-line examples, data/multiline.py)."""
     name = display_name(path)
     stream = _open(path)
     try:
         chunks = (_chunks(stream, name, counter) if byte_range is None
                   else _range_chunks(stream, name, counter, *byte_range))
-        yield from _cut_blocks(chunks, name, counter, block_size)
+        yield from _cut_blocks(chunks, name, counter, block_size, multiline)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -136,19 +139,32 @@ def _range_chunks(stream: BinaryIO, name: str, counter: list[int], start: int,
         raise OlearnError(f"read error: {exc.strerror or exc}", name) from None
 
 
+def _last_cut(pending: bytearray, multiline: bool) -> int:
+    """Where a block may end in ``pending`` (the offset of its last newline; -1: nowhere): after
+    the last line, or (``multiline``) after the last blank line."""
+    if not multiline:
+        return pending.rfind(b"\n")
+    blank = pending.rfind(b"\n\n")
+    blank_crlf = pending.rfind(b"\n\r\n")
+    return max(blank + 1 if blank >= 0 else -1, blank_crlf + 2 if blank_crlf >= 0 else -1)
+
+
 def _cut_blocks(chunks: Iterable[bytes], name: str, counter: list[int],
-                block_size: int) -> Iterator[Block]:
+                block_size: int, multiline: bool = False) -> Iterator[Block]:
     """Each chunk's bytes are copied once, into the block that holds them: a block is the
-    buffer it was gathered in, cut after its last newline (the rest, part of a line, starts
-    the next buffer)."""
+    buffer it was gathered in, cut after its last newline, or (``multiline``) its last blank
+    line (the rest starts the next buffer)."""
     pending = bytearray()
     first = True
     for chunk in chunks:
         pending += chunk
         if len(pending) < block_size:
             continue
-        cut = pending.rfind(b"\n")
+        cut = _last_cut(pending, multiline)
         if cut < 0:
+            if len(pending) > MAX_MULTILINE:
+                raise OlearnError(f"no blank line in {MAX_MULTILINE >> 20} MB: a multi-line "
+                                  "example (--csoaa_ldf, --wap_ldf) ends at a blank line", name)
             continue
         data, pending = pending, pending[cut + 1:]
         del data[cut + 1:]  # at the end: no bytes move
@@ -167,7 +183,7 @@ def _not_a_line(item: object, number: int) -> TypeError:
 
 
 def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
-                    block_size: int = BLOCK_SIZE) -> Iterator[Block]:
+                    block_size: int = BLOCK_SIZE, multiline: bool = False) -> Iterator[Block]:
     """Blocks of in-memory example lines (str or bytes, with or without their newline; an item
     holding newlines is several lines). An item of another type is a TypeError: in a list or
     tuple before the first block, so that nothing is learned; in other iterables when read."""
@@ -189,7 +205,7 @@ def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
             data += b"\n"
         pending.append(data)
         size += len(data)
-        if size >= block_size:
+        if size >= block_size and (not multiline or data.strip(b"\r\n") == b""):
             total += size
             yield Block(b"".join(pending), name, total, first)
             pending, size, first = [], 0, False
@@ -197,11 +213,12 @@ def blocks_of_lines(lines: Iterable[str | bytes], name: str = "<lines>",
         yield Block(b"".join(pending), name, total + size, first)
 
 
-def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE) -> Iterator[Block]:
-    """Blocks of every source in order."""
+def all_blocks(paths: Iterable[str], block_size: int = BLOCK_SIZE,
+               multiline: bool = False) -> Iterator[Block]:
+    """Blocks of every source in order (``multiline``: see :func:`blocks_of`)."""
     counter = [0]
     for path in paths:
-        yield from blocks_of(path, counter, block_size)
+        yield from blocks_of(path, counter, block_size, multiline=multiline)
 
 
 def count_lines(paths: Iterable[str]) -> int:

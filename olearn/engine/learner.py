@@ -13,6 +13,8 @@ from olearn.data.batch import ExampleBatch
 from olearn.data.csv_header import CsvError, CsvHeader, header_of
 from olearn.data.hashing import namespace_hash
 from olearn.data.labels import label_kind, labels_of, names_of
+from olearn.data.multiline import POSITION as multiline_position
+from olearn.data.multiline import Grouping
 from olearn.data.parse import FORMAT_CSV, FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, NO_CSV, parse
 from olearn.data.parsed import FATAL
 from olearn.data.svmlight import SVM_NAMESPACE
@@ -38,9 +40,10 @@ from olearn.outputs.predictions import (
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
 from olearn.persistence import model
-from olearn.reductions import bootstrap, multilabel
+from olearn.reductions import bootstrap, ldf, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
+from olearn.reductions.ldf import LabelDependent
 
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
@@ -101,6 +104,7 @@ class OnlineLearner:
         self._grams = ngrams.Grams.of(config)
         self._limit = FeatureLimit.of(config)
         self._affixes = Affixes.of(config)
+        self._grouping = Grouping.of(config)
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
@@ -205,6 +209,9 @@ class OnlineLearner:
         if fmt == FORMAT_SVMLIGHT and cfg.csoaa is not None:
             raise OlearnError("--csoaa reads cost-sensitive labels of VW text, not svmlight",
                               block.source)
+        if fmt != FORMAT_VW and self._grouping is not None:
+            raise OlearnError("--csoaa_ldf and --wap_ldf read multi-line examples of VW text",
+                              block.source)
         affixing = self._affixes is not None and fmt == FORMAT_VW
         batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
                       not cfg.noconstant, self.parse_names or affixing, self._ns_hash[fmt],
@@ -226,6 +233,8 @@ class OnlineLearner:
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         if self._limit is not None:  # --feature_limit: after the constant, as VW
             batch = self._limit.apply(batch)
+        if self._grouping is not None:  # --csoaa_ldf: shared features merged, as VW's merger
+            batch = self._grouping.apply(batch)
         return batch
 
     def _csv_header(self, block: sources.Block, fmt: int) -> CsvHeader | None:
@@ -386,6 +395,8 @@ class OnlineLearner:
         score; with --oaa, the class (its name with --named_labels), and every class's score
         for -r, --scores and --probabilities; with --csoaa, the class, and for -r each listed
         class's raw score."""
+        if isinstance(self.reduction, LabelDependent):
+            return self.reduction.prediction_lines(preds, batch, raw)
         if self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
@@ -410,8 +421,9 @@ class OnlineLearner:
             given = batch.cost_class[batch.cost_offsets[e]:batch.cost_offsets[e + 1]]
             chosen = np.flatnonzero(self.reduction.predicted(preds[e:e + 1])[0])
             texts = (",".join(map(str, given)) or "unknown", ",".join(map(str, chosen)))
-        return format_row(row, self.classes_out, self.config.csoaa is not None, self.names,
-                          texts)
+        multiline = isinstance(self.reduction, LabelDependent)
+        return format_row(row, self.classes_out or multiline,
+                          self.config.csoaa is not None or multiline, self.names, texts)
 
     def warnings(self, batch: ExampleBatch, strict: bool, prefix: str = "[warning] ") -> list[str]:
         """The batch's parse warnings (:func:`parse_warnings`) and, with --oaa, its labels'
@@ -483,8 +495,9 @@ class OnlineLearner:
         """The run's 'finished run' block (outputs/report.py ``summary``) of this learner."""
         cfg = self.config
         return summary(self.stats, cfg.loss, cfg.loss_param, passes, holdout_loss,
-                       not self.classes_out and not cfg.dont_output_best_constant,
-                       cfg.probabilities and cfg.oaa is not None, self.auc)
+                       not (self.classes_out or ldf.chosen(cfg) or cfg.dont_output_best_constant),
+                       cfg.probabilities and (cfg.oaa is not None or ldf.chosen(cfg)),
+                       self.auc)
 
     @property
     def average_loss(self) -> float:
@@ -500,20 +513,30 @@ class OnlineLearner:
         adaptive = self.config.update_rule[0] and isinstance(self.family, gd.GradientDescent)
         index = self.reduction.widen(batch.index)
         classes = range(self.reduction.k) if self.reduction.on else range(1)
+        multiline = isinstance(self.reduction, LabelDependent)
+        # an example's lines: one, or a multi-line example's (its actions, audited as VW's
+        # prediction pass writes them: each once, with its raw score)
+        starts = (np.flatnonzero(batch.numbers[:, multiline_position] == 0) if multiline
+                  else np.arange(len(batch)))
         rows = []
-        for e in range(len(batch)):
+        for e, end in zip(starts, np.append(starts[1:], len(batch))):
             if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
                 self.sync()
-            features = [audit_line(batch, e, self.weights, adaptive, self.terms, self.config,
-                                   index, k) for k in classes]
+            features = [audit_line(batch, j, self.weights, adaptive, self.terms, self.config,
+                                   index, k) for j in range(e, end) for k in classes]
             row = np.empty((1, layouts.ROW_COLS))
             self._exported = False
-            one = batch.example(e)
-            if self._kernel(one, preds[e:e + 1], row, self.params, self.state, self.stats):
+            one = batch.examples(e, end)
+            if self._kernel(one, preds[e:end], row, self.params, self.state, self.stats):
                 rows.append(row)
-            lines = ([format_predictions(self.scores(preds[e:e + 1])[:, k], one.tags, one.text)
-                      for k in classes] if self.reduction.on
-                     else [self.prediction_lines(preds[e:e + 1], one, False)])
+            if multiline:
+                lines = [format_predictions(preds[j:j + 1, 1], batch.tags[j:j + 1], one.text)
+                         for j in range(e, end)]
+            elif self.reduction.on:
+                lines = [format_predictions(self.scores(preds[e:e + 1])[:, k], one.tags, one.text)
+                         for k in classes]
+            else:
+                lines = [self.prediction_lines(preds[e:e + 1], one, False)]
             emit("".join(bytes(line).decode("utf-8", "surrogateescape") + text + "\n"
                          for line, text in zip(lines, features)))
         rows = np.concatenate(rows) if rows else np.empty((0, layouts.ROW_COLS))

@@ -15,6 +15,7 @@ import numpy as np
 
 from olearn.data import cache, sources
 from olearn.data.batch import ExampleBatch
+from olearn.data.multiline import chosen as multiline_examples
 from olearn.errors import OptionError
 from olearn.kernel import layouts
 from olearn.options.config import Config
@@ -36,7 +37,8 @@ class DataPlan:
         them depends on (a --dask partition is a part of a file)."""
         self.config = config
         self.paths = paths
-        self._blocks = blocks or (lambda: sources.all_blocks(paths))
+        multiline = multiline_examples(config)
+        self._blocks = blocks or (lambda: sources.all_blocks(paths, multiline=multiline))
         self.path = config.cache_file or (cache.default_path(paths) if config.cache else None)
         if config.passes > 1 and self.path is None:
             raise OptionError("need a cache file for multiple passes: try using --cache (-c) "

@@ -22,6 +22,7 @@ import numpy as np
 from olearn.data import matrices, sources
 from olearn.data.batch import ExampleBatch
 from olearn.data.matrices import is_matrix
+from olearn.data.multiline import chosen as multiline_examples
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import DataPlan, run_passes
 from olearn.errors import OlearnError, OptionError, ParseWarning
@@ -67,7 +68,7 @@ def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
     if _is_path(data):
         path = os.fspath(data)
         sources.check_readable([path])
-        return sources.all_blocks([path])
+        return sources.all_blocks([path], multiline=multiline_examples(learner.config))
     kind = type(data).__name__
     if isinstance(data, np.ndarray):
         kind += f" of {data.dtype} in {data.ndim} dimension(s)"
@@ -81,7 +82,7 @@ def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
                         f"lines (str or bytes), not {kind}{hint}")
     if not isinstance(data, (list, tuple)):
         data = _produced_for(learner, data)
-    return sources.blocks_of_lines(data)
+    return sources.blocks_of_lines(data, multiline=multiline_examples(learner.config))
 
 
 class Learner:

@@ -57,17 +57,22 @@ def header(config: Config, data_lines: list[str]) -> str:
                  if config.multilabel_oaa is not None else "bootstrap" if copies else "oaa")
     count = (f"{class_count(config)} copies, {config.bs_type}" if copies
              else f"{class_count(config)} classes")
+    ldf_mode = config.ldf_override or config.csoaa_ldf or config.wap_ldf
+    ldf_name = "wap_ldf" if config.wap_ldf else "csoaa_ldf"
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + (f"{reduction} ({count}), " if class_count(config) else "")
+              + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
-              "Input label = " + ("CS" if config.csoaa is not None
+              "Input label = " + ("CS" if config.csoaa is not None or ldf_mode
                                   else "MULTILABEL" if config.multilabel_oaa is not None
                                   else "MULTICLASS" if multiclass else "SIMPLE"),
-              "Output pred = " + ("SCALARS"
-                                  if multiclass and (config.scores or config.probabilities)
+              "Output pred = " + ("ACTION_SCORES" if ldf_mode and config.csoaa_rank
+                                  else "SCALARS" if (multiclass or ldf_mode) and (
+                                      config.scores or config.probabilities)
+                                  else "MULTICLASS" if ldf_mode
                                   else "MULTILABELS" if config.multilabel_oaa is not None
                                   else "MULTICLASS" if multiclass else "SCALAR")]
     return "\n".join(lines) + "\n"
@@ -148,7 +153,8 @@ def run(config: Config) -> OnlineLearner:
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
 # A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes,
-# --csoaa one of named classes and costs, --multilabel_oaa one of lists of classes.
+# --csoaa one of named classes and costs, --multilabel_oaa one of lists of classes, --csoaa_ldf
+# and --wap_ldf one of multi-line examples.
 TEMPORARY = "<temporary file>"
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"audit": True, "feature_limit": ["1", "b3"]},
@@ -165,15 +171,22 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},
                    {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
-                   {"csv": True, "audit": True})
+                   {"csv": True, "audit": True},
+                   {"csoaa_ldf": "mc", "probabilities": True, "raw_predictions": TEMPORARY,
+                    "cache": True, "passes": 2},
+                   {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"]},
+                   {"wap_ldf": "m"})
 
 
+WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"
 # The warm-up's input files: (the option that reads them, None for the others; name; bytes).
 WARM_UP_INPUTS = ((None, "warm.vw", b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"),
                   (None, "warm.svm", b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n"),
                   ("oaa", "warm-classes.vw", b"1 |a x\n3 2 'tag |b y\n|c z\n"),
                   ("csoaa", "warm-costs.vw", b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n"),
                   ("multilabel_oaa", "warm-lists.vw", b"0,2 |a x\n1 'tag |b y\n|c z\n"),
+                  ("csoaa_ldf", "warm-actions.vw", WARM_UP_ACTIONS),
+                  ("wap_ldf", "warm-pairs.vw", WARM_UP_ACTIONS),
                   ("csv", "warm.csv", b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n'))
 
 

@@ -47,7 +47,8 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.namespaces", "select"),
                 ("olearn.features.ngrams", "add_grams"),
                 ("olearn.features.feature_limit", "limited"),
-                ("olearn.features.affixes", "add_affixes"))
+                ("olearn.features.affixes", "add_affixes"),
+                ("olearn.data.multiline", "merged"))
 
 
 def _directory() -> str:

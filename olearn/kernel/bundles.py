@@ -42,10 +42,15 @@ Features = namedtuple("Features", ["index", "value", "lo", "hi"])
 Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 
 # One example as the example loop reads it (loop._label): label, importance, initial
-# prediction, whether it has a label and whether it is learned, and the classes and costs its
-# cost-sensitive label lists (views of the batch's; empty without).
+# prediction, whether it has a label and whether it is learned, the classes and costs its
+# cost-sensitive label lists (views of the batch's; empty without; a multi-line example's: its
+# lines'), and its ``Unit``.
 Example = namedtuple("Example", ["y", "imp", "initial", "labeled", "learn", "classes",
-                                 "costs"])
+                                 "costs", "unit"])
+
+# Where an example lies in its batch: the batch (``Examples``), its lines ``first:end`` (one
+# line, but a multi-line example's, --csoaa_ldf) and the batch's prediction rows, a row per line.
+Unit = namedtuple("Unit", ["examples", "first", "end", "preds"])
 
 # What a reduction's ``predict`` gives the example loop (kernel/reducing.py): the prediction
 # shown, its probability (NaN: none), the feature count the table reports, and what the

@@ -16,15 +16,16 @@ from numba import literally, njit
 
 from olearn.data.batch import valid_batch, valid_offsets
 from olearn.features import stage_poly
-from olearn.features.interactions import expand, expanded_size, valid_terms
+from olearn.features.interactions import valid_terms
 from olearn.kernel import dispatch, reducing
 from olearn.kernel.bundles import (
     Classes,
     Example,
-    Features,
     Scratch,
     Synthetic,
+    Unit,
 )
+from olearn.kernel.example_features import example_features, expansion_scratch, unit_rows
 from olearn.kernel.layouts import (
     PARAMS,
     PARAMS_SIZE,
@@ -57,20 +58,6 @@ from olearn.kernel.layouts import (
 from olearn.learners import gd
 from olearn.learners.losses import known
 from olearn.learners.weights import WIDTH
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _drop_linear(x_idx, x_val, n, namespace, lo, hi, linear):
-    """Leave out of an expanded example (``n`` rows: the batch's features ``lo:hi`` in order,
-    then the interactions) the linear features of namespaces ``linear`` does not flag; returns
-    the new count and how many were left out."""
-    kept = 0
-    for k in range(n):
-        if k >= hi - lo or linear[namespace[lo + k]]:
-            x_idx[kept] = x_idx[k]
-            x_val[kept] = x_val[k]
-            kept += 1
-    return kept, n - kept
 
 
 @njit(cache=True, nogil=True)
@@ -172,7 +159,7 @@ def new_scratch(terms, params):
     synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
     k = np.int64(params[P.classes])
     rows = 16 if k > 0 else 0
-    return Scratch(np.empty((3, gd.UPDATE_BLOCK)), _expansion_scratch(terms, 16),
+    return Scratch(np.empty((3, gd.UPDATE_BLOCK)), expansion_scratch(terms, 16),
                    Synthetic(np.empty(synthetic, dtype=np.uint32),
                              np.empty(synthetic, dtype=np.float32), stage_poly.new_stack()),
                    Classes(np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.float32),
@@ -315,44 +302,6 @@ def _count_example(stats, rows, nrows, params, e, y, shown, probability, n_featu
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _expansion_scratch(terms, rows):
-    """The interactions' scratch: namespace ranges, component positions, ``rows`` rows for an
-    expanded example, and no source rows (no --audit here)."""
-    return (np.zeros((256, 2), dtype=np.int64), np.empty(terms.shape[1], dtype=np.int64),
-            np.empty(rows, dtype=np.uint32), np.empty(rows, dtype=np.float32),
-            np.empty((0, terms.shape[1]), dtype=np.int64))
-
-
-# inline: a function compiled on its own with numba's runtime counts a reference to an array it
-# returns, which the example loop (without the runtime) would never give back: the batch's
-# arrays would never be freed. Inlined, it is compiled as part of the loop. (The loop's other
-# callees return numbers only.)
-@njit(cache=True, nogil=True, inline="always")
-def _example_features(e, examples, expander, s, some_not_linear, interacting, expansion):
-    """Example ``e``'s features (kernel/bundles.py ``Features``): the batch's own, or
-    (``interacting``) after the interactions and --ignore_linear, written to the scratch of
-    :func:`_expansion_scratch`. Returns (features, how many --ignore_linear left out, 0), or
-    with rows needed last when the scratch holds fewer rows than the expansion may need (then
-    nothing is written). ``s``: the loop's :func:`settings`."""
-    offsets, index, value, namespace = (examples.offsets, examples.index, examples.value,
-                                        examples.namespace)
-    if not interacting:
-        return Features(index, value, offsets[e], offsets[e + 1]), 0, 0
-    ranges, pos, x_idx, x_val, no_src = expansion
-    lo = offsets[e]
-    hi = offsets[e + 1]
-    need = expanded_size(namespace, lo, hi, expander.terms, ranges)
-    if need > x_idx.shape[0]:
-        return Features(x_idx, x_val, 0, 0), 0, need
-    n = expand(index, value, lo, hi, expander.terms, ranges, s.mask, s.permutations, x_idx,
-               x_val, no_src, pos)
-    left_out = 0
-    if some_not_linear:
-        n, left_out = _drop_linear(x_idx, x_val, n, namespace, lo, hi, expander.linear)
-    return Features(x_idx, x_val, 0, n), left_out, 0
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _learn_examples(expanded, model, family, expander, reduction, examples, out, scratch):
     """:func:`learn_batch` over a batch: runs :func:`_examples` (which runs without numba's
     runtime, so cannot allocate) with the scratch of :func:`new_scratch`; when it stops before
@@ -368,7 +317,7 @@ def _learn_examples(expanded, model, family, expander, reduction, examples, out,
             expanded, e, nrows, model, family, expander, reduction, examples, out, scratch)
         if rows_needed > 0:
             grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
-            scratch = Scratch(scratch.work, _expansion_scratch(expander.terms, grown),
+            scratch = Scratch(scratch.work, expansion_scratch(expander.terms, grown),
                               scratch.synthetic, scratch.classes)
         elif class_rows_needed > 0:
             classes = scratch.classes
@@ -414,13 +363,20 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
     some_not_linear = _some_not_linear(expander.linear)
     interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
     tracks_labels = reducing.tracks_labels(reduction)
+    advances_t = reducing.advances_t(reduction)
     for e in range(e0, numbers.shape[0]):
+        # a multi-line example (--csoaa_ldf) is its lines e:end, taken at its first
+        end = reducing.unit_end(reduction, numbers, e)
+        if end <= e:
+            continue
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
         if expanded and s.stage_poly and learn and stage_poly.stage_due(counters):
             return e, nrows, 0, 0, True
         # not_linear: features left out of the linear terms, counted as VW counts them
-        features, not_linear, rows_needed = _example_features(
+        features, not_linear, rows_needed = example_features(
             e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
+        if rows_needed == 0 and end > e + 1:
+            rows_needed = unit_rows(e, end, examples, expander, interacting, scratch.expansion)
         if rows_needed > 0:
             return e, nrows, rows_needed, 0, False
         class_rows_needed = reducing.room(reduction, features, s, scratch)
@@ -428,9 +384,11 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             return e, nrows, 0, class_rows_needed, False
         if expanded and s.stage_poly and learn:
             stage_poly.count_input(counters, features.hi - features.lo)
-        c_lo, c_hi = _cost_span(e, examples.cost_offsets)
+        c_lo, _ = _cost_span(e, examples.cost_offsets)
+        _, c_hi = _cost_span(end - 1, examples.cost_offsets)
         ex = Example(y, imp, np.float64(numbers[e, 2]), labeled, learn,
-                     examples.cost_class[c_lo:c_hi], examples.cost_value[c_lo:c_hi])
+                     examples.cost_class[c_lo:c_hi], examples.cost_value[c_lo:c_hi],
+                     Unit(examples, e, end, preds))
         predicted = reducing.predict(reduction, family, model, expander, features, ex, s,
                                      scratch, preds[e], expanded)
         if labeled:
@@ -450,7 +408,8 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
                                ex, s, scratch, expanded)
                 if s.stage_poly:
                     stage_poly.after_training(counters, first_line + lines[e], s.doubling)
-            state[S_T] += imp  # VW's t counts labeled examples only
+            if advances_t:
+                state[S_T] += imp  # VW's t counts labeled examples only
         else:
             stats[R_W_UNLABELED] += imp
         nrows = _count_example(stats, rows, nrows, params, e, y, predicted.shown,

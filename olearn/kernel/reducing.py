@@ -43,6 +43,14 @@ def tracks_labels(reduction):
     raise NotImplementedError("compiled code only")
 
 
+def advances_t(reduction):
+    raise NotImplementedError("compiled code only")
+
+
+def unit_end(reduction, numbers, e):
+    raise NotImplementedError("compiled code only")
+
+
 # as kernel/dispatch.py's: replaced by the kernel's call, literal arguments kept
 _OVERLOAD = {"inline": "always", "prefer_literal": True, "jit_options": {"_nrt": False}}
 
@@ -104,3 +112,22 @@ def _tracks_labels(reduction):
     if found is not None:
         tracks = bool(found.tracks_labels)
         return lambda reduction: tracks
+
+
+@overload(advances_t, **_OVERLOAD)
+def _advances_t(reduction):
+    found = _kernels(reduction)
+    if found is not None:
+        advances = bool(found.advances_t)
+        return lambda reduction: advances
+
+
+@overload(unit_end, **_OVERLOAD)
+def _unit_end(reduction, numbers, e):
+    found = _kernels(reduction)
+    if found is None:
+        return None
+    if found.unit_end is None:  # one line per example
+        return lambda reduction, numbers, e: e + 1
+    kernel = found.unit_end
+    return lambda reduction, numbers, e: kernel(numbers, e)

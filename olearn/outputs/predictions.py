@@ -175,11 +175,11 @@ def format_predictions(preds, tags, text):
 
 
 @njit(cache=True, nogil=True)
-def format_pairs(classes, scores, counts, lead, tags, text):
+def format_pairs(classes, scores, counts, lead, tags, text, comma=False):
     """Lines of ``c:x`` pairs: example ``e``'s first ``counts[e]`` classes ``classes[e, j]``
-    (whole numbers >= 0) and their ``scores[e, j]`` (C++'s default format), space-separated,
-    then `` tag`` as :func:`format_predictions`; with ``lead`` (--oaa's -r, VW's) a space
-    before the first pair too."""
+    (whole numbers >= 0) and their ``scores[e, j]`` (C++'s default format), space-separated
+    (``comma``: comma-separated, --csoaa_rank's), then `` tag`` as :func:`format_predictions`;
+    with ``lead`` (--oaa's -r, VW's) a space before the first pair too."""
     n, k = classes.shape
     if scores.shape[0] < n or scores.shape[1] < k or counts.shape[0] < n:
         raise ValueError("format_pairs: fewer scores or counts than classes")
@@ -189,7 +189,7 @@ def format_pairs(classes, scores, counts, lead, tags, text):
         m = np.int64(counts[e]) if 0 <= counts[e] <= k else k
         for j in range(m):
             if j > 0 or lead:
-                out[o] = 32
+                out[o] = 44 if comma and j > 0 else 32
                 o += 1
             c = classes[e, j]
             o = _put_int(out, o, np.int64(c) if 0 <= c < 1e18 else 0)

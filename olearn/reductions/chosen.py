@@ -1,6 +1,7 @@
 """Which reduction a configuration chooses (its class: reductions/oaa.py's interface)."""
 from __future__ import annotations
 
+from olearn.reductions import ldf
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
@@ -8,8 +9,10 @@ from olearn.reductions.oaa import OneAgainstAll
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, --multilabel_oaa's, --bootstrap's, or --oaa's (one scalar problem
-    without --oaa)."""
+    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's, or
+    --oaa's (one scalar problem without --oaa)."""
+    if ldf.chosen(config):
+        return ldf.LabelDependent
     if config.csoaa is not None:
         return CostSensitive
     if config.bootstrap is not None:

@@ -96,8 +96,9 @@ def check(config) -> None:
     if config.oaa is None:
         if config.scores:
             raise OptionError("--scores needs --oaa")
-        if config.probabilities and config.multilabel_oaa is None:
-            raise OptionError("--probabilities needs --oaa or --multilabel_oaa")
+        if config.probabilities and config.multilabel_oaa is None and not (
+                config.csoaa_ldf or config.wap_ldf):
+            raise OptionError("--probabilities needs --oaa, --multilabel_oaa or --csoaa_ldf")
         if config.indexing is not None and config.csoaa is None:
             raise OptionError("--indexing needs --oaa or --csoaa")
         return

@@ -20,7 +20,7 @@ from olearn.kernel.bundles import Features, Predicted, Scored
 from olearn.kernel.layouts import S_INDEXING, S_MAX, S_MIN, S_NORM, S_TOTAL, P
 from olearn.learners.losses import loss_value_shared, shared_term
 from olearn.reductions import oaa
-from olearn.reductions.one_problem import clipped
+from olearn.reductions.one_problem import clipped, scored_prediction
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -82,20 +82,10 @@ def learn_class(k, y, imp, reduction, family, model, class_features, ex, s, scra
     as they predict it (--csoaa, --multilabel_oaa, --bootstrap): ``y`` joins the label range,
     the class's raw score is predicted and, when its clipped score has a loss and ``imp`` > 0,
     learned with importance ``imp``. Returns the raw score (NaN read as 0) and the clipped one."""
-    state = model.state
-    if not s.fixed_range:
-        state[S_MIN] = min(state[S_MIN], y)
-        state[S_MAX] = max(state[S_MAX], y)
-    raw = dispatch.learn_predict(family, model, class_features, ex.initial, imp, s, False)
-    if np.isnan(raw):
-        raw = 0.0
-    p = clipped(raw, state)
-    shared = shared_term(s.loss, p, y)
-    loss = loss_value_shared(s.loss, s.loss_param, p, y, shared)
-    if loss > 0 and imp > 0:
-        update_class(k, reduction, family, model, class_features,
-                     Scored(p, y, imp, ex.initial, loss, shared), s, scratch)
-    return raw, p
+    raw, scored = scored_prediction(y, imp, family, model, class_features, ex.initial, s)
+    if scored.loss > 0 and imp > 0:
+        update_class(k, reduction, family, model, class_features, scored, s, scratch)
+    return raw, scored.p
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -95,3 +95,32 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
         stage_poly.add_ssm(expander.poly[2], predicted_features.index, predicted_features.value,
                            predicted_features.lo, predicted_features.hi, ex.y - scored.p)
     dispatch.update(family, model, predicted_features, scored, s, scratch.work, expanded)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def scored_prediction(y, imp, family, model, features, initial, s):
+    """A problem about to learn ``y`` (VW's scorer then learner): ``y`` joins the label range,
+    the family predicts at learn time; returns the raw score (NaN read as 0) and the scored
+    prediction (clipped to the range) the update takes."""
+    state = model.state
+    if not s.fixed_range:
+        state[S_MIN] = min(state[S_MIN], y)
+        state[S_MAX] = max(state[S_MAX], y)
+    raw = dispatch.learn_predict(family, model, features, initial, imp, s, False)
+    if np.isnan(raw):
+        raw = 0.0
+    p = clipped(raw, state)
+    shared = shared_term(s.loss, p, y)
+    return raw, Scored(p, y, imp, initial, loss_value_shared(s.loss, s.loss_param, p, y, shared),
+                       shared)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn_scalar(y, imp, family, model, features, initial, s, scratch):
+    """``features`` predict and learn ``y`` with importance ``imp`` at once, in the learner's
+    one state (VW's multi-line reductions' base learner): updated when the prediction has a
+    loss and ``imp`` > 0. Returns the raw score."""
+    raw, scored = scored_prediction(y, imp, family, model, features, initial, s)
+    if scored.loss > 0 and imp > 0:
+        dispatch.update(family, model, features, scored, s, scratch.work, False)
+    return raw

@@ -1,8 +1,8 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState``): each one's kernels, which
-kernel/reducing.py puts into the loop when numba compiles it.
+reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``): each one's
+kernels, which kernel/reducing.py puts into the loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
@@ -23,17 +23,23 @@ from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
     bootstrap_kernels,
     csoaa_kernels,
+    ldf_kernels,
     multilabel_kernels,
     oaa_kernels,
     one_problem,
 )
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
+from olearn.reductions.ldf import LdfState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.oaa import OneAgainstAllState
 
+# unit_end(numbers, e): where the example whose first line is ``e`` ends, and ``e`` for a line
+# that is not an example's first (None: an example per line); advances_t: whether a learned
+# example advances the learner's clock t (VW's multi-line learners leave it).
 ReductionKernels = namedtuple("ReductionKernels", ["fits", "room", "predict", "score", "learn",
-                                                   "tracks_labels"])
+                                                   "tracks_labels", "unit_end", "advances_t"],
+                              defaults=(None, True))
 
 REDUCTIONS = {
     NoReduction: ReductionKernels(one_problem.fits, one_problem.room, one_problem.predict,
@@ -50,4 +56,7 @@ REDUCTIONS = {
     BootstrapState: ReductionKernels(bootstrap_kernels.fits, oaa_kernels.room,
                                      bootstrap_kernels.predict, bootstrap_kernels.score,
                                      bootstrap_kernels.learn, True),
+    LdfState: ReductionKernels(ldf_kernels.fits, ldf_kernels.room, ldf_kernels.predict,
+                               ldf_kernels.score, ldf_kernels.learn, False,
+                               ldf_kernels.unit_end, False),
 }
