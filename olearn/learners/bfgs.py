@@ -130,7 +130,9 @@ class Bfgs(LearnerFamily):
     def check_options(cls, config) -> None:
         if config.bfgs and config.conjugate_gradient:
             raise OptionError("'conjugate_gradient' and 'bfgs' cannot be used together.")
-        if config.passes < 2 and not config.testonly:
+        # (asked for now: a saved model of --bfgs loads to predict with any --passes)
+        asked = {"bfgs", "conjugate_gradient"} & config.explicit
+        if asked and config.passes < 2 and not config.testonly:
             raise OptionError("At least 2 passes must be used for BFGS")
         for name in ("oaa", "csoaa", "multilabel_oaa", "stage_poly", "bootstrap"):
             if getattr(config, name) not in (None, False):

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import struct
 
+import mmh3
 import numpy as np
 
 from olearn.core.atomic import AtomicOutput
-from olearn.data.hashing import murmur3_32
 from olearn.errors import OlearnError
 from olearn.kernel import layouts
 from olearn.learners.bfgs import Bfgs
@@ -63,9 +63,10 @@ def _split_string(text: str) -> list[bytes]:
 
 
 def _checksum(fields: list[bytes]) -> int:
+    """VW's: a murmur hash of each field, seeded by the hash of those before."""
     h = 0
     for field in fields:
-        h = murmur3_32(np.frombuffer(field, dtype=np.uint8), 0, len(field), h)
+        h = mmh3.hash(field, h, signed=False)
     return h
 
 
@@ -74,7 +75,7 @@ def write_binary(path: str, learner, prior: np.ndarray) -> None:
     listed = np.flatnonzero(prior)
     pairs = np.empty(len(listed), dtype=[("i", "<u4"), ("v", "<f4")])
     pairs["i"], pairs["v"] = listed, prior[listed]
-    data = b"".join([_string(VW_LAYOUT), *fields, struct.pack("<I", _checksum(fields)), b"\1",
+    data = b"".join([_string(VW_LAYOUT), *fields, struct.pack("<II", 4, _checksum(fields)), b"\1",
                      pairs.tobytes()])
     out = AtomicOutput(path)
     try:
@@ -125,7 +126,7 @@ def read_binary(path: str, bits: int) -> np.ndarray:
         raise OlearnError("a feature regularizer with --ngram or --skips is not supported",
                           path)
     reader.string()  # the options
-    reader.take(4)  # the checksum
+    reader.string()  # the checksum
     if reader.take(1) != b"\1":
         raise OlearnError("not a feature regularizer (a model file of weights)", path)
     rest = data[reader.at:]
