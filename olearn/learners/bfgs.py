@@ -1,5 +1,5 @@
 """--bfgs and --conjugate_gradient: batch L-BFGS (Nocedal 1980, Liu and Nocedal 1989) over
-passes, as VW's bfgs.cc runs it (docs/algorithms.md, "Batch L-BFGS").
+passes, as VW's bfgs.cc runs it (docs/algorithms.md §8).
 
 The examples only accumulate: in a *gradient pass* the loss and its gradient g at the current
 weights (and, in the first pass, the diagonal preconditioner: Σ ℓ''·i·x²); in a *curvature
@@ -92,6 +92,8 @@ class Bfgs(LearnerFamily):
     BUNDLE = BfgsState
     PROGRESS_TABLE = False
     KEPT_CALLS = False
+    UNMERGEABLE = ("--bfgs/--conjugate_gradient: the search's state (direction, history, "
+                   "step) has no averaging rule to merge partitions with")
     WARM_UP = {"bfgs": True, "cache": True, "passes": 3, "l2": 0.5, "hessian_on": True}
 
     def __init__(self, config):
