@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 
 import olearn
-from olearn.core.atomic import AtomicOutput
+from olearn.core.atomic import write_whole
 from olearn.kernel import layouts
 from olearn.learners.weights import W_W
 from olearn.options.config import MODEL_OPTIONS, Config
@@ -80,17 +80,6 @@ def vw_kept_options(config: Config) -> str:
     return _kept_options(dataclasses.replace(config, l1=0.0, l2=0.0))
 
 
-def write_text(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all."""
-    out = AtomicOutput(path)
-    try:
-        out.write(text.encode("utf-8", "surrogateescape"))
-        out.commit()
-    except BaseException:
-        out.discard()
-        raise
-
-
 def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
           table: bool = True) -> None:
     """Write ``learner``'s model (an OnlineLearner after ``passes`` passes) as text: a header,
@@ -110,4 +99,4 @@ def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
         if names is not None:
             entry = f"{names.get(j, '')}:{entry}"  # VW: an unseen feature, no name
         lines.append(entry)
-    write_text(path, "\n".join(lines) + "\n")
+    write_whole(path, ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))

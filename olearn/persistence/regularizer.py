@@ -14,7 +14,7 @@ import struct
 import mmh3
 import numpy as np
 
-from olearn.core.atomic import AtomicOutput
+from olearn.core.atomic import write_whole
 from olearn.errors import OlearnError
 from olearn.kernel import layouts
 from olearn.learners.bfgs import Bfgs
@@ -40,7 +40,7 @@ def write_outputs(learner) -> None:
                                       readable.vw_kept_options(config))
         lines += [":1", *(f"{i}:{v:g}" for i, v in zip(listed.tolist(),
                                                       prior[listed].tolist()))]
-        readable.write_text(config.output_feature_regularizer_text, "\n".join(lines) + "\n")
+        write_whole(config.output_feature_regularizer_text, ("\n".join(lines) + "\n").encode())
 
 
 def _string(text: str) -> bytes:
@@ -77,13 +77,7 @@ def write_binary(path: str, learner, prior: np.ndarray) -> None:
     pairs["i"], pairs["v"] = listed, prior[listed]
     data = b"".join([_string(VW_LAYOUT), *fields, struct.pack("<II", 4, _checksum(fields)), b"\1",
                      pairs.tobytes()])
-    out = AtomicOutput(path)
-    try:
-        out.write(data)
-        out.commit()
-    except BaseException:
-        out.discard()
-        raise
+    write_whole(path, data)
 
 
 class _Reader:
