@@ -826,3 +826,48 @@ def ldf_predictions(examples, mode="m", adaptive=True, normalized=True, invarian
             else:
                 learn(feats, 1.0, cost - min(costs))
     return out
+def bfgs_first_pass(examples, weights, bits):
+    """--bfgs's first pass (learners/bfgs.py) with the squared loss from ``weights``: per
+    coordinate the summed gradient and preconditioner (Σ ℓ''·i·x²), the summed loss, the
+    learned examples' predictions (clipped to the label range, which each label widens first)
+    and their importance. Float32 where VW's are."""
+    f32 = np.float32
+    g = np.zeros(1 << bits, dtype=np.float32)
+    cond = np.zeros(1 << bits, dtype=np.float32)
+    low = high = 0.0
+    loss = importance = 0.0
+    stored = []
+    for y, imp, features in examples:
+        if y is None or imp == 0:
+            continue
+        low, high = min(low, y), max(high, y)
+        raw = f32(0.0)
+        for j, x in features:
+            raw += weights[j] * f32(x)
+        p = min(max(float(raw), low), high)
+        d = f32(2.0 * (p - y)) * f32(imp)
+        second = f32(2.0 if low <= f32(p) <= high else 0.0) * f32(imp)
+        for j, x in features:
+            g[j] += d * f32(x)
+            cond[j] += second * f32(x) * f32(x)
+        loss += float(f32(f32((p - y) * (p - y)) * f32(imp)))
+        importance += imp
+        stored.append(p)
+    return g, cond, loss, np.array(stored, dtype=np.float32), importance
+
+
+def bfgs_curvature(examples, direction, stored):
+    """--bfgs's curvature pass (squared loss, every stored prediction inside the range):
+    Σ (d·x)²·ℓ''·i over the learned examples."""
+    total = 0.0
+    k = 0
+    for y, imp, features in examples:
+        if y is None or imp == 0:
+            continue
+        along = np.float32(0.0)
+        for j, x in features:
+            along += direction[j] * np.float32(x)
+        total += float(along) * float(along) * 2.0 * imp
+        k += 1
+    assert k == len(stored)
+    return total

@@ -1044,3 +1044,30 @@ def test_readable_model_header_and_resume_block_are_vw_s(vw, tmp_path, extra):
             assert _close(float(ma[2]), float(mb[2]), PRED_REL, PRED_ABS), (a, b)
         else:
             assert a == b
+
+
+# --bfgs and --conjugate_gradient (learners/bfgs.py): batch passes over a cache
+BFGS_RULES = {
+    "bfgs": ["--bfgs"],
+    "l2_mem": ["--bfgs", "--l2", "0.5", "--mem", "4"],
+    "hessian_on": ["--bfgs", "--hessian_on", "--l2", "0.1"],
+    "no_bias": ["--bfgs", "--l2", "1", "--no_bias_regularization"],
+    "conjugate_gradient": ["--conjugate_gradient", "--l2", "0.1"],
+    "logistic": ["--bfgs", "--l2", "1", "--loss_function", "logistic"],
+}
+
+
+@pytest.mark.parametrize("rule", list(BFGS_RULES))
+def test_bfgs_loss_and_predictions_match_vw(vw, tmp_path, rule):
+    """The average loss and every pass's -p as VW's, on generated data."""
+    r = random.Random(11)
+    data = _write(tmp_path / "d.vw", "".join(
+        f"{r.choice(['1', '-1'])} {r.choice(['', '2 '])}|a x:{r.uniform(-2, 2):.3f} "
+        f"c{r.randrange(10)} |b y:{r.uniform(0, 3):.2f} z{r.randrange(4)}\n"
+        for _ in range(200)))
+    options = ["-d", data, "-c", "--passes", "8", "--holdout_off", *BFGS_RULES[rule]]
+    ol, ref = _both([*options, "-p", tmp_path / "ol.p"], [*options, "-p", tmp_path / "vw.p"])
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=1e-4)
+    ours, theirs = ([float(line.split()[0]) for line in (tmp_path / f"{who}.p").read_text()
+                     .splitlines()] for who in ("ol", "vw"))
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4)

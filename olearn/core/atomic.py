@@ -79,6 +79,17 @@ class AtomicOutput:
             self._tmp = None
 
 
+def write_whole(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all."""
+    out = AtomicOutput(path)
+    try:
+        out.write(data)
+        out.commit()
+    except BaseException:
+        out.discard()
+        raise
+
+
 def _write_error(exc: OSError, path: str) -> OlearnError:
     if isinstance(exc, BrokenPipeError):
         return OutputClosed("broken pipe (the output was closed before the run finished)", path)

@@ -39,7 +39,7 @@ from olearn.outputs.predictions import (
     format_predictions,
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
-from olearn.persistence import model
+from olearn.persistence import model, regularizer
 from olearn.reductions import bootstrap, ldf, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
@@ -87,6 +87,7 @@ class OnlineLearner:
         self.class_weights = ClassWeights.of(config)
         self._kept_calls: tuple[dict, dict] | None = (
             ({}, {}) if hasattr(loop.learn_batch, "overloads") and not self.reduction.on
+            and self.family.KEPT_CALLS
             and self.class_weights is None else None)
         self._kept_rows = np.empty((ROWS_PER_BATCH, layouts.ROW_COLS))  # kept learning calls' rows
         self._no_rows = self._kept_rows[:0]
@@ -120,7 +121,9 @@ class OnlineLearner:
         """A fresh learner, or with -i (``initial_regressor``) the saved one, its options merged
         with ``config``'s (a warning per override unless quiet)."""
         if not config.initial_regressor:
-            return cls(config)
+            learner = cls(config)
+            regularizer.load_input(learner)
+            return learner
         path = config.initial_regressor
         saved = model.load(path)
         config = model.merged_config(config, saved, path,
@@ -130,6 +133,7 @@ class OnlineLearner:
         except OlearnError as exc:  # the model's options (e.g. its -b) can be the cause
             raise OlearnError(exc.message, exc.file or path) from None
         saved.restore(learner, path)
+        regularizer.load_input(learner)
         return learner
 
     def feature_names(self, names: dict[int, str]) -> dict[int, str]:
@@ -138,9 +142,14 @@ class OnlineLearner:
         return self.expander.feature_names(self.reduction.feature_names(names),
                                            int(self.params[layouts.P.constant]))
 
-    def end_pass(self, lines: int, last: bool) -> None:
-        """After a pass of ``lines`` lines (the expander counts VW's example counter)."""
+    def end_pass(self, lines: int, last: bool, holdout: float | None = None) -> bool:
+        """After a pass of ``lines`` lines (the expander counts VW's example counter), the
+        family's end of the pass (``holdout``: the pass's held-out loss, see
+        learners/family.py); True when the family has finished the run."""
         self.expander.end_pass(lines, last)
+        if self.config.testonly:
+            return False
+        return self.family.end_pass(self.weights, self.params, holdout)
 
     def _fresh_state(self) -> np.ndarray:
         """The learner state before any example."""
@@ -436,6 +445,7 @@ class OnlineLearner:
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
         """loop.learn_batch on this learner's arrays: the table row count."""
+        self.family.before_batch(len(batch))
         return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
 
     def _kept_call(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> tuple:

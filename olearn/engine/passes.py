@@ -101,10 +101,16 @@ class Holdout:
         self.stopped_early = False
         self.last = math.inf  # the last pass's holdout loss
 
+    @staticmethod
+    def pass_loss(stats: np.ndarray) -> float:
+        """The held-out loss of the pass just finished (NaN: nothing held out)."""
+        weight = stats[layouts.R_HOLDOUT_W_PASS]
+        return stats[layouts.R_HOLDOUT_LOSS_PASS] / weight if weight > 0 else math.nan
+
     def end_pass(self, stats: np.ndarray) -> bool:
         """Score the pass just finished; True when it is the best so far."""
-        weight = stats[layouts.R_HOLDOUT_W_PASS]
-        loss = stats[layouts.R_HOLDOUT_LOSS_PASS] / weight if weight > 0 else math.inf
+        loss = self.pass_loss(stats)
+        loss = math.inf if math.isnan(loss) else loss
         self.last = loss
         stats[layouts.R_HOLDOUT_LOSS_PASS] = stats[layouts.R_HOLDOUT_W_PASS] = 0.0
         if not self.active:
@@ -144,7 +150,8 @@ def run_passes(learner, learn_pass: Callable[[int], int],
         lines = learn_pass(passes)
         passes += 1
         # VW's end of a pass: the example counter, the holdout's verdict, the decayed rate
-        learner.end_pass(lines, last=passes == config.passes)
+        finished = learner.end_pass(lines, passes == config.passes, holdout.pass_loss(
+            learner.stats) if holdout.active and passes > 1 else None)
         improved = holdout.end_pass(learner.stats)
         if learner.auc is not None:
             learner.auc.end_pass(improved)
@@ -154,6 +161,8 @@ def run_passes(learner, learn_pass: Callable[[int], int],
             save(path)
         if config.save_per_pass and path:
             save(f"{path}.{passes}")
+        if finished:
+            break
     if path and not holdout.stopped_early:
         save(path)
     return Outcome(passes, holdout.best if holdout.active else None)

@@ -16,7 +16,7 @@ from olearn.options.config import Config
 from olearn.outputs.audit import NameCollector, printed_examples
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
 from olearn.outputs.report import TABLE_HEADER, Console
-from olearn.persistence import readable
+from olearn.persistence import readable, regularizer
 from olearn.reductions.oaa import class_count
 
 
@@ -43,6 +43,7 @@ def header(config: Config, data_lines: list[str]) -> str:
         lines.append(f"predictions = {config.predictions}")
     if config.raw_predictions:
         lines.append(f"raw predictions = {config.raw_predictions}")
+    lines += family_of(config).header_lines(config)
     lines += data_lines
     lines += [f"num sources = {len(config.data) or (0 if config.no_stdin else 1)}",
               f"Num weight bits = {config.bit_precision}",
@@ -92,7 +93,8 @@ def run(config: Config) -> OnlineLearner:
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
-    console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n"))
+    table = learner.family.PROGRESS_TABLE
+    console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n") * table)
     names = NameCollector(config) if config.invert_hash else None
     outputs = [(AtomicOutput(path), raw) for path, raw in
                ((config.predictions, False), (config.raw_predictions, True)) if path]
@@ -115,7 +117,7 @@ def run(config: Config) -> OnlineLearner:
                 names.add(batch, learner.terms)
             for out, raw in outputs:
                 out.write(learner.prediction_lines(preds, batch, raw))
-            for row in rows:
+            for row in rows if table else ():
                 console.print(learner.table_row(row, batch, preds))
             bytes_read = batch.bytes_read
             lines = batch.pass_line + batch.n_lines
@@ -129,6 +131,7 @@ def run(config: Config) -> OnlineLearner:
 
     try:
         done = run_passes(learner, learn_pass, learner.save)
+        regularizer.write_outputs(learner)
         console.close()
         learner.sync()
         passes = done.passes if paths else 0  # VW counts no pass without a source

@@ -7,6 +7,7 @@ comes last.
 from __future__ import annotations
 
 from olearn.errors import OptionError
+from olearn.learners.bfgs import Bfgs
 from olearn.learners.coin import Coin
 from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
@@ -16,7 +17,7 @@ from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
 
 FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights, NoLearning,
-                                             GradientDescent)
+                                             Bfgs, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:

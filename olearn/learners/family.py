@@ -28,6 +28,12 @@ a fifth of a linear pass). A literal argument (``prefetch``) stays one inside th
   it is scored (``Scored``: the clipped prediction, label, importance, initial prediction, loss
   and the loss's shared term); ``work`` is scratch (kernel/loop.py new_scratch).
 
+A family whose work happens between passes (--bfgs: batch L-BFGS) has its kernels only
+accumulate, and moves in :meth:`LearnerFamily.end_pass`, which may end the run; it can ask for
+room before each batch (:meth:`LearnerFamily.before_batch`), and say that it prints no
+progress table (``PROGRESS_TABLE``) and runs no kept calls (``KEPT_CALLS``: its bundle's arrays
+may be replaced between batches).
+
 ``SHOWS_FIRST`` (a constant, not a kernel): the table and -p show the prediction ``predict``
 gives before the label widens the range, while the loss is scored on ``learn_predict``'s (VW's
 learners whose learn does not return its prediction: --ftrl, --coin).
@@ -57,6 +63,8 @@ class LearnerFamily:
     ARRAYS: dict = {}  # model-file arrays: name -> (dtype, shape with None for any length)
     NAMED: dict = {}  # those with declared fields: name -> (layout, axis)
     WARM_UP: dict | None = None  # the options of olearn --warm-cache's run of the family
+    PROGRESS_TABLE = True  # whether the run prints VW's progress table
+    KEPT_CALLS = True  # whether the Python API may keep its bundle across calls
 
     def __init__(self, config):
         self.config = config
@@ -81,6 +89,20 @@ class LearnerFamily:
     def bundle(self) -> tuple:
         """The family's state as its kernels take it."""
         raise NotImplementedError
+
+    def before_batch(self, examples: int) -> None:
+        """Make room for a batch of ``examples`` examples (before its kernel call)."""
+
+    @staticmethod
+    def header_lines(config) -> list[str]:
+        """Lines the family adds to the run's header (stderr), before the data's."""
+        return []
+
+    def end_pass(self, weights: np.ndarray, params: np.ndarray, holdout: float | None) -> bool:
+        """After a learned pass: the family's own work on the whole model; True when the run
+        is done (no more passes). ``holdout``: the pass's held-out loss (NaN: none held out),
+        None without a holdout or in the first pass."""
+        return False
 
     @staticmethod
     def describe(config) -> str:

@@ -321,7 +321,7 @@ def _check_table(arrays: dict, config: Config) -> None:
 def merged_config(config: Config, model: Model, path: str, warn) -> Config:
     """The run's options with ``-i``: the model's, except those given on the command line
     (a warning when they differ). A different ``-b`` is an error, as in VW, and so is another
-    learner (the state would not be its)."""
+    learner (the state would not be its), except --bfgs from gradient descent's weights."""
     saved = model.options
     if "bit_precision" in config.explicit and config.bit_precision != saved["bit_precision"]:
         raise OlearnError(f"model has -b {saved['bit_precision']}, the command line asks for "
@@ -332,7 +332,11 @@ def merged_config(config: Config, model: Model, path: str, warn) -> Config:
     if any(name in config.explicit for name in (*LEARNERS, "saew_calibrate")):
         # the command line names the learner: --boa replaces a model's --eg (it is not both)
         options.update({name: getattr(config, name) for name in LEARNERS})
-    if _learner(options) != _learner(saved):
+    # --bfgs starts from any gradient-descent model's weights (a batch method keeps no state
+    # between runs; VW's loads the weights alone)
+    from_weights = _learner(saved) == "gradient descent" and (
+        options.get("bfgs") or options.get("conjugate_gradient"))
+    if _learner(options) != _learner(saved) and not from_weights:
         raise OlearnError(f"model was trained with {_learner(saved)}, the command line asks for "
                           f"{_learner(options)} (a model continues with its own learner)", path)
     try:

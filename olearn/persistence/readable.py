@@ -2,12 +2,13 @@
 (docs/vw-reference.md §6.1)."""
 from __future__ import annotations
 
+import dataclasses
 import zlib
 
 import numpy as np
 
 import olearn
-from olearn.core.atomic import AtomicOutput
+from olearn.core.atomic import write_whole
 from olearn.kernel import layouts
 from olearn.learners.weights import W_W
 from olearn.options.config import MODEL_OPTIONS, Config
@@ -63,6 +64,22 @@ def _resume_lines(learner, passes: int, table: bool) -> list[str]:
             f"current_pass {passes}", "l1_state 0", "l2_state 1"]
 
 
+def header_lines(config: Config, state: np.ndarray, values: np.ndarray, options: str
+                 ) -> list[str]:
+    """VW's header of a text model: olearn's version, the label range, the bits, the kept
+    ``options`` and a CRC-32 of the ``values`` written (olearn's checksum)."""
+    checksum = zlib.crc32(np.ascontiguousarray(values).tobytes())
+    return [f"Version olearn {olearn.__version__}", "Id ",
+            f"Min label:{state[layouts.S_MIN]:g}", f"Max label:{state[layouts.S_MAX]:g}",
+            f"bits:{config.bit_precision}", "lda:0", "0 ngram:", "0 skip:",
+            f"options: {options}".rstrip(), f"Checksum: {checksum}"]
+
+
+def vw_kept_options(config: Config) -> str:
+    """The model options VW itself keeps in a model's header (it keeps no --l1 or --l2)."""
+    return _kept_options(dataclasses.replace(config, l1=0.0, l2=0.0))
+
+
 def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
           table: bool = True) -> None:
     """Write ``learner``'s model (an OnlineLearner after ``passes`` passes) as text: a header,
@@ -74,11 +91,7 @@ def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
     config, weights, state = learner.config, learner.weights, learner.state
     predict_only = config.predict_only_model
     nonzero = np.flatnonzero(weights[:, W_W])
-    checksum = zlib.crc32(np.ascontiguousarray(weights[nonzero, W_W]).tobytes())
-    lines = [f"Version olearn {olearn.__version__}", "Id ",
-             f"Min label:{state[layouts.S_MIN]:g}", f"Max label:{state[layouts.S_MAX]:g}",
-             f"bits:{config.bit_precision}", "lda:0", "0 ngram:", "0 skip:",
-             f"options: {_kept_options(config)}".rstrip(), f"Checksum: {checksum}"]
+    lines = header_lines(config, state, weights[nonzero, W_W], _kept_options(config))
     lines += [":0"] if predict_only else _resume_lines(learner, passes, table)
     listed, values = learner.family.readable_rows(weights, predict_only)
     for j, row in zip(listed.tolist(), values.tolist()):
@@ -86,10 +99,4 @@ def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
         if names is not None:
             entry = f"{names.get(j, '')}:{entry}"  # VW: an unseen feature, no name
         lines.append(entry)
-    out = AtomicOutput(path)
-    try:
-        out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
-        out.commit()
-    except BaseException:
-        out.discard()
-        raise
+    write_whole(path, ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
