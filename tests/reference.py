@@ -696,6 +696,91 @@ def ftrl_predictions(examples, rule, alpha, beta, l1=0.0, l2=0.0):
     return out
 
 
+def freegrad_predictions(examples, epsilon=1.0, lipschitz=0.0, restart=False, project=False,
+                         radius=None):
+    """VW's --freegrad (freegrad.cc) in plain Python on float32 scalars, squared loss: each
+    example's (prediction, raw score). ``examples`` as for :func:`gd_predictions`; ``radius``
+    None: the adaptive radius."""
+    f = np.float32
+    eps, lip = f(epsilon), f(lipschitz)
+    w, state = {}, {}  # state: [G, V, h1, ht, S]
+    grad_norms, top = f(1), f(0)
+    lo = hi = 0.0
+    out = []
+
+    def bet(j):
+        big_g, v, h1, ht, _ = state.get(j, [f(0)] * 5)
+        if not h1 > 0:
+            return f(0)
+        a = abs(big_g)
+        return f(f(f(f(f(-big_g * eps) * f(f(2) * v + f(ht * a))) * f(h1 * h1))
+                   / f(f(f(2) * f(f(v + f(ht * a)) ** 2)) * np.sqrt(v)))
+                 * np.exp(f(f(a * a) / f(f(f(2) * v) + f(f(2) * f(ht * a))))))
+
+    def ball():
+        return f(radius) if radius is not None else f(eps * np.sqrt(grad_norms))
+
+    with np.errstate(all="ignore"):
+        for label, imp, feats in examples:
+            if not (label is not None and imp > 0):
+                raw = 0.0
+                for j, x in feats:
+                    raw = f(raw + f(w.get(j, f(0)) * f(x)))
+                raw = 0.0 if math.isnan(raw) else float(raw)
+                out.append((min(max(raw, lo), hi), raw))
+                continue
+            lo, hi = min(lo, label), max(hi, label)
+            bets = [bet(j) for j, _ in feats]
+            s, sq = f(0), f(0)
+            for b, (_, x) in zip(bets, feats):
+                sq = f(sq + f(b * b))
+                s = f(s + f(b * f(x)))
+            norm = np.sqrt(sq)
+            if project and norm > ball():
+                s = f(s * f(ball() / norm))
+            raw = 0.0 if math.isnan(s) else float(s)
+            p = min(max(raw, lo), hi)
+            out.append((p, raw))
+            d = f(2.0 * (p - label))
+            weight = f(imp)
+            dot = f(0)
+            for b, (_, x) in zip(bets, feats):
+                dot = f(dot + f(f(d * f(x)) * b))
+            tilt = project and norm > ball() and dot < 0
+            clipped_sq = f(0)
+            for j, x in feats:
+                st = state.setdefault(j, [f(0)] * 5)
+                h1, ht = st[2], st[3]
+                if h1 > 0:
+                    w[j] = bet(j)
+                g = f(d * f(x))
+                if tilt:
+                    g = f(g - f(f(dot * w.get(j, f(0))) / f(norm * norm)))
+                if g == 0:
+                    continue
+                c = g
+                if h1 == 0:
+                    st[2] = st[3] = abs(g) if lip == 0 else lip
+                    st[1] = f(st[1] + f(weight * f(g * g)))
+                elif abs(g) > ht:
+                    c = f(c * f(ht / abs(g)))
+                    st[3] = abs(g)
+                clipped_sq = f(clipped_sq + f(c * c))
+                step_g = f(c + f(f(weight - 1) * g))
+                step_v = f(f(c * c) + f(f(weight - 1) * f(g * g)))
+                if restart and f(st[3] / st[2]) > f(st[4] + 2):
+                    st[2], st[0], st[1] = st[3], step_g, step_v
+                else:
+                    st[0], st[1] = f(st[0] + step_g), f(st[1] + step_v)
+                if ht > 0:
+                    st[4] = f(st[4] + f(f(abs(c) / ht) + f(f(f(weight - 1) * abs(g)) / st[3])))
+            clipped_norm = np.sqrt(clipped_sq)
+            top = max(top, clipped_norm)
+            if top > 0:
+                grad_norms = f(grad_norms + f(f(weight * clipped_norm) / top))
+    return out
+
+
 def parse_csv(text: bytes, sep: bytes = b",", bits: int = 18, seed: int = 0,
               constant: bool = True, scales: dict | None = None):
     """A well-formed CSV file (header line first; cells plain or fully quoted) → per example

@@ -50,13 +50,15 @@ FAMILIES: dict[str, dict] = {
     "ftrl_l1": {"ftrl": True, "l1": 1e-3, "l2": 1e-2, "loss_function": "logistic"},
     "pistol": {"pistol": True},
     "coin": {"coin": True, "loss_function": "logistic"},
+    "freegrad": {"freegrad": True, "project": True, "restart": True},
     # the reduction behind the expander, with another loss
     "oaa_stage_poly": {"oaa": 3, "stage_poly": True, "batch_sz": 50,
                        "loss_function": "logistic"},
     "noop": {"noop": True},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
-COORDINATES = {"ftrl", "ftrl_l1", "pistol", "coin"}  # learners/coordinates.py's families
+# learners/coordinates.py's families
+COORDINATES = {"ftrl", "ftrl_l1", "pistol", "coin", "freegrad"}
 LEARNS_NOTHING = {"noop"}  # learners/no_learning.py: no weight moves
 # make test keeps one of them (each family compiles loops of its own); make check runs all
 CASES = [pytest.param(family, marks=pytest.mark.slow)

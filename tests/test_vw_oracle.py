@@ -497,6 +497,8 @@ FTRL_RULES = {
     "ftrl_l1": ["--ftrl", "--ftrl_alpha", "0.01", "--ftrl_beta", "0", "--l1", "2"],
     "pistol": ["--pistol"],
     "coin": ["--coin"],
+    "freegrad": ["--freegrad"],
+    "freegrad_project": ["--freegrad", "--project", "--restart", "--fepsilon", "0.5"],
 }
 
 

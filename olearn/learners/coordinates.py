@@ -23,9 +23,9 @@ class CoordinateFamily(LearnerFamily):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls.ARRAYS = {f"{cls.OPTION}_index": ("<u4", (None,)),
-                      f"{cls.OPTION}_slots": ("<f4", (None, len(cls.COLUMNS)))}
-        cls.NAMED = {f"{cls.OPTION}_slots": (cls.COLUMNS, 1)}
+        index, slots = cls._table_arrays()
+        cls.ARRAYS = {index: ("<u4", (None,)), slots: ("<f4", (None, len(cls.COLUMNS)))}
+        cls.NAMED = {slots: (cls.COLUMNS, 1)}
         merged = cls.COLUMNS.merged_by("mean") + cls.COLUMNS.merged_by("max")
         assert sorted(merged) == list(range(len(cls.COLUMNS))), "a column --dask cannot merge"
 
@@ -33,13 +33,18 @@ class CoordinateFamily(LearnerFamily):
         super().__init__(config)
         self.slots = np.zeros((1 << config.bit_precision, len(self.COLUMNS)), dtype=np.float32)
 
+    @classmethod
+    def _table_arrays(cls) -> tuple[str, str]:
+        """The names of the table's model arrays: its coordinates and their rows."""
+        return f"{cls.OPTION}_index", f"{cls.OPTION}_slots"
+
     def model_arrays(self) -> dict:
         moved = np.flatnonzero(np.any(self.slots != 0, axis=1))
-        index, slots = self.ARRAYS
+        index, slots = self._table_arrays()
         return {index: moved, slots: self.slots[moved]}
 
     def restore(self, arrays: dict, path: str) -> None:
-        index, slots = self.ARRAYS
+        index, slots = self._table_arrays()
         self.slots[:] = 0
         self.slots[arrays[index]] = arrays[slots]
 
@@ -47,7 +52,7 @@ class CoordinateFamily(LearnerFamily):
     def check(cls, arrays: dict, config) -> None:
         """Indices inside the table, each once; a row of values each, none NaN (a sum may
         have overflowed float32 to infinity: the kernels read it as VW's do)."""
-        index, slots = (arrays[name] for name in cls.ARRAYS)
+        index, slots = (arrays[name] for name in cls._table_arrays())
         require(len(np.unique(index)) == len(index)
                 and (len(index) == 0 or int(index.max()) < 1 << config.bit_precision),
                 f"{cls.OPTION}_index out of range or repeated")

@@ -11,13 +11,14 @@ from olearn.learners.bfgs import Bfgs
 from olearn.learners.coin import Coin
 from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
+from olearn.learners.freegrad import Freegrad
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
 from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights, NoLearning,
-                                             Bfgs, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, Freegrad, ExponentialWeights,
+                                             NoLearning, Bfgs, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:

@@ -17,6 +17,7 @@ from olearn.errors import OlearnError, OptionError
 from olearn.kernel.layouts import S_MAX, S_MIN
 from olearn.learners.experts import boa, saew
 from olearn.learners.experts import state as L
+from olearn.learners.experts.saew import l1_radius
 from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.gd import predict as weights_predict
 
@@ -44,7 +45,7 @@ def calibration_grid(config: Config) -> np.ndarray:
     k = [steps(config.saew_grid_alpha), steps(config.saew_grid_radius), steps(config.saew_grid_B)]
     with np.errstate(over="ignore", under="ignore"):  # checked below
         axes = (4.0 ** np.arange(config.saew_grid_d0), config.saew_alpha * 4.0 ** k[0],
-                config.radius * 4.0 ** k[1], 4.0 ** k[2])
+                l1_radius(config) * 4.0 ** k[1], 4.0 ** k[2])
     if not all((np.isfinite(axis) & (axis > 0)).all() for axis in axes):
         raise OptionError("--saew_calibrate: the grid around --saew_alpha and --radius leaves "
                           "the floating-point range")
@@ -71,7 +72,7 @@ def new_es(config: Config) -> np.ndarray:
     if config.saew_calibrate:
         grid = calibration_grid(config)
     else:
-        grid = np.array([[config.saew_d0, config.saew_alpha, config.radius, 1.0, 0.0]])
+        grid = np.array([[config.saew_d0, config.saew_alpha, l1_radius(config), 1.0, 0.0]])
     es = np.zeros((len(grid), L.E_SIZE))
     es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE], es[:, L.E_JOIN] = grid.T
     es[:, L.E_B] = config.saew_B
@@ -170,13 +171,13 @@ class ExponentialWeights(LearnerFamily):
     @staticmethod
     def describe(config: Config) -> str:
         if not config.saew:
-            return f"{config.subroutine} (radius {config.radius:g})"
+            return f"{config.subroutine} (radius {l1_radius(config):g})"
         sub = config.subroutine
         if sub == "sgd":
             sub = f"sgd, eta {config.saew_sgd_eta:g}, l1 {config.saew_sgd_l1:g}"
         if config.saew_calibrate:
             return f"saew calibrated ({sub})"
-        return (f"saew ({sub}, radius {config.radius:g}, d0 {config.saew_d0}, "
+        return (f"saew ({sub}, radius {l1_radius(config):g}, d0 {config.saew_d0}, "
                 f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:

@@ -44,8 +44,9 @@ OPTIONS = (
               "per-corner adaptive rates, O(features seen) per example."),
     flag("--saew", model=True,
          help="SAEW: sessions of BOA, EG or SGD on shrinking l1 balls around sparse centers."),
-    number("--radius", kind=float, default=1.0, low=0.0, low_allowed=False, model=True,
-           help="--eg/--boa/--saew: l1 radius U of the ball the weights live in."),
+    number("--radius", kind=float, default=None, low=0.0, low_allowed=False, model=True,
+           help="--eg/--boa/--saew: l1 radius U of the ball the weights live in [default: 1]; "
+                "--freegrad --project: l2 radius of the projection [default: adaptive]."),
     choice("--saew_sub", choices=tuple(L.SUBS), default="boa", model=True,
            help="SAEW's subroutine: BOA (O(features seen) per example), EG± or lazy SGD with "
                 "L1 (O(features of the example) per example)."),
@@ -90,6 +91,11 @@ OPTIONS = (
     number("--saew_grid_B", **_GRID,
            help="--saew_calibrate: B values (running max of ||g||∞) × 4^k, k centered on 0."),
 )
+
+
+def l1_radius(config) -> float:
+    """--radius as the experts read it: U, 1 unless given."""
+    return 1.0 if config.radius is None else config.radius
 
 
 @njit(cache=True, nogil=True)
