@@ -781,6 +781,50 @@ def freegrad_predictions(examples, epsilon=1.0, lipschitz=0.0, restart=False, pr
     return out
 
 
+def svrg_predictions(examples, passes, stage_size=1, eta=0.5):
+    """VW's --svrg (svrg.cc) in plain Python on float32 scalars, squared loss, over ``passes``
+    passes of ``examples`` (as for :func:`gd_predictions`): each example's (prediction, raw
+    score), pass after pass."""
+    f = np.float32
+    w, stable, grad = {}, {}, {}
+    count = 0
+    lo = hi = 0.0
+    out = []
+
+    def dot(weights, feats, initial=0.0):
+        s = f(initial)
+        for j, x in feats:
+            s = f(s + f(f(x) * weights.get(j, f(0))))
+        return 0.0 if math.isnan(s) else float(s)
+
+    with np.errstate(all="ignore"):
+        for now in range(passes):
+            exact = now % (stage_size + 1) == 0
+            if exact:  # the stage's stable point
+                stable, grad, count = dict(w), {}, 0
+            for label, imp, feats in examples:
+                learn = label is not None and imp > 0
+                if learn:
+                    lo, hi = min(lo, label), max(hi, label)
+                raw = dot(w, feats)
+                p = min(max(raw, lo), hi)
+                out.append((p, raw))
+                if not learn:
+                    continue
+                p_stable = min(max(dot(stable, feats), lo), hi)
+                g_stable = f(f(2.0 * (p_stable - label)) * f(imp))
+                if exact:
+                    for j, x in feats:
+                        grad[j] = f(grad.get(j, f(0)) + f(g_stable * f(x)))
+                    count += 1
+                    continue
+                g = f(f(2.0 * (p - label)) * f(imp))
+                for j, x in feats:
+                    step = f(f(f(g - g_stable) * f(x)) + f(grad.get(j, f(0)) / f(count)))
+                    w[j] = f(w.get(j, f(0)) - f(f(eta) * step))
+    return out
+
+
 def parse_csv(text: bytes, sep: bytes = b",", bits: int = 18, seed: int = 0,
               constant: bool = True, scales: dict | None = None):
     """A well-formed CSV file (header line first; cells plain or fully quoted) → per example

@@ -16,9 +16,10 @@ from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
 from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
+from olearn.learners.svrg import Svrg
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, Freegrad, ExponentialWeights,
-                                             NoLearning, Bfgs, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, Freegrad, Svrg,
+                                             ExponentialWeights, NoLearning, Bfgs, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:
