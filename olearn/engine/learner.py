@@ -109,8 +109,10 @@ class OnlineLearner:
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
+        # the expander's terms (--rank factors its pair itself)
         self.terms = interactions.encode(interactions.with_wildcards(
-            config.terms, [], config.leave_duplicate_interactions))
+            [] if self.family.OWNS_TERMS else config.terms, [],
+            config.leave_duplicate_interactions))
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all),

@@ -13,11 +13,13 @@ from olearn.learners.experts.family import ExponentialWeights
 from olearn.learners.family import LearnerFamily
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
+from olearn.learners.mf import MatrixFactorization
 from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
 
-FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights, NoLearning,
-                                             Bfgs, GradientDescent)
+FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, ExponentialWeights,
+                                             MatrixFactorization, NoLearning, Bfgs,
+                                             GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:

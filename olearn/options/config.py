@@ -201,7 +201,10 @@ class _Checked:
 
     @property
     def update_rule(self) -> tuple[bool, bool, bool]:
-        """(adaptive, normalized, invariant): all three unless some are named (VW's rule)."""
+        """(adaptive, normalized, invariant): all three unless some are named (VW's rule);
+        none under --rank (VW's gd_mf has a plain rule of its own)."""
+        if self.rank is not None:
+            return False, False, False
         if not (self.sgd or self.adaptive or self.normalized or self.invariant):
             return True, True, True
         return self.adaptive, self.normalized, self.invariant

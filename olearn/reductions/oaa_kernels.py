@@ -55,13 +55,14 @@ def _class_features(k, features, s, expander, training, scratch):
     if s.stage_poly:
         n = stage_poly.expand(features, s.constant, s.mask, expander.poly, training,
                               scratch.synthetic, k)
-        return Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+        return Features(scratch.synthetic.index, scratch.synthetic.value, 0, n,
+                        features.namespace)
     index, value = scratch.classes.index, scratch.classes.value
     n = features.hi - features.lo
     for j in range(n):
         index[j] = (np.int64(features.index[features.lo + j]) + k) & s.mask
         value[j] = features.value[features.lo + j]
-    return Features(index, value, 0, n)
+    return Features(index, value, 0, n, features.namespace)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -305,7 +305,7 @@ def _fits(family, model):
 def _predict(family, model, features, initial, imp, s, prefetch):
     """From the experts' own state, except test-only: then the weight table holds the model
     they exported."""
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     if s.test_only:
         return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
     state = model.state
@@ -315,7 +315,7 @@ def _predict(family, model, features, initial, imp, s, prefetch):
 
 @njit(cache=True, nogil=True, inline="always")
 def _learn_predict(family, model, features, initial, imp, s, prefetch):
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     state = model.state
     return initial + saew.predict(family.ew, index, value, lo, hi, state[S_MIN], state[S_MAX],
                                   True)
