@@ -882,11 +882,62 @@ def mf_draw_slots(row: int, rank: int) -> list:
         stride *= 2
     state, out = row * stride, []
     for _ in range(2 * rank + 1):
-        state = (0xEECE66D5DEECE66D * state + 2147483647) % (1 << 64)
-        bits = ((state >> 25) & 0x7FFFFF) | 0x3F800000
-        unit = np.frombuffer(np.uint32(bits).tobytes(), dtype=np.float32)[0] - np.float32(1)
-        out.append(np.float32(0.1) * np.float32(unit))
+        state, unit = vw_draw(state)
+        out.append(np.float32(0.1) * unit)
         state += 1
+    return out
+
+
+def vw_draw(state: int) -> tuple:
+    """VW's merand48: the generator's next state and its float32 draw in [0, 1) (bits 25..47
+    of the state as the mantissa of a float in [1, 2), minus 1)."""
+    state = (0xEECE66D5DEECE66D * state + 2147483647) % (1 << 64)
+    bits = ((state >> 25) & 0x7FFFFF) | 0x3F800000
+    return state, np.frombuffer(np.uint32(bits).tobytes(), dtype=np.float32)[0] - np.float32(1)
+
+
+def subsample_order(classes: int, seed: int) -> list:
+    """VW's --oaa_subsample order: the identity, position i swapped with i + ⌊draw·(K − i)⌋."""
+    order, state = list(range(classes)), seed
+    for i in range(classes):
+        state, unit = vw_draw(state)
+        j = int(unit * np.float32(classes - i)) + i
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def oaa_subsample_predictions(examples, classes, bits, negatives, seed=0):
+    """VW's --oaa --oaa_subsample over gd (default rule) in plain Python, squared loss,
+    1-based labels: each example's class as --oaa predicts it (VW shows that one), then the
+    label's class learns +1 and the order's next ``negatives`` other classes -1 with importance
+    times K/N, each predicted with the range after its label joined."""
+    mask = (1 << bits) - 1
+    width = feature_width(classes)
+    gd = GradientDescent(True, True, True, 0.5)
+    sums = [gd.fresh_sums() for _ in range(classes)]
+    order, position = subsample_order(classes, seed), 0
+    lo = hi = 0.0
+    t = 0.0
+    out = []
+    for label, imp, feats in examples:
+        per_class = [[((j * width + k) & mask, x) for j, x in feats] for k in range(classes)]
+        scores = [min(max(gd.predict(f), lo), hi) for f in per_class]
+        out.append(max(range(classes), key=lambda k: (scores[k], -k)) + 1)
+        if label is None or imp == 0:  # (VW moves through its order for importance 0 too)
+            t += 0.0 if label is None else imp
+            continue
+        weight = float(np.float32(imp) * (np.float32(classes) / np.float32(negatives)))
+        learned = [(int(label) - 1, 1.0, imp)]
+        while len(learned) <= negatives:
+            c = order[position]
+            position = (position + 1) % classes
+            if c != label - 1:
+                learned.append((c, -1.0, weight))
+        for c, y, importance in learned:
+            lo, hi = min(lo, y), max(hi, y)
+            p = min(max(gd.predict(per_class[c]), lo), hi)
+            gd.update(per_class[c], p, y, importance, t, sums[c])
+        t += imp
     return out
 
 

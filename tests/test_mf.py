@@ -10,7 +10,7 @@ from olearn.errors import OptionError
 from olearn.learners.mf import initial_slots
 from olearn.options.config import Config
 
-U, I = ord("u"), ord("i")
+USER, ITEM = ord("u"), ord("i")
 
 
 def _examples(seed=4, n=300, bits=8):
@@ -19,7 +19,8 @@ def _examples(seed=4, n=300, bits=8):
     rng = np.random.default_rng(seed)
     examples = []
     for _ in range(n):
-        feats = [(int(rng.integers(1 << bits)), 1.0, U), (int(rng.integers(1 << bits)), 1.0, I)]
+        feats = [(int(rng.integers(1 << bits)), 1.0, USER),
+                 (int(rng.integers(1 << bits)), 1.0, ITEM)]
         kind = rng.integers(10)
         if kind == 0:
             feats = feats[:1]
@@ -37,9 +38,10 @@ def test_start_is_vws_draw():
 
 
 @pytest.mark.parametrize("options, reference", [
-    ({"quadratic": ["ui"]}, {"pair": (U, I)}),
+    ({"quadratic": ["ui"]}, {"pair": (USER, ITEM)}),
     ({"quadratic": ["ui"], "loss_function": "classic", "learning_rate": 0.05, "power_t": 0.0,
-      "l2": 1e-3}, {"pair": (U, I), "classic": True, "eta": 0.05, "power_t": 0.0, "l2": 1e-3}),
+      "l2": 1e-3},
+     {"pair": (USER, ITEM), "classic": True, "eta": 0.05, "power_t": 0.0, "l2": 1e-3}),
     ({}, {}),
 ])
 def test_kernel_matches_reference(options, reference):

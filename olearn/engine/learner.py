@@ -521,7 +521,7 @@ class OnlineLearner:
         """As :meth:`learn`, one example at a time, emitting each example's audit lines (with
         --oaa, as VW: a line per class, its score and its features' weights)."""
         self._see_namespaces(batch)
-        experts = self.config.experts
+        exported = self.family.AUDIT_SYNC
         adaptive = self.config.update_rule[0] and isinstance(self.family, gd.GradientDescent)
         index = self.reduction.widen(batch.index)
         classes = range(self.reduction.k) if self.reduction.on else range(1)
@@ -532,7 +532,7 @@ class OnlineLearner:
                   else np.arange(len(batch)))
         rows = []
         for e, end in zip(starts, np.append(starts[1:], len(batch))):
-            if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
+            if exported:  # the weights this example is predicted with (O(d): for inspection)
                 self.sync()
             features = [audit_line(batch, j, self.weights, adaptive, self.terms, self.config,
                                    index, k) for j in range(e, end) for k in classes]

@@ -47,6 +47,10 @@ def advances_t(reduction):
     raise NotImplementedError("compiled code only")
 
 
+def reports_loss(reduction):
+    raise NotImplementedError("compiled code only")
+
+
 def unit_end(reduction, numbers, e):
     raise NotImplementedError("compiled code only")
 
@@ -131,3 +135,11 @@ def _unit_end(reduction, numbers, e):
         return lambda reduction, numbers, e: e + 1
     kernel = found.unit_end
     return lambda reduction, numbers, e: kernel(numbers, e)
+
+
+@overload(reports_loss, **_OVERLOAD)
+def _reports_loss(reduction):
+    found = _kernels(reduction)
+    if found is not None:
+        reports = bool(found.reports_loss)
+        return lambda reduction: reports

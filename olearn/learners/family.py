@@ -70,6 +70,8 @@ class LearnerFamily:
     KEPT_CALLS = True  # whether the Python API may keep its bundle across calls
     # whether the interaction terms are the family's (--rank's pair), not the expander's
     OWNS_TERMS = False
+    # whether --audit's weights need a sync before each example (the model is not the table's)
+    AUDIT_SYNC = False
 
     def __init__(self, config):
         self.config = config

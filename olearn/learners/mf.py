@@ -69,6 +69,7 @@ class MatrixFactorization(LearnerFamily):
     BUNDLE = MatrixFactorizationState
     ARRAYS = {"rank_slots": ("<f4", (None, None))}
     OWNS_TERMS = True
+    AUDIT_SYNC = True
     UNMERGEABLE = "--rank's factors have no merge rule yet"
     WARM_UP = {"rank": 2, "quadratic": ["ab"]}
 

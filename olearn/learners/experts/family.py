@@ -129,6 +129,7 @@ class ExponentialWeights(LearnerFamily):
     OPTIONS = saew.OPTIONS
     BUNDLE = ExponentialWeightsState
     WARM_UP = {"saew": True}
+    AUDIT_SYNC = True  # θ lives in the experts' state
     # why --dask refuses the family: the experts' state (exponential weights, SAEW's balls and
     # sessions) declares no merge rule
     UNMERGEABLE = ("--eg/--boa/--saew: their corner weights have no averaging rule (weighted "
