@@ -29,12 +29,15 @@ def kernel_outputs(examples, config, learner=None):
     offsets = np.cumsum([0] + [len(f) for _, _, f in examples])
     numbers = np.array([[np.nan if y is None else y, imp, 0.0] for y, imp, _ in examples],
                        dtype=np.float32)
-    index = np.array([j for _, _, f in examples for j, _ in f], dtype=np.uint32)
-    value = np.array([x for _, _, f in examples for _, x in f], dtype=np.float32)
+    index = np.array([j for _, _, f in examples for j, *_ in f], dtype=np.uint32)
+    value = np.array([x for _, _, f in examples for _, x, *_ in f], dtype=np.float32)
+    # a feature may name its namespace third (else namespace 0)
+    namespace = np.array([(*rest, 0)[0] for _, _, f in examples for _, _, *rest in f],
+                         dtype=np.uint8)
     empty = np.zeros((0, 4), dtype=np.int64)
     batch = ExampleBatch(np.zeros(0, np.uint8), "", 0, numbers, np.full((len(examples), 2), -1),
                          np.zeros(len(examples), np.int64), offsets, index, value,
-                         np.zeros(len(index), np.uint8), empty, empty, 0, 0)
+                         namespace, empty, empty, 0, 0)
     learner = learner or OnlineLearner(config)
     preds = learner.new_predictions(batch)
     learner.learn(batch, preds)

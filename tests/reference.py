@@ -1000,3 +1000,128 @@ def bfgs_curvature(examples, direction, stored):
         k += 1
     assert k == len(stored)
     return total
+
+
+def mf_draw_slots(row: int, rank: int) -> list:
+    """VW's gd_mf start of one coordinate: 0.1 times the draws of its 64-bit generator seeded
+    with row·S (S: the power of two ≥ 2·rank + 1), the state stepped by one more between
+    draws (each draw: bits 25..47 as a float32's mantissa in [1, 2), minus 1)."""
+    stride = 1
+    while stride < 2 * rank + 1:
+        stride *= 2
+    state, out = row * stride, []
+    for _ in range(2 * rank + 1):
+        state, unit = vw_draw(state)
+        out.append(np.float32(0.1) * unit)
+        state += 1
+    return out
+
+
+def vw_draw(state: int) -> tuple:
+    """VW's merand48: the generator's next state and its float32 draw in [0, 1) (bits 25..47
+    of the state as the mantissa of a float in [1, 2), minus 1)."""
+    state = (0xEECE66D5DEECE66D * state + 2147483647) % (1 << 64)
+    bits = ((state >> 25) & 0x7FFFFF) | 0x3F800000
+    return state, np.frombuffer(np.uint32(bits).tobytes(), dtype=np.float32)[0] - np.float32(1)
+
+
+def subsample_order(classes: int, seed: int) -> list:
+    """VW's --oaa_subsample order: the identity, position i swapped with i + ⌊draw·(K − i)⌋."""
+    order, state = list(range(classes)), seed
+    for i in range(classes):
+        state, unit = vw_draw(state)
+        j = int(unit * np.float32(classes - i)) + i
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def oaa_subsample_predictions(examples, classes, bits, negatives, seed=0):
+    """VW's --oaa --oaa_subsample over gd (default rule) in plain Python, squared loss,
+    1-based labels: each example's class as --oaa predicts it (VW shows that one), then the
+    label's class learns +1 and the order's next ``negatives`` other classes -1 with importance
+    times K/N, each predicted with the range after its label joined."""
+    mask = (1 << bits) - 1
+    width = feature_width(classes)
+    gd = GradientDescent(True, True, True, 0.5)
+    sums = [gd.fresh_sums() for _ in range(classes)]
+    order, position = subsample_order(classes, seed), 0
+    lo = hi = 0.0
+    t = 0.0
+    out = []
+    for label, imp, feats in examples:
+        per_class = [[((j * width + k) & mask, x) for j, x in feats] for k in range(classes)]
+        scores = [min(max(gd.predict(f), lo), hi) for f in per_class]
+        out.append(max(range(classes), key=lambda k: (scores[k], -k)) + 1)
+        if label is None or imp == 0:  # (VW moves through its order for importance 0 too)
+            t += 0.0 if label is None else imp
+            continue
+        weight = float(np.float32(imp) * (np.float32(classes) / np.float32(negatives)))
+        learned = [(int(label) - 1, 1.0, imp)]
+        while len(learned) <= negatives:
+            c = order[position]
+            position = (position + 1) % classes
+            if c != label - 1:
+                learned.append((c, -1.0, weight))
+        for c, y, importance in learned:
+            lo, hi = min(lo, y), max(hi, y)
+            p = min(max(gd.predict(per_class[c]), lo), hi)
+            gd.update(per_class[c], p, y, importance, t, sums[c])
+        t += imp
+    return out
+
+
+def mf_predictions(examples, rank, bits, eta=10.0, power_t=0.5, l2=0.0, classic=False,
+                   pair=None, t0=1.0):
+    """VW's --rank (gd_mf) in plain Python on float32 scalars, squared or classic loss: each
+    example's (clipped prediction, raw score). ``examples``: (label or None, importance,
+    [(index, value, namespace)]); ``pair``: the -q pair's two namespace codes, or None."""
+    f = np.float32
+    slots = {}
+    lo = hi = 0.0
+    t = t0
+    out = []
+
+    def w(j):
+        return slots.setdefault(j, mf_draw_slots(j, rank))
+
+    def dot(feats, column, ns):
+        s = f(0)
+        for j, x, n in feats:
+            if n == ns:
+                s = f(s + f(w(j)[column] * f(x)))
+        return s
+
+    for label, imp, feats in examples:
+        p = f(0)
+        for j, x, _ in feats:
+            p = f(p + f(w(j)[0] * f(x)))
+        paired = pair is not None and all(any(n == side for _, _, n in feats) for side in pair)
+        if paired:
+            for k in range(1, rank + 1):
+                p = f(p + f(dot(feats, k, pair[0]) * dot(feats, k + rank, pair[1])))
+        raw = float(p)
+        learn = label is not None and imp > 0
+        if learn:
+            lo, hi = min(lo, label), max(hi, label)
+        clipped = min(max(raw, lo), hi)
+        out.append((clipped, raw))
+        if learn:
+            eta_t = f(f(f(f(eta) / f(f(f(t) + f(imp)) ** f(power_t))) / f(3)) * f(imp))
+            step = f(2.0 * (label - clipped) * float(eta_t))
+            if not classic and float(eta_t) >= 1e-6:
+                step = f((label - clipped) * (1.0 - math.exp(-2.0 * float(eta_t))))
+            reg = f(eta_t * f(l2))
+            for j, x, _ in feats:
+                w(j)[0] = f(w(j)[0] + f(f(step * f(x)) - f(reg * w(j)[0])))
+            if paired:
+                for k in range(1, rank + 1):
+                    left, right = dot(feats, k, pair[0]), dot(feats, k + rank, pair[1])
+                    for column, ns, other in ((k, pair[0], right), (k + rank, pair[1], left)):
+                        g = f(step * other)
+                        for j, x, n in feats:
+                            if n == ns:
+                                w(j)[column] = f(w(j)[column] + f(f(g * f(x))
+                                                                  - f(reg * w(j)[column])))
+        if label is not None:
+            t += imp
+    return out

@@ -55,10 +55,12 @@ FAMILIES: dict[str, dict] = {
     "oaa_stage_poly": {"oaa": 3, "stage_poly": True, "batch_sz": 50,
                        "loss_function": "logistic"},
     "noop": {"noop": True},
+    "rank": {"rank": 2, "quadratic": ["ab"]},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
 # learners/coordinates.py's families
 COORDINATES = {"ftrl", "ftrl_l1", "pistol", "coin", "freegrad"}
+SLOTS_ONLY = {"rank"}  # the whole model in the family's slots (learners/mf.py)
 LEARNS_NOTHING = {"noop"}  # learners/no_learning.py: no weight moves
 # make test keeps one of them (each family compiles loops of its own); make check runs all
 CASES = [pytest.param(family, marks=pytest.mark.slow)
@@ -67,6 +69,7 @@ KINDS = ("real", "binary", "classes")  # the labels of the generated datasets
 NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): exponential "
            "weights have no averaging rule to merge partitions with")
 NO_DASK_OAA = "--dask refuses --oaa: its per-class normalizer sums have no merge rule yet"
+NO_DASK_RANK = "--dask refuses --rank: its factors have no merge rule yet"
 DASK_FREEZES_STAGES = (
     "distributed.finish zeroes --stage_poly's stage period and counter base after every pass "
     "(stages only in pass 1, by design for several partitions), so even one partition's model "
@@ -255,6 +258,8 @@ def _dask_case(family: str):
         return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK))
     if "oaa" in FAMILIES[family]:
         return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_OAA))
+    if family == "rank":
+        return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_RANK))
     if family == "stage_poly":
         return pytest.param(family, marks=pytest.mark.xfail(strict=True,
                                                             reason=DASK_FREEZES_STAGES))
@@ -302,9 +307,11 @@ def test_readable_model_lists_exactly_the_changed_weights(datasets, family: str,
     learner = Learner(bit_precision=BITS, **FAMILIES[family]).fit(data.both)._learner
     learner.sync()
     fresh = Learner(bit_precision=BITS, **FAMILIES[family])._learner
-    # the weight, then the family's columns per coordinate (--ftrl, --pistol, --coin)
-    state, fresh_state = ([one.weights[:, :1], *([one.family.slots] if family in COORDINATES
-                                                  else [])] for one in (learner, fresh))
+    # the weight, then the family's columns per coordinate (--ftrl, --pistol, --coin); the
+    # family's slots alone (--rank)
+    state, fresh_state = ([one.family.slots] if family in SLOTS_ONLY else
+                          [one.weights[:, :1], *([one.family.slots] if family in COORDINATES
+                                                 else [])] for one in (learner, fresh))
     changed = np.flatnonzero(np.any(np.hstack(state) != np.hstack(fresh_state), axis=1))
     entries = _readable_entries(readable)
     assert (changed.size > 0) == (family not in LEARNS_NOTHING)
@@ -312,6 +319,7 @@ def test_readable_model_lists_exactly_the_changed_weights(datasets, family: str,
     if not changed.size:
         return
     listed = np.array([entries[j] for j in changed.tolist()])
-    values = (np.hstack(state) if family in COORDINATES else learner.weights)[changed]
+    values = (np.hstack(state) if family in COORDINATES | SLOTS_ONLY
+              else learner.weights)[changed]
     # %g keeps 6 significant digits: each value within half a unit of the 6th
     np.testing.assert_allclose(listed, values[:, :listed.shape[1]], rtol=5e-6, atol=0)

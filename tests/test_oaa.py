@@ -9,7 +9,12 @@ from conftest import olearn_here, run_olearn
 from examples import kernel_outputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import oaa_predictions, parse_vw_line
+from reference import (
+    oaa_predictions,
+    oaa_subsample_predictions,
+    parse_vw_line,
+    subsample_order,
+)
 
 from olearn import Learner
 from olearn.data.hashing import CONSTANT_HASH
@@ -17,6 +22,7 @@ from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
 from olearn.outputs.predictions import format_general
+from olearn.reductions.subsample import shuffled
 
 BITS = 10
 
@@ -202,3 +208,39 @@ def test_invert_hash_names_each_class_of_a_feature_as_vw(tmp_path):
 def test_writing_any_float64_score_stays_in_its_buffer_and_ends(x):
     out = np.empty(64, dtype=np.uint8)
     assert 0 < format_general(out, 0, x) <= 16
+
+
+@pytest.mark.parametrize("k, seed", [(10, 0), (10, 5), (7, 123)])
+def test_subsample_order_is_vws_shuffle(k, seed):
+    assert shuffled(k, seed).tolist() == subsample_order(k, seed)
+
+
+@pytest.mark.parametrize("negatives", [1, 2])
+def test_subsample_kernel_equals_the_reference(negatives):
+    examples = _class_examples()
+    config = Config(bit_precision=BITS, oaa=4, oaa_subsample=negatives, quiet=True)
+    got = kernel_outputs(examples, config)[:, 0]
+    want = oaa_subsample_predictions(examples, 4, BITS, negatives)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_subsample_reports_no_progressive_loss(tmp_path, capsys):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x\n2 |a y\n3 |a z\n")
+    olearn_here("-d", data, "--oaa", "3", "--oaa_subsample", "1")
+    assert "average loss = n.a." in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"oaa_subsample": 2}, "--oaa_subsample needs --oaa"),
+    ({"oaa": 4, "oaa_subsample": 2, "probabilities": True}, "does not take --probabilities"),
+])
+def test_subsample_refuses_options_that_do_not_fit(options, message):
+    with pytest.raises(OptionError, match=message):
+        Config(quiet=True, **options)
+
+
+def test_probabilities_take_and_drop_a_link():
+    """VW's oaa replaces --link by identity under --probabilities (suite test 352)."""
+    config = Config(oaa=3, probabilities=True, loss_function="logistic", link="logistic")
+    assert config.link == "identity"

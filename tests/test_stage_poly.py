@@ -49,7 +49,8 @@ def test_expansion_kernel_matches_reference(training):
         val = np.array([v for _, v in example], dtype=np.float32)
         out_idx = np.empty(1 << BITS, np.uint32)  # a row per slot, as the kernels size it
         out_val = np.empty(1 << BITS, np.float32)
-        n = stage_poly.expand(Features(idx, val, 0, len(idx)), CONSTANT, MASK,
+        n = stage_poly.expand(Features(idx, val, 0, len(idx), np.zeros(len(idx), np.uint8)),
+                              CONSTANT, MASK,
                               (min_depth, flags, np.empty(0), np.empty(0), origin), learn,
                               Synthetic(out_idx, out_val, stage_poly.new_stack()), 0)
         assert [(int(j), float(v)) for j, v in zip(out_idx[:n], out_val[:n])] == want

@@ -109,8 +109,10 @@ class OnlineLearner:
         self.linear = namespaces.linear_terms(config)
         self._wildcards = any(interactions.WILDCARD in t for t in config.terms)
         self._namespaces = np.zeros(256, dtype=np.bool_)
+        # the expander's terms (--rank factors its pair itself)
         self.terms = interactions.encode(interactions.with_wildcards(
-            config.terms, [], config.leave_duplicate_interactions))
+            [] if self.family.OWNS_TERMS else config.terms, [],
+            config.leave_duplicate_interactions))
         hash_all = config.hash == "all"
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all),
@@ -519,7 +521,7 @@ class OnlineLearner:
         """As :meth:`learn`, one example at a time, emitting each example's audit lines (with
         --oaa, as VW: a line per class, its score and its features' weights)."""
         self._see_namespaces(batch)
-        experts = self.config.experts
+        exported = self.family.AUDIT_SYNC
         adaptive = self.config.update_rule[0] and isinstance(self.family, gd.GradientDescent)
         index = self.reduction.widen(batch.index)
         classes = range(self.reduction.k) if self.reduction.on else range(1)
@@ -530,7 +532,7 @@ class OnlineLearner:
                   else np.arange(len(batch)))
         rows = []
         for e, end in zip(starts, np.append(starts[1:], len(batch))):
-            if experts:  # the θ this example is predicted with (O(d): --audit is for inspection)
+            if exported:  # the weights this example is predicted with (O(d): for inspection)
                 self.sync()
             features = [audit_line(batch, j, self.weights, adaptive, self.terms, self.config,
                                    index, k) for j in range(e, end) for k in classes]

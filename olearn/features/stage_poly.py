@@ -147,7 +147,7 @@ def expand(features, constant, mask, poly, training, synthetic, offset):
     monomial c (its state and its synthetic feature) is slot ``(c + k) & mask``, as VW offsets
     a reduction's problems.
     """
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     min_depth, flags, _, _, origin = poly
     out_idx, out_val, (stack_g, stack_x, stack_k) = synthetic
     record = origin.shape[0] == min_depth.shape[0]

@@ -170,6 +170,7 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    *({**family.WARM_UP, "final_regressor": TEMPORARY,
                       "readable_model": TEMPORARY} for family in FAMILIES if family.WARM_UP),
                    {"oaa": 3, "probabilities": True, "raw_predictions": TEMPORARY},
+                   {"oaa": 3, "oaa_subsample": 1},
                    {"csoaa": 3, "named_labels": "a,b,c", "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},

@@ -34,8 +34,11 @@ Examples = namedtuple("Examples", ["numbers", "offsets", "index", "value", "name
 # example's predictions and the progress-table rows.
 Out = namedtuple("Out", ["stats", "preds", "rows"])
 
-# One example's features as the family sees them: ``index``/``value`` rows ``lo:hi``.
-Features = namedtuple("Features", ["index", "value", "lo", "hi"])
+# One example's features as the family sees them: ``index``/``value`` rows ``lo:hi``, and the
+# batch's namespace per row, ``namespace``, which those rows index only where they are the
+# batch's own (no expansion: --rank's factors, learners/mf.py, read it so; a copy or an
+# expansion carries the batch's array along unread).
+Features = namedtuple("Features", ["index", "value", "lo", "hi", "namespace"])
 
 # A scored example, as the family's update takes it: the clipped prediction, the label, the
 # importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).

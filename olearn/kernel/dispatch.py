@@ -48,6 +48,10 @@ def shows_first(family):
     raise NotImplementedError("compiled code only")
 
 
+def count(family, features):
+    raise NotImplementedError("compiled code only")
+
+
 # inline: the call is replaced by the family's kernel call, with no function of its own between
 # them (which would count the references of its arrays); prefer_literal: literal arguments
 # (``prefetch``) reach the kernel as literals.
@@ -97,3 +101,14 @@ def _shows_first(family):
     if found is not None:
         first = bool(found.SHOWS_FIRST)
         return lambda family: first
+
+
+@overload(count, **_OVERLOAD)
+def _count(family, features):
+    found = _family(family)
+    if found is None:
+        return None
+    kernel = found.KERNELS.count
+    if kernel is None:
+        return lambda family, features: features.hi - features.lo
+    return lambda family, features: kernel(family, features)

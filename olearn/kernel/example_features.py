@@ -48,19 +48,19 @@ def example_features(e, examples, expander, s, some_not_linear, interacting, exp
     offsets, index, value, namespace = (examples.offsets, examples.index, examples.value,
                                         examples.namespace)
     if not interacting:
-        return Features(index, value, offsets[e], offsets[e + 1]), 0, 0
+        return Features(index, value, offsets[e], offsets[e + 1], namespace), 0, 0
     ranges, pos, x_idx, x_val, no_src = expansion
     lo = offsets[e]
     hi = offsets[e + 1]
     need = expanded_size(namespace, lo, hi, expander.terms, ranges)
     if need > x_idx.shape[0]:
-        return Features(x_idx, x_val, 0, 0), 0, need
+        return Features(x_idx, x_val, 0, 0, namespace), 0, need
     n = expand(index, value, lo, hi, expander.terms, ranges, s.mask, s.permutations, x_idx,
                x_val, no_src, pos)
     left_out = 0
     if some_not_linear:
         n, left_out = drop_linear(x_idx, x_val, n, namespace, lo, hi, expander.linear)
-    return Features(x_idx, x_val, 0, n), left_out, 0
+    return Features(x_idx, x_val, 0, n, namespace), left_out, 0
 
 
 @njit(cache=True, nogil=True, _nrt=False)

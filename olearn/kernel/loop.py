@@ -364,6 +364,7 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
     interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
     tracks_labels = reducing.tracks_labels(reduction)
     advances_t = reducing.advances_t(reduction)
+    reports_loss = reducing.reports_loss(reduction)
     for e in range(e0, numbers.shape[0]):
         # a multi-line example (--csoaa_ldf) is its lines e:end, taken at its first
         end = reducing.unit_end(reduction, numbers, e)
@@ -398,9 +399,12 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
                 _count_held_out(stats, reported, imp)
                 stats[R_HOLDOUT_MC_LOG_LOSS] += log_loss
                 continue
-            stats[R_SUM_LOSS] += reported
-            stats[R_W_LABELED] += imp
-            stats[R_MC_LOG_LOSS] += log_loss
+            if reports_loss:
+                stats[R_SUM_LOSS] += reported
+                stats[R_W_LABELED] += imp
+                stats[R_MC_LOG_LOSS] += log_loss
+            else:  # VW's --oaa_subsample: no progressive loss, the example counts as unlabeled
+                stats[R_W_UNLABELED] += imp
             if tracks_labels:
                 _count_label(stats, y, imp)
             if learn:

@@ -47,6 +47,10 @@ def advances_t(reduction):
     raise NotImplementedError("compiled code only")
 
 
+def reports_loss(reduction):
+    raise NotImplementedError("compiled code only")
+
+
 def unit_end(reduction, numbers, e):
     raise NotImplementedError("compiled code only")
 
@@ -106,20 +110,20 @@ def _learn(reduction, family, model, expander, features, predicted, scored, ex, 
         return call
 
 
-@overload(tracks_labels, **_OVERLOAD)
-def _tracks_labels(reduction):
-    found = _kernels(reduction)
-    if found is not None:
-        tracks = bool(found.tracks_labels)
-        return lambda reduction: tracks
+def _constant(name: str):
+    """The typing of a reduction's constant (``tracks_labels``, ``advances_t``,
+    ``reports_loss``): its table entry's value of that ``name``, a literal in the loop."""
+    def typed(reduction):
+        found = _kernels(reduction)
+        if found is not None:
+            value = bool(getattr(found, name))
+            return lambda reduction: value
+    return typed
 
 
-@overload(advances_t, **_OVERLOAD)
-def _advances_t(reduction):
-    found = _kernels(reduction)
-    if found is not None:
-        advances = bool(found.advances_t)
-        return lambda reduction: advances
+overload(tracks_labels, **_OVERLOAD)(_constant("tracks_labels"))
+overload(advances_t, **_OVERLOAD)(_constant("advances_t"))
+overload(reports_loss, **_OVERLOAD)(_constant("reports_loss"))
 
 
 @overload(unit_end, **_OVERLOAD)

@@ -511,7 +511,7 @@ def _update(family, model, features, scored, s, work, prefetch):
     (gradient pass) or curvature along the direction (curvature pass), and the
     preconditioner's Σ ℓ''·i·x² (first pass)."""
     coords, sums = family.coords, family.sums
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     imp = np.float32(scored.imp)
     if sums[K_FIRST] != 0:
         sums[K_IMPORTANCE] += scored.imp

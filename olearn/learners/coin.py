@@ -76,7 +76,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
     prediction, as VW's)."""
     slots = family.slots
     alpha = np.float32(family.alpha)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     total = np.float32(0.0)
     nu = np.float32(0.0)
     for k in range(lo, hi):
@@ -101,7 +101,7 @@ def _update(family, model, features, scored, s, work, prefetch):
     beta = np.float32(family.beta)
     d = gradient(scored, s)
     scale = _normalizer(model.state)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     for k in range(lo, hi):
         j = index[k]
         x = value[k]

@@ -14,12 +14,14 @@ from olearn.learners.family import LearnerFamily
 from olearn.learners.freegrad import Freegrad
 from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
+from olearn.learners.mf import MatrixFactorization
 from olearn.learners.no_learning import NoLearning
 from olearn.learners.pistol import Pistol
 from olearn.learners.svrg import Svrg
 
 FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, Freegrad, Svrg,
-                                             ExponentialWeights, NoLearning, Bfgs, GradientDescent)
+                                             ExponentialWeights, MatrixFactorization, NoLearning,
+                                             Bfgs, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:

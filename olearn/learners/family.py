@@ -27,6 +27,8 @@ a fifth of a linear pass). A literal argument (``prefetch``) stays one inside th
 - ``update(family, model, features, scored, s, work, prefetch)``: learn from the example once
   it is scored (``Scored``: the clipped prediction, label, importance, initial prediction, loss
   and the loss's shared term); ``work`` is scratch (kernel/loop.py new_scratch).
+- ``count(family, features)`` (optional): the feature count the table reports for the
+  example (without it: its rows, ``hi - lo``).
 
 A family whose work happens between passes (--bfgs: batch L-BFGS) has its kernels only
 accumulate, and moves in :meth:`LearnerFamily.end_pass`, which may end the run; it can ask for
@@ -46,7 +48,8 @@ import numpy as np
 
 from olearn.learners.weights import W_W, storable
 
-Kernels = namedtuple("Kernels", ["fits", "predict", "learn_predict", "update"])
+Kernels = namedtuple("Kernels", ["fits", "predict", "learn_predict", "update", "count"],
+                     defaults=(None,))
 
 
 class LearnerFamily:
@@ -65,6 +68,10 @@ class LearnerFamily:
     WARM_UP: dict | None = None  # the options of olearn --warm-cache's run of the family
     PROGRESS_TABLE = True  # whether the run prints VW's progress table
     KEPT_CALLS = True  # whether the Python API may keep its bundle across calls
+    # whether the interaction terms are the family's (--rank's pair), not the expander's
+    OWNS_TERMS = False
+    # whether --audit's weights need a sync before each example (the model is not the table's)
+    AUDIT_SYNC = False
 
     def __init__(self, config):
         self.config = config

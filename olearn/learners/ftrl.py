@@ -85,7 +85,7 @@ def _fits(family, model):
 @njit(cache=True, nogil=True, inline="always")
 def predict(family, model, features, initial, imp, s, prefetch):
     """The dot product of the weights (VW's slot 0)."""
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
 
 
@@ -106,7 +106,7 @@ def _update(family, model, features, scored, s, work, prefetch):
     l1 = np.float32(s.l1)
     l2 = np.float32(s.l2)
     d = gradient(scored, s)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     for k in range(lo, hi):
         j = index[k]
         g = d * value[k]

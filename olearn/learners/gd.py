@@ -14,7 +14,6 @@ from numba import literally, njit
 
 from olearn.core.option import choice, flag, number
 from olearn.core.vmath import prefetch_row
-from olearn.kernel.bundles import Features
 from olearn.kernel.layouts import LINKS, S_NORM, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
 from olearn.learners.family import Kernels, LearnerFamily
@@ -136,7 +135,8 @@ def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     """One example's update of ``model`` (kernel/bundles.py ``Model``) from its features
     ``index``/``value`` rows ``lo:hi``: VW's gd.cc for every adaptive/normalized/invariant
     combination. (The features come as arrays, not as a ``Features`` bundle: --oaa's loop, which
-    counts references, would count two per class per example building one.)
+    counts references, would count two per class per example building one; :func:`_update_rule`
+    takes them as a plain tuple.)
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
@@ -147,7 +147,7 @@ def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     ``prefetch`` (literal): see PREFETCH_AHEAD.
     """
     literally(prefetch)
-    features = Features(index, value, lo, hi)
+    features = (index, value, lo, hi)
     params = model.params
     adaptive = params[P.adaptive] != 0
     normalized = params[P.normalized] != 0
@@ -313,7 +313,7 @@ def _predict(family, model, features, initial, imp, s, prefetch):
     """The raw score, the features' pending regularization steps applied first (or, test-only,
     computed aside: a test never moves the model)."""
     W, state, _ = model
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     if s.regularized:
         acc = state[S_REG:S_REG + regularize.SIZE]
         if s.test_only:
@@ -329,7 +329,7 @@ def _update(family, model, features, scored, s, work, prefetch):
     features' pending steps are applied first: --oaa's earlier classes took steps since the
     prediction (as VW's gravity; otherwise there is nothing to apply)."""
     if scored.loss > 0:
-        index, value, lo, hi = features
+        index, value, lo, hi, _ = features
         if s.regularized:
             regularize.catch_up(model.W, family.lazy, model.state[S_REG:S_REG + regularize.SIZE],
                                 s.l1, s.l2 > 0, index, lo, hi)

@@ -68,7 +68,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
     slots = family.slots
     alpha = np.float32(family.alpha)
     beta = np.float32(family.beta)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     total = np.float32(0.0)
     for k in range(lo, hi):
         j = index[k]
@@ -88,7 +88,7 @@ def _learn_predict(family, model, features, initial, imp, s, prefetch):
 def _update(family, model, features, scored, s, work, prefetch):
     slots = family.slots
     d = gradient(scored, s)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     for k in range(lo, hi):
         j = index[k]
         g = d * value[k]

@@ -75,7 +75,7 @@ def random_weights(seed: int, n: int) -> np.ndarray:
     return bits.astype(np.uint32).view(np.float32) - np.float32(1.5)
 
 
-def _unit(states: np.ndarray) -> np.ndarray:
+def draws(states: np.ndarray) -> np.ndarray:
     """VW's draw of each generator state: the float32 in [0, 1) of bits 25..47."""
     bits = ((states >> np.uint64(25)) & np.uint64(0x7FFFFF)) | np.uint64(0x3F800000)
     return bits.astype(np.uint32).view(np.float32) - np.float32(1)
@@ -93,8 +93,8 @@ def normal_weights(n: int, stride: int) -> np.ndarray:
     while pending.size:
         first = a * states[pending] + c
         second = a * first + c
-        x1 = two * _unit(first) - one
-        x2 = two * _unit(second) - one
+        x1 = two * draws(first) - one
+        x2 = two * draws(second) - one
         radius = x1 * x1 + x2 * x2
         inside = (radius < one) & (radius != 0)
         r = radius[inside]

@@ -26,7 +26,7 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import bootstrap, classweight, csoaa, ldf, multilabel, oaa
+from olearn.reductions import bootstrap, classweight, csoaa, ldf, multilabel, oaa, subsample
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -40,7 +40,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Loss", losses.OPTIONS),
           ("Regularization", regularize.OPTIONS),
           ("Feature expansion: APPLE (--stage_poly)", stage_poly.OPTIONS),
-          ("One against all (multiclass)", oaa.OPTIONS + labels.OPTIONS),
+          ("One against all (multiclass)", oaa.OPTIONS + subsample.OPTIONS + labels.OPTIONS),
           ("Cost-sensitive one against all", csoaa.OPTIONS),
           ("Label-dependent features (multi-line examples)", ldf.OPTIONS),
           ("Multilabel one against all", multilabel.OPTIONS),
@@ -82,6 +82,7 @@ class _Checked:
         ldf.check(self)
         multilabel.check(self)
         oaa.check(self)
+        subsample.check(self)
         classweight.check(self)
         bootstrap.check(self)
         labels.check(self)
@@ -201,7 +202,10 @@ class _Checked:
 
     @property
     def update_rule(self) -> tuple[bool, bool, bool]:
-        """(adaptive, normalized, invariant): all three unless some are named (VW's rule)."""
+        """(adaptive, normalized, invariant): all three unless some are named (VW's rule);
+        none under --rank (VW's gd_mf has a plain rule of its own)."""
+        if self.rank is not None:
+            return False, False, False
         if not (self.sgd or self.adaptive or self.normalized or self.invariant):
             return True, True, True
         return self.adaptive, self.normalized, self.invariant

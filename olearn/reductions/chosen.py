@@ -6,15 +6,18 @@ from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
 from olearn.reductions.oaa import OneAgainstAll
+from olearn.reductions.subsample import Subsampled, on
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's, or
-    --oaa's (one scalar problem without --oaa)."""
+    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
+    --oaa_subsample's, or --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
         return CostSensitive
     if config.bootstrap is not None:
         return Bootstrap
+    if on(config):
+        return Subsampled
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

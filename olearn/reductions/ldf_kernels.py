@@ -199,8 +199,8 @@ def _learn_pairs(family, model, expander, unit, s, scratch, interacting):
                 x_idx[n_j + r] = x_idx[x_idx.shape[0] - n_k + r]
                 x_val[n_j + r] = x_val[x_idx.shape[0] - n_k + r]
             y = -1.0 if _cost_of(j, examples) < _cost_of(k, examples) else 1.0
-            learn_scalar(y, diff, family, model, Features(x_idx, x_val, 0, n_j + n_k), 0.0, s,
-                         scratch)
+            learn_scalar(y, diff, family, model,
+                         Features(x_idx, x_val, 0, n_j + n_k, mine.namespace), 0.0, s, scratch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

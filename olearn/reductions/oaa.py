@@ -102,6 +102,10 @@ def check(config) -> None:
         if config.indexing is not None and config.csoaa is None:
             raise OptionError("--indexing needs --oaa or --csoaa")
         return
+    if config.probabilities:
+        # VW's oaa applies the logistic link to each class itself and replaces --link by
+        # identity under --probabilities: the probabilities are the same with it or without
+        config.link = "identity"
     for name, on in (("binary", config.binary), ("link", config.link != "identity")):
         if on:
             raise OptionError(f"--{name} does not apply to --oaa's class predictions "

@@ -55,13 +55,14 @@ def _class_features(k, features, s, expander, training, scratch):
     if s.stage_poly:
         n = stage_poly.expand(features, s.constant, s.mask, expander.poly, training,
                               scratch.synthetic, k)
-        return Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+        return Features(scratch.synthetic.index, scratch.synthetic.value, 0, n,
+                        features.namespace)
     index, value = scratch.classes.index, scratch.classes.value
     n = features.hi - features.lo
     for j in range(n):
         index[j] = (np.int64(features.index[features.lo + j]) + k) & s.mask
         value[j] = features.value[features.lo + j]
-    return Features(index, value, 0, n)
+    return Features(index, value, 0, n, features.namespace)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -88,6 +89,17 @@ def learn_class(k, y, imp, reduction, family, model, class_features, ex, s, scra
     return raw, scored.p
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def see_indexing(state, ex, k_classes):
+    """VW's rule for a learned label while the indexing is undecided: label 0 makes the
+    classes 0-based, label K 1-based."""
+    if state[S_INDEXING] == oaa.AUTO:
+        if ex.y == 0:
+            state[S_INDEXING] = 0.0
+        elif ex.y == k_classes:
+            state[S_INDEXING] = 1.0
+
+
 @njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
     """Every class's clipped score; writes the first best class, its score, the first class's
@@ -98,11 +110,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     state = model.state
     k_classes = np.int64(model.params[P.classes])
     raw_first = 0 if state[S_INDEXING] == 0 else 1
-    if ex.learn and state[S_INDEXING] == oaa.AUTO:
-        if ex.y == 0:
-            state[S_INDEXING] = 0.0
-        elif ex.y == k_classes:
-            state[S_INDEXING] = 1.0
+    if ex.learn:
+        see_indexing(state, ex, k_classes)
     first = raw_first if model.params[P.class_lists] == 0 else (
         0 if state[S_INDEXING] == 0 else 1)
     scores = scratch.classes.scores
@@ -140,7 +149,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _class_label(y, indexing, k):
+def class_label(y, indexing, k):
     """The 0-based class of label ``y`` under ``indexing`` (VW's unsigned arithmetic: label 0
     of 1-based classes wraps), modulo the ``k`` classes; 0 for a label beyond 32 bits."""
     if not 0 <= y < 4294967296.0:
@@ -158,7 +167,7 @@ def _log_loss(model, ex, scratch):
         return 0.0
     k_classes = np.int64(model.params[P.classes])
     p_true = scratch.classes.probabilities[
-        _class_label(ex.y, model.state[S_INDEXING], k_classes)]
+        class_label(ex.y, model.state[S_INDEXING], k_classes)]
     return -np.log(p_true) * ex.imp if p_true > 0 else 999.0
 
 

@@ -52,13 +52,15 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
         if stage:
             n = stage_poly.expand(features, s.constant, s.mask, expander.poly, False,
                                   scratch.synthetic, 0)
-            shown = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+            shown = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n,
+                             features.namespace)
         shown_p = clipped(dispatch.predict(family, model, shown, ex.initial, ex.imp, s,
                                            expanded), state)
     if stage:
         n = stage_poly.expand(features, s.constant, s.mask, expander.poly, ex.learn,
                               scratch.synthetic, 0)
-        features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n)
+        features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n,
+                             features.namespace)
     if ex.learn and not s.fixed_range:
         state[S_MIN] = min(state[S_MIN], ex.y)
         state[S_MAX] = max(state[S_MAX], ex.y)
@@ -72,7 +74,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     shown = gd.output(model.params, shown_p if first else p)
     pred[0] = shown
     pred[1] = raw
-    return Predicted(shown, np.nan, features.hi - features.lo, (features, p))
+    return Predicted(shown, np.nan, dispatch.count(family, features), (features, p))
 
 
 @njit(cache=True, nogil=True, inline="always")

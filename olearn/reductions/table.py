@@ -13,7 +13,8 @@ reductions/bootstrap_kernels.py):
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
 row (``Predicted``), ``score(...)`` gives the reported loss, the multiclass log loss and what
 ``learn(...)`` updates from. ``tracks_labels``: the table's best constant and label sum apply
-(a scalar label).
+(a scalar label). ``reports_loss`` (default yes): a learned example's loss is progressive
+loss; no (--oaa_subsample, as VW): it counts as unlabeled and the average loss is n.a.
 """
 from __future__ import annotations
 
@@ -27,19 +28,22 @@ from olearn.reductions import (
     multilabel_kernels,
     oaa_kernels,
     one_problem,
+    subsample_kernels,
 )
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ldf import LdfState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.oaa import OneAgainstAllState
+from olearn.reductions.subsample import SubsampledState
 
 # unit_end(numbers, e): where the example whose first line is ``e`` ends, and ``e`` for a line
 # that is not an example's first (None: an example per line); advances_t: whether a learned
 # example advances the learner's clock t (VW's multi-line learners leave it).
 ReductionKernels = namedtuple("ReductionKernels", ["fits", "room", "predict", "score", "learn",
-                                                   "tracks_labels", "unit_end", "advances_t"],
-                              defaults=(None, True))
+                                                   "tracks_labels", "unit_end", "advances_t",
+                                                   "reports_loss"],
+                              defaults=(None, True, True))
 
 REDUCTIONS = {
     NoReduction: ReductionKernels(one_problem.fits, one_problem.room, one_problem.predict,
@@ -59,4 +63,7 @@ REDUCTIONS = {
     LdfState: ReductionKernels(ldf_kernels.fits, ldf_kernels.room, ldf_kernels.predict,
                                ldf_kernels.score, ldf_kernels.learn, False,
                                ldf_kernels.unit_end, False),
+    SubsampledState: ReductionKernels(subsample_kernels.fits, oaa_kernels.room,
+                                      oaa_kernels.predict, oaa_kernels.score,
+                                      subsample_kernels.learn, False, reports_loss=False),
 }

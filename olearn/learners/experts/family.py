@@ -130,6 +130,7 @@ class ExponentialWeights(LearnerFamily):
     OPTIONS = saew.OPTIONS
     BUNDLE = ExponentialWeightsState
     WARM_UP = {"saew": True}
+    AUDIT_SYNC = True  # θ lives in the experts' state
     # why --dask refuses the family: the experts' state (exponential weights, SAEW's balls and
     # sessions) declares no merge rule
     UNMERGEABLE = ("--eg/--boa/--saew: their corner weights have no averaging rule (weighted "
@@ -306,7 +307,7 @@ def _fits(family, model):
 def _predict(family, model, features, initial, imp, s, prefetch):
     """From the experts' own state, except test-only: then the weight table holds the model
     they exported."""
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     if s.test_only:
         return np.float64(weights_predict(model.W, index, value, lo, hi, initial, prefetch))
     state = model.state
@@ -316,7 +317,7 @@ def _predict(family, model, features, initial, imp, s, prefetch):
 
 @njit(cache=True, nogil=True, inline="always")
 def _learn_predict(family, model, features, initial, imp, s, prefetch):
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     state = model.state
     return initial + saew.predict(family.ew, index, value, lo, hi, state[S_MIN], state[S_MAX],
                                   True)
