@@ -151,7 +151,7 @@ def _bets(family, features):
     """Σ w·x over the example's bets, and Σ w²."""
     slots = family.slots
     epsilon = np.float32(family.epsilon)
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     total = np.float32(0.0)
     squares = np.float32(0.0)
     for k in range(lo, hi):
@@ -183,7 +183,7 @@ def _learn(family, W, features, d, weight):
     epsilon = np.float32(family.epsilon)
     lipschitz = np.float32(family.lipschitz)
     more = weight - np.float32(1.0)  # the importance beyond the clipped gradient's once
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     dot = np.float32(0.0)
     squares = np.float32(0.0)
     for k in range(lo, hi):  # the gradient's dot product with the bets, and their norm

@@ -94,7 +94,7 @@ def _gradient(s, p, y, imp):
 def _stable_gradient(family, model, features, scored, s):
     """The gradient at the stable point's clipped prediction (from the initial value)."""
     slots = family.slots
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     p = np.float32(scored.initial)
     for k in range(lo, hi):
         p += value[k] * slots[index[k], C_STABLE]
@@ -110,7 +110,7 @@ def _steps(family, W, features, inner, stable, eta):
     """One step of every feature of the example."""
     slots = family.slots
     count = np.float32(family.stage[G_COUNT])
-    index, value, lo, hi = features
+    index, value, lo, hi, _ = features
     for k in range(lo, hi):
         j = index[k]
         W[j, W_W] -= eta * ((inner - stable) * value[k] + slots[j, C_STABLE_GRAD] / count)
@@ -129,7 +129,7 @@ def _update(family, model, features, scored, s, work, prefetch):
                 slots[j, C_STABLE_GRAD] = 0.0
             stage[G_COUNT] = 0.0
         g = _stable_gradient(family, model, features, scored, s)
-        index, value, lo, hi = features
+        index, value, lo, hi, _ = features
         for k in range(lo, hi):
             slots[index[k], C_STABLE_GRAD] += g * value[k]
         stage[G_COUNT] += 1.0
