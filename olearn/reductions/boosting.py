@@ -8,9 +8,9 @@ algorithm gives it (``--alg``): online boost-by-majority (``BBM``, with the weak
 generator, seeded by --random_seed, decides where the weighted sum stops). The prediction is
 the weak learners' sum (BBM) or their sum weighted by each one's α (the others).
 
-:class:`Boosting` holds the configuration and state (α and v per weak learner, which model
-files keep; the example clock and the generator, which they do not, as VW's); the kernels are
-reductions/boosting_kernels.py.
+:class:`Boosting` holds the configuration and state: α and v per weak learner and the
+generator's state, which model files keep (as VW's), and the count of learned examples, which
+they do not (VW's restarts too); the kernels are reductions/boosting_kernels.py.
 """
 from __future__ import annotations
 
@@ -77,7 +77,9 @@ class Boosting(OneAgainstAll):
     BUNDLE = BoostingState
     MULTICLASS = False  # the weak learners' sum is a scalar
     CLASS_PAIRS = False  # -r writes a score, not class:score pairs
-    ARRAYS = {**OneAgainstAll.ARRAYS, "boost_learners": ("<f4", (None, len(LEARNERS)))}
+    # VW's model keeps its generator's state (as --random_seed): -i goes on drawing from it
+    ARRAYS = {**OneAgainstAll.ARRAYS, "boost_learners": ("<f4", (None, len(LEARNERS))),
+              "boost_random": ("<u8", (1,))}
     NAMED = {**OneAgainstAll.NAMED, "boost_learners": (LEARNERS, 1)}
 
     def __init__(self, config):
@@ -98,12 +100,14 @@ class Boosting(OneAgainstAll):
         return preds[:, 1]
 
     def model_arrays(self) -> dict:
-        return {**super().model_arrays(), "boost_learners": self.learners}
+        return {**super().model_arrays(), "boost_learners": self.learners,
+                "boost_random": self.random}
 
     def restore(self, arrays: dict) -> None:
         super().restore(arrays)
         if "boost_learners" in arrays:
             self.learners[:] = arrays["boost_learners"]
+            self.random[:] = arrays["boost_random"]
 
     @staticmethod
     def check(arrays: dict, config) -> None:
