@@ -88,3 +88,16 @@ def test_boosting_is_refused_with_dask():
     from olearn.scale.distributed import check_options
     with pytest.raises(OlearnError, match="--boosting's weak learners"):
         check_options(Config(boosting=2, data=["x.vw"], dask="local:1"))
+
+
+@pytest.mark.parametrize(("alg", "lines"), [("BBM", 0), ("logistic", 4), ("adaptive", 7)])
+def test_readable_model_lists_alpha_and_v_as_vw(tmp_path, alg, lines):
+    """After the header: ``boosts N``, each α (logistic, adaptive), each v (adaptive)."""
+    data, text = tmp_path / "d.vw", tmp_path / "m.txt"
+    data.write_text("1 |a x\n-1 |a y\n0.5 |a x y\n")
+    olearn_here("-d", data, "--boosting", 3, "--alg", alg, "--readable_model", text, "--quiet")
+    got = text.read_text().splitlines()
+    start = next(i for i, line in enumerate(got) if line.startswith("Checksum")) + 1
+    block = got[start:got.index(":1")]
+    assert [line.split()[0] for line in block] == (
+        ["boosts", *["alpha"] * 3, *["v"] * 3][:lines])

@@ -1024,10 +1024,12 @@ def test_classic_and_expectile_losses_match_vw(vw, tmp_path, loss, rule):
 
 @pytest.mark.parametrize("extra", [[], ["--quiet"], ["--passes", "3", "-c", "-k"],
                                    ["--passes", "3", "-c", "-k", "--holdout_off", "--quiet"],
-                                   ["--noconstant", "--ignore_linear", "a", "-q", "ab"]])
+                                   ["--noconstant", "--ignore_linear", "a", "-q", "ab"],
+                                   ["--boosting", "3", "--alg", "logistic"]])
 def test_readable_model_header_and_resume_block_are_vw_s(vw, tmp_path, extra):
     """VW's core tests 334-336, 386, 494, 495, 513: every header line but the version and the
-    checksum, and the resume block (--quiet leaves VW's table counters at their start)."""
+    checksum, and the resume block (--quiet leaves VW's table counters at their start); with a
+    reduction, its own lines and its first weak learner's normalizer sums."""
     path = _write(tmp_path / "d.vw", _regression_lines(6, 120))
     args = ["-d", path, *extra]
     _both([*args, "--readable_model", tmp_path / "ol.txt"],

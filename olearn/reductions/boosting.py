@@ -85,6 +85,7 @@ class Boosting(OneAgainstAll):
     def __init__(self, config):
         super().__init__(config, config.boosting)
         self.scores = False
+        self.alg = config.alg
         self.learners = np.tile(LEARNERS.defaults().astype(np.float32), (self.k, 1))
         self.clock = np.zeros(1, dtype=np.int64)
         self.random = np.array([config.random_seed], dtype=np.uint64)
@@ -122,6 +123,16 @@ class Boosting(OneAgainstAll):
         require(bool(np.all(np.isfinite(learners)) and np.all(np.abs(learners[:, L_ALPHA]) <= 2)
                      and np.all(learners[:, L_V] >= 0)),
                 "boost_learners: α outside [-2, 2], negative v or non-finite values")
+
+    def readable_lines(self) -> list[str]:
+        """VW's: ``boosts N``, then each weak learner's ``alpha`` (logistic, adaptive) and
+        ``v`` (adaptive); nothing for BBM."""
+        if self.alg == "BBM":
+            return []
+        lines = [f"boosts {self.k}", *(f"alpha {float(a):g}" for a in self.learners[:, L_ALPHA])]
+        if self.alg == "adaptive":
+            lines += [f"v {float(v):g}" for v in self.learners[:, L_V]]
+        return lines
 
     def check_labels(self, batch, indexing: float, prefix: str) -> list[str]:
         """Any label: the weak learners learn it as it is."""

@@ -189,6 +189,10 @@ class OneAgainstAll:
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
 
+    def readable_lines(self) -> list[str]:
+        """What VW's text model writes of the reduction's state after the header: nothing."""
+        return []
+
     @classmethod
     def saved(cls, config) -> set[str]:
         """The arrays a model of ``config`` holds for this reduction."""
