@@ -101,3 +101,9 @@ def test_readable_model_lists_alpha_and_v_as_vw(tmp_path, alg, lines):
     block = got[start:got.index(":1")]
     assert [line.split()[0] for line in block] == (
         ["boosts", *["alpha"] * 3, *["v"] * 3][:lines])
+
+
+@pytest.mark.parametrize("family", [{"ftrl": True}, {"bfgs": True}, {"saew": True}])
+def test_boosting_refuses_other_learner_families(family):
+    with pytest.raises(OptionError, match="--boosting works with gradient descent"):
+        Config(boosting=2, **family)

@@ -85,7 +85,8 @@ class _Checked:
         oaa.check(self)
         classweight.check(self)
         bootstrap.check(self)
-        boosting.check(self)
+        family = families.family_of(self)  # the last, gradient descent, is the default
+        boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

@@ -54,8 +54,9 @@ LEARNER_FIELDS = len(LEARNERS)
 BoostingState = namedtuple("BoostingState", ["classes", "learners", "clock", "random"])
 
 
-def check(config) -> None:
-    """The options --boosting needs or refuses (its weak learners learn a scalar label)."""
+def check(config, family: str | None) -> None:
+    """The options --boosting needs or refuses (its weak learners learn a scalar label with
+    gradient descent; ``family``: the flag of another learner family chosen, or None)."""
     from olearn.errors import OptionError
     if config.boosting is None:
         for name in ("alg", "gamma"):
@@ -67,6 +68,8 @@ def check(config) -> None:
         ("multilabel_oaa", config.multilabel_oaa is not None),
         ("bootstrap", config.bootstrap is not None), ("stage_poly", config.stage_poly),
         ("link", config.link != "identity")))
+    if family is not None:
+        raise OptionError(f"--boosting works with gradient descent, not with {family}")
 
 
 class Boosting(OneAgainstAll):
