@@ -297,6 +297,90 @@ def multilabel_predictions(examples, classes, bits, adaptive=True, normalized=Tr
     return out
 
 
+def _bbm_weight(n: int, i: int, s: float, gamma: float) -> float:
+    """Online BBM's weight of weak learner i of n at partial margin s (VW's boosting.cc)."""
+    k = math.floor((n - i - s) / 2)
+    rest = n - i - 1
+    if not 0 <= k <= rest:
+        return 0.0
+    return math.comb(rest, k) * (0.5 + gamma) ** k * (0.5 - gamma) ** (rest - k)
+
+
+def boosting_predictions(examples, learners, bits, alg="BBM", gamma=0.1, seed=0, learned=None,
+                         adaptive=True, normalized=True, invariant=True, eta=0.5, power_t=0.5,
+                         t0=0.0):
+    """VW's --boosting over gd in plain Python (olearn/reductions/boosting.py, vw-reference.md
+    §9.7), squared loss: each example's prediction and reported loss.
+
+    ``examples``: (label or None, importance, features); only the first ``learned`` (all:
+    None) are learned, the others predicted as with -t. Weak learner i's feature h is slot
+    (h·W + i) mod 2^bits. VW first predicts (every learner clipped to the range before the
+    label, α and v before the example, adaptive stopping at a draw), then learns: learner i
+    with the importance times its algorithm's weight, at its score clipped to the range with
+    the label (learner 0: before it); the reported loss is the last weak learner's that
+    learned (else the last one predicted).
+    """
+    mask = (1 << bits) - 1
+    width = feature_width(learners)
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(learners)]
+    alpha, v = [0.0] * learners, [1.0] * learners
+    lo = hi = 0.0
+    t, clock, state = t0, 0, seed
+    out = []
+
+    def draw():
+        nonlocal state
+        state = (0xEECE66D5DEECE66D * state + 2147483647) % 2 ** 64
+        return ((state >> 25) & 0x7FFFFF) / 2 ** 23
+
+    for e, (label, imp, feats) in enumerate(examples):
+        slots = [[((j * width + i) & mask, x) for j, x in feats] for i in range(learners)]
+        raws = [gd.predict(f) for f in slots]  # learner i's weights move in its own update only
+        stop = draw() if alg == "adaptive" else 0.0
+        shown, v_sum, reported = 0.0, 0.0, 0.0
+        for i in range(learners):
+            p = min(max(raws[i], lo), hi)
+            reported = (p - label) ** 2 * imp if label is not None else 0.0
+            if alg == "adaptive" and v_sum > stop:
+                break
+            shown += p * (1.0 if alg == "BBM" else alpha[i])
+            v_sum += v[i]
+        if label is not None and imp > 0 and (learned is None or e < learned):
+            clock += 1
+            rate = 4 / math.sqrt(clock)
+            if alg == "adaptive":
+                draw()
+            before = (lo, hi)
+            lo, hi = min(lo, label), max(hi, label)
+            s = partial = v_norm = 0.0
+            for i in range(learners):
+                w = (_bbm_weight(learners, i, s, gamma) if alg == "BBM"
+                     else 1 / (1 + math.exp(min(s, 700.0))))
+                p_learned = min(max(raws[i], lo), hi)
+                if imp * w > 0:
+                    reported = (p_learned - label) ** 2 * imp * w
+                    gd.update(slots[i], p_learned, label, imp * w, t, sums[i])
+                p = min(max(raws[i], before[0]), before[1]) if i == 0 else p_learned
+                a = 1.0 if alg == "BBM" else alpha[i]
+                s += label * p * a
+                if alg == "BBM":
+                    continue
+                if alg == "adaptive":
+                    partial += p * a
+                    if label * partial < 0:
+                        v[i] *= 0.36788
+                    v_norm += v[i]
+                alpha[i] = min(max(a + rate * label * p / (1 + math.exp(min(s, 700.0))), -2.0),
+                               2.0)
+            if v_norm:
+                v = [x / v_norm for x in v]
+        if label is not None:
+            t += imp
+        out.append((shown, reported))
+    return out
+
+
 def parse_costs(section: bytes, names=None):
     """A well-formed cost-sensitive label section → [(class, cost or None)], tag: each token
     ``name[:cost]``, the class the name's number (or with ``names`` its 1-based position, 0

@@ -1026,10 +1026,12 @@ def test_classic_and_expectile_losses_match_vw(vw, tmp_path, loss, rule):
 
 @pytest.mark.parametrize("extra", [[], ["--quiet"], ["--passes", "3", "-c", "-k"],
                                    ["--passes", "3", "-c", "-k", "--holdout_off", "--quiet"],
-                                   ["--noconstant", "--ignore_linear", "a", "-q", "ab"]])
+                                   ["--noconstant", "--ignore_linear", "a", "-q", "ab"],
+                                   ["--boosting", "3", "--alg", "logistic"]])
 def test_readable_model_header_and_resume_block_are_vw_s(vw, tmp_path, extra):
     """VW's core tests 334-336, 386, 494, 495, 513: every header line but the version and the
-    checksum, and the resume block (--quiet leaves VW's table counters at their start)."""
+    checksum, and the resume block (--quiet leaves VW's table counters at their start); with a
+    reduction, its own lines and its first weak learner's normalizer sums."""
     path = _write(tmp_path / "d.vw", _regression_lines(6, 120))
     args = ["-d", path, *extra]
     _both([*args, "--readable_model", tmp_path / "ol.txt"],
@@ -1073,3 +1075,25 @@ def test_bfgs_loss_and_predictions_match_vw(vw, tmp_path, rule):
     ours, theirs = ([float(line.split()[0]) for line in (tmp_path / f"{who}.p").read_text()
                      .splitlines()] for who in ("ol", "vw"))
     np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("alg", ["BBM", "logistic", "adaptive"])
+def test_boosting_loss_predictions_and_saved_model_match_vw(vw, tmp_path, alg):
+    """VW's core tests 602, 654-659: --boosting's progressive predictions and loss, and -t -i
+    of its saved model (α and v)."""
+    train = _write(tmp_path / "train.vw", _regression_lines(8, 200))
+    test = _write(tmp_path / "test.vw", _regression_lines(9, 60))
+    runs = {}
+    for tool in ("ol", "vw"):
+        model = tmp_path / f"{tool}.model"
+        runs[tool] = (["-d", train, "--boosting", "4", "--alg", alg, "-f", model,
+                       "-p", tmp_path / f"{tool}.p"],
+                      ["-d", test, "-i", model, "-t", "-p", tmp_path / f"{tool}.t"])
+    for step in (0, 1):
+        ol, ref = _both(runs["ol"][step], runs["vw"][step])
+        assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+    for suffix in ("p", "t"):
+        mine, theirs = ((tmp_path / f"{tool}.{suffix}").read_text().split()
+                        for tool in ("ol", "vw"))
+        assert all(_close(float(a), float(b), PRED_REL, PRED_ABS)
+                   for a, b in zip(mine, theirs, strict=True))

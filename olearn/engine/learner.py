@@ -415,7 +415,7 @@ class OnlineLearner:
             return format_class_sets(preds[:, multilabel.OUTPUT_COLUMN:],
                                      preds[:, multilabel.THRESHOLD_COLUMN],
                                      self.reduction.probabilities, batch.tags, batch.text)
-        if self.reduction.on and (raw or self.reduction.scores):
+        if self.reduction.on and self.reduction.CLASS_PAIRS and (raw or self.reduction.scores):
             classes, scores, counts, lead = self.reduction.class_pairs(preds, raw)
             return format_pairs(classes, scores, counts, lead, batch.tags, batch.text)
         if self.names is not None and not raw:

@@ -11,7 +11,7 @@ from olearn.core.fields import Field, Layout, Param, Parameters
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.features import stage_poly
 from olearn.learners import regularize
-from olearn.reductions import oaa
+from olearn.reductions import boosting, oaa
 
 # Learner state (float64 array).
 STATE = Layout(
@@ -102,9 +102,13 @@ PARAMS = Parameters(
           "--stage_poly_fallback: each stage's shallowest parent"),
     Param("constant", _constant, int, "the constant feature's index"),
     Param("classes", oaa.class_count, int,
-          "--oaa's, --csoaa's or --multilabel_oaa's class count K (0: one scalar problem)"),
+          "--oaa's, --csoaa's or --multilabel_oaa's class count K, --bootstrap's copies, "
+          "--boosting's weak learners (0: one scalar problem)"),
     Param("vote", lambda c: c.bootstrap is not None and c.bs_type == "vote", bool,
           "--bootstrap: the copies vote"),
+    Param("boost_alg", lambda c: boosting.ALGORITHMS[c.alg], int,
+          "--boosting's algorithm (reductions/boosting.py ALGORITHMS)"),
+    Param("gamma", lambda c: c.gamma, doc="--boosting --alg BBM: the weak learners' edge"),
     Param("absolute_loss", lambda c: c.cs_absolute_loss, bool,
           "--csoaa: the loss is the predicted class's cost"),
     Param("probabilities", lambda c: c.probabilities, bool,

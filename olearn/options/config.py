@@ -26,7 +26,16 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import bootstrap, classweight, csoaa, ldf, multilabel, oaa, subsample
+from olearn.reductions import (
+    boosting,
+    bootstrap,
+    classweight,
+    csoaa,
+    ldf,
+    multilabel,
+    oaa,
+    subsample,
+)
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -46,6 +55,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Multilabel one against all", multilabel.OPTIONS),
           ("Importance weight classes", classweight.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
+          ("Boosting", boosting.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -85,6 +95,8 @@ class _Checked:
         subsample.check(self)
         classweight.check(self)
         bootstrap.check(self)
+        family = families.family_of(self)  # the last, gradient descent, is the default
+        boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

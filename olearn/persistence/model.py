@@ -29,8 +29,9 @@ from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
 from olearn.learners.weights import COLUMNS, W_G, W_W
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
+from olearn.reductions.boosting import Boosting
 from olearn.reductions.chosen import reduction_of
-from olearn.reductions.oaa import AUTO, OneAgainstAll, class_count
+from olearn.reductions.oaa import AUTO, OneAgainstAll
 
 # The options that choose a learner family (the state a model holds is that family's).
 LEARNERS = (*EXPERT_LEARNERS, *(family.OPTION for family in FAMILIES if family.OPTION))
@@ -47,7 +48,7 @@ HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
 SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # The dtype and shape (None: any length) of each array save() writes.
 # Beside the weight table and the learner state, the expander's and the families' own.
-OWNERS = (StagePoly, OneAgainstAll, *FAMILIES)
+OWNERS = (StagePoly, OneAgainstAll, Boosting, *FAMILIES)
 ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
           "state": ("<f8", (None,)),
           **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}
@@ -265,8 +266,7 @@ def _names(config: Config) -> set[str]:
     names = {"index", "rows", "state"}
     if config.stage_poly:
         names |= set(StagePoly.ARRAYS)
-    if class_count(config):
-        names |= set(OneAgainstAll.ARRAYS)
+    names |= reduction_of(config).saved(config)
     names |= set(family_of(config).ARRAYS)
     return names
 

@@ -12,6 +12,7 @@ from olearn.core.atomic import write_whole
 from olearn.kernel import layouts
 from olearn.learners.weights import W_W
 from olearn.options.config import MODEL_OPTIONS, Config
+from olearn.reductions.oaa import CLASS_NORM, CLASS_TOTAL
 
 _DEFAULTS = Config()
 
@@ -49,7 +50,11 @@ def _resume_lines(learner, passes: int, table: bool) -> list[str]:
     counters = stats.copy()  # the table's counters: where it last printed, and when it prints next
     if config.quiet or not table:
         counters[[layouts.R_LAST_LOSS, layouts.R_DUMP_AT, layouts.R_LAST_W_LABELED]] = 0.0, 1.0, 0.0
-    return [":1", f"initial_t {config.t0:g}", f"norm normalizer {state[layouts.S_NORM]:g}",
+    norm, total = state[layouts.S_NORM], state[layouts.S_TOTAL]
+    if learner.reduction.on:  # VW writes its first per-model state's (class or copy 0's)
+        classes = learner.reduction.classes
+        norm, total = classes[0, CLASS_NORM], classes[0, CLASS_TOTAL]
+    return [":1", f"initial_t {config.t0:g}", f"norm normalizer {norm:g}",
             f"t {state[layouts.S_T] + stats[layouts.R_HOLDOUT_W]:g}", f"sum_loss {sum_loss:g}",
             f"sum_loss_since_last_dump {sum_loss - counters[layouts.R_LAST_LOSS]:g}",
             f"dump_interval {counters[layouts.R_DUMP_AT]:g}",
@@ -59,7 +64,7 @@ def _resume_lines(learner, passes: int, table: bool) -> list[str]:
             f"weighted_unlabeled_examples {stats[layouts.R_W_UNLABELED]:g}",
             f"example_number {stats[layouts.R_EXAMPLES]:g}",
             f"total_features {stats[layouts.R_FEATURES]:g}",
-            f"total_weight {state[layouts.S_TOTAL]:g}",
+            f"total_weight {total:g}",
             f"sd::oec.weighted_labeled_examples {counters[layouts.R_LAST_W_LABELED]:g}",
             f"current_pass {passes}", "l1_state 0", "l2_state 1"]
 
@@ -83,15 +88,17 @@ def vw_kept_options(config: Config) -> str:
 def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
           table: bool = True) -> None:
     """Write ``learner``'s model (an OnlineLearner after ``passes`` passes) as text: a header,
-    then a line ``index:values`` per coordinate the learner family lists
-    (learners/family.py ``readable_rows``: ``index:w G N`` per nonzero weight for gradient
-    descent, ``index:w`` with --predict_only_model), each prefixed by the feature's name with
-    --invert_hash. ``table``: whether the stats kept the progress table's counters (--dask
-    prints its table from the passes' sums)."""
+    the reduction's own lines (``readable_lines``), the resume block (with a reduction, its
+    first class's or copy's normalizer sums, as VW's), then a line ``index:values`` per
+    coordinate the learner family lists (learners/family.py ``readable_rows``: ``index:w G N``
+    per nonzero weight for gradient descent, ``index:w`` with --predict_only_model), each
+    prefixed by the feature's name with --invert_hash. ``table``: whether the stats kept the
+    progress table's counters (--dask prints its table from the passes' sums)."""
     config, weights, state = learner.config, learner.weights, learner.state
     predict_only = config.predict_only_model
     nonzero = np.flatnonzero(weights[:, W_W])
     lines = header_lines(config, state, weights[nonzero, W_W], _kept_options(config))
+    lines += learner.reduction.readable_lines()
     lines += [":0"] if predict_only else _resume_lines(learner, passes, table)
     listed, values = learner.family.readable_rows(weights, predict_only)
     for j, row in zip(listed.tolist(), values.tolist()):

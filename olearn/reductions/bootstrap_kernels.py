@@ -45,12 +45,18 @@ def fits(reduction, model, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def poisson_draw(random):
-    """VW's Poisson(1) draw: the generator's next number in [0, 1) (the float32 of exponent 0
-    and mantissa bits 25..47 of the state, less 1: exactly those bits / 2^23), then its
-    table."""
+def merand48(random):
+    """VW's generator (its state ``random[0]``): the next number in [0, 1), the float32 of
+    exponent 0 and mantissa bits 25..47 of the state, less 1 (exactly those bits / 2^23)."""
     random[0] = LCG_MULTIPLIER * random[0] + LCG_INCREMENT
-    u = np.float64((random[0] >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0
+    return np.float64((random[0] >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def poisson_draw(random):
+    """VW's Poisson(1) draw: the first k whose cumulative probability in VW's table reaches
+    the generator's next number."""
+    u = merand48(random)
     for k in range(POISSON.shape[0]):
         if u <= POISSON[k]:
             return k

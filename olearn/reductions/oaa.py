@@ -62,9 +62,10 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes (or copies) of --oaa, --csoaa, --multilabel_oaa or --bootstrap (0: one
-    scalar problem)."""
-    return config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap or 0
+    """The classes (or copies, or weak learners) of --oaa, --csoaa, --multilabel_oaa,
+    --bootstrap or --boosting (0: one scalar problem)."""
+    return (config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap
+            or config.boosting or 0)
 
 
 def feature_width(classes: int) -> int:
@@ -122,6 +123,7 @@ class OneAgainstAll:
 
     BUNDLE = OneAgainstAllState
     MULTICLASS = True  # predictions are classes (the table writes them so)
+    CLASS_PAIRS = True  # -r writes class:score pairs
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
@@ -190,6 +192,15 @@ class OneAgainstAll:
 
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
+
+    def readable_lines(self) -> list[str]:
+        """What VW's text model writes of the reduction's state after the header: nothing."""
+        return []
+
+    @classmethod
+    def saved(cls, config) -> set[str]:
+        """The arrays a model of ``config`` holds for this reduction."""
+        return set(cls.ARRAYS) if class_count(config) else set()
 
     def restore(self, arrays: dict) -> None:
         if self.on and "oaa_classes" in arrays:

@@ -1,13 +1,14 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``): each one's
-kernels, which kernel/reducing.py puts into the loop when numba compiles it.
+reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
+reductions/boosting.py ``BoostingState``): each one's kernels, which kernel/reducing.py puts
+into the loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
-reductions/bootstrap_kernels.py):
+reductions/bootstrap_kernels.py, reductions/boosting_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -22,6 +23,7 @@ from collections import namedtuple
 
 from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
+    boosting_kernels,
     bootstrap_kernels,
     csoaa_kernels,
     ldf_kernels,
@@ -30,6 +32,7 @@ from olearn.reductions import (
     one_problem,
     subsample_kernels,
 )
+from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ldf import LdfState
@@ -66,4 +69,7 @@ REDUCTIONS = {
     SubsampledState: ReductionKernels(subsample_kernels.fits, oaa_kernels.room,
                                       oaa_kernels.predict, oaa_kernels.score,
                                       subsample_kernels.learn, False, reports_loss=False),
+    BoostingState: ReductionKernels(boosting_kernels.fits, oaa_kernels.room,
+                                    boosting_kernels.predict, boosting_kernels.score,
+                                    boosting_kernels.learn, True),
 }

@@ -106,7 +106,9 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "oaa": "--oaa's per-class normalizer sums have no merge rule yet",
                "csoaa": "--csoaa's per-class normalizer sums have no merge rule yet",
                "multilabel_oaa": "--multilabel_oaa's per-class normalizer sums have no merge "
-                                 "rule yet"}
+                                 "rule yet",
+               "boosting": "--boosting's weak learners (their sums, α and v, and its "
+                           "generator) have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/core/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples) or taking the largest, the
