@@ -26,7 +26,7 @@ from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
 from olearn.learners import gd
 from olearn.learners.families import family_of
-from olearn.learners.weights import W_G, WIDTH, initialize
+from olearn.learners.weights import W_G, W_W, WIDTH, initialize
 from olearn.options.config import Config
 from olearn.outputs.audit import audit_line
 from olearn.outputs.history import History
@@ -122,6 +122,8 @@ class OnlineLearner:
         with ``config``'s (a warning per override unless quiet)."""
         if not config.initial_regressor:
             learner = cls(config)
+            if config.feature_mask is not None:
+                learner.start_from_mask(config.feature_mask)
             regularizer.load_input(learner)
             return learner
         path = config.initial_regressor
@@ -135,6 +137,19 @@ class OnlineLearner:
         saved.restore(learner, path)
         regularizer.load_input(learner)
         return learner
+
+    def start_from_mask(self, path: str) -> None:
+        """--feature_mask without -i: the mask model's weights are the initial weights (VW's),
+        and its label range the starting one; nothing else of it is kept."""
+        saved = model.load(path)
+        bits = saved.options["bit_precision"]
+        if bits != self.config.bit_precision:
+            raise OlearnError(f"the feature mask has -b {bits}, the run -b "
+                              f"{self.config.bit_precision}", path)
+        self.weights[:, W_W] = saved.weights(self.config)[:, W_W]
+        for field in (layouts.S_MIN, layouts.S_MAX):
+            self.state[field] = saved.state[field]
+        self._apply_fixed_options(self.state)
 
     def feature_names(self, names: dict[int, str]) -> dict[int, str]:
         """``names`` of the input features (with --oaa, of each class's copy), and with
