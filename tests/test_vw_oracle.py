@@ -1119,3 +1119,21 @@ def test_feature_mask_learns_the_mask_models_weights_as_vw(vw, tmp_path):
             losses[tool].append(average_loss(err))
     np.testing.assert_allclose(losses["ol"], losses["vw"], rtol=PRED_REL)
     np.testing.assert_allclose(*map(_predictions, preds.values()), rtol=PRED_REL, atol=PRED_ABS)
+
+
+def test_preserved_performance_counters_continue_the_table_as_vw(vw, tmp_path):
+    """VW's core tests 95 and 96: with --preserve_performance_counters, -i continues the model's
+    counters (examples, weights, losses, the last row's, passes) instead of starting at 0."""
+    data = _write(tmp_path / "d.vw", _regression_lines(random.Random(5), 150))
+    tables = {}
+    for tool, run in (("ol", olearn_cmd), ("vw", vw_cmd)):
+        model = tmp_path / f"{tool}.model"
+        rc, _, err = run_concurrently(run("-d", data, "-f", model))[0]
+        assert rc == 0, err
+        rc, _, err = run_concurrently(run("--preserve_performance_counters", "-d", data,
+                                          "-i", model))[0]
+        assert rc == 0, err
+        tables[tool] = _table_and_summary(err)
+    assert len(tables["ol"]) == len(tables["vw"]), tables
+    for i, (a, b) in enumerate(zip(tables["ol"], tables["vw"])):
+        assert_same_layout(a, b, f"line {i + 1}")

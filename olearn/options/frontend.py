@@ -53,6 +53,9 @@ OUTPUTS = (
               "unless --predict_only_model (VW 9's default too)."),
     text("-i", "--initial_regressor", metavar="FILE",
          help="Start from a saved model: continue training, or predict with -t."),
+    flag("--preserve_performance_counters",
+         help="With -i, training: continue the model's progress counters (examples, weights, "
+              "losses, passes) instead of starting them at 0, as VW."),
     flag("-t", "--testonly",
          help="Ignore labels for learning: predict (and report the loss) only."),
     choice("--metric", choices=("none", "auc"), default="none",
