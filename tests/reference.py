@@ -214,6 +214,32 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
     return out
 
 
+def autolink_predictions(examples, rows, eta):
+    """VW's --autolink over its default gd in plain Python, squared loss: each example is
+    predicted (clipped), its prediction's powers p0, p0², ... (float32, none once one is 0)
+    join it at ``rows``, and the example with them is predicted and learned. Progressive
+    predictions; ``examples`` as for :func:`gd_predictions`."""
+    gd = GradientDescent(True, True, True, eta)
+    sums = gd.fresh_sums()
+    lo = hi = 0.0
+    out = []
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        if learn:
+            lo, hi = min(lo, label), max(hi, label)
+        p0 = np.float32(min(max(gd.predict(feats), lo), hi))
+        linked, power = list(feats), p0
+        for row in rows:
+            if power != 0:
+                linked.append((row, float(power)))
+                power = np.float32(power * p0)
+        p = min(max(gd.predict(linked), lo), hi)
+        out.append(p)
+        if learn:
+            gd.update(linked, p, label, imp, 0.0, sums)
+    return out
+
+
 def feature_width(classes: int) -> int:
     """VW's feature width of K classes: the smallest power of two >= K."""
     width = 1

@@ -1137,3 +1137,17 @@ def test_preserved_performance_counters_continue_the_table_as_vw(vw, tmp_path):
     assert len(tables["ol"]) == len(tables["vw"]), tables
     for i, (a, b) in enumerate(zip(tables["ol"], tables["vw"])):
         assert_same_layout(a, b, f"line {i + 1}")
+
+
+def test_autolink_of_degree_1_predicts_as_vw(vw, tmp_path):
+    """VW's core test 69 (--autolink 1 --examples 100): the prediction as a feature of the
+    example, learned; --examples stops the data there. (With a degree of 2 and more VW's
+    powers share weights, olearn's do not: docs/vw-differences.md.)"""
+    data = _write(tmp_path / "d.vw", _regression_lines(random.Random(6), 300))
+    preds = {name: tmp_path / f"{name}.p" for name in ("ol", "vw")}
+    options = ["-d", data, "--autolink", "1", "--examples", "200"]
+    ol, ref = _both([*options, "-p", preds["ol"]], [*options, "-p", preds["vw"]])
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+    ours, theirs = map(_predictions, preds.values())
+    assert len(ours) == 200
+    np.testing.assert_allclose(ours, theirs, rtol=PRED_REL, atol=PRED_ABS)

@@ -18,6 +18,8 @@ DATA = (
              help="Example file (VW text or svmlight, plain or gzip); '-' or none reads stdin. "
                   "Repeatable; positional paths are read too, in order."),
     flag("--strict_parse", help="Make parse warnings fatal."),
+    number("--examples", kind=int, default=None, low=-1, high=MAX_COUNT, metavar="N",
+           help="Read only the first N examples (-1: all, VW's default); not with a cache."),
     flag("--no_stdin", help="With no -d or path, read no examples (not stdin): e.g. to write a "
                             "fresh or loaded model's files."),
     flag("--onethread",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from olearn.reductions import ldf
+from olearn.reductions.autolink import Autolink
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
@@ -9,12 +10,14 @@ from olearn.reductions.oaa import OneAgainstAll
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's, or
-    --oaa's (one scalar problem without --oaa)."""
+    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
+    --autolink's, or --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
         return CostSensitive
     if config.bootstrap is not None:
         return Bootstrap
+    if config.autolink is not None:
+        return Autolink
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

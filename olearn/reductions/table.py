@@ -1,13 +1,14 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``): each one's
-kernels, which kernel/reducing.py puts into the loop when numba compiles it.
+reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
+reductions/autolink.py ``AutolinkState``): each one's kernels, which kernel/reducing.py puts
+into the loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
-reductions/bootstrap_kernels.py):
+reductions/bootstrap_kernels.py, reductions/autolink_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -21,6 +22,7 @@ from collections import namedtuple
 
 from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
+    autolink_kernels,
     bootstrap_kernels,
     csoaa_kernels,
     ldf_kernels,
@@ -28,6 +30,7 @@ from olearn.reductions import (
     oaa_kernels,
     one_problem,
 )
+from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ldf import LdfState
@@ -59,4 +62,7 @@ REDUCTIONS = {
     LdfState: ReductionKernels(ldf_kernels.fits, ldf_kernels.room, ldf_kernels.predict,
                                ldf_kernels.score, ldf_kernels.learn, False,
                                ldf_kernels.unit_end, False),
+    AutolinkState: ReductionKernels(autolink_kernels.fits, autolink_kernels.room,
+                                    autolink_kernels.predict, one_problem.score,
+                                    one_problem.learn, True),
 }
