@@ -98,10 +98,28 @@ class GradientDescent:
 
     X_MIN = 1.084202e-19
 
-    def __init__(self, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0):
+    def __init__(self, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
+                 sparse_l2=0.0, masked=False):
         self.adaptive, self.normalized, self.invariant = adaptive, normalized, invariant
         self.eta, self.power_t, self.t0 = eta, power_t, t0
+        self.sparse_l2, self.masked = sparse_l2, masked  # --sparse_l2, --feature_mask
         self.w, self.g, self.n = {}, {}, {}
+        self.rates, self.multiplier = {}, 0.0  # as the last update left them
+
+    def _multiplier(self, sums) -> float:
+        if not self.normalized:
+            return 1.0
+        if sums[1] <= 0 or sums[0] <= 0:
+            return 0.0
+        return (sums[0] / sums[1]) ** (self.power_t - 1 if self.adaptive else -1.0)
+
+    def _step(self, feats, u) -> None:
+        """The weight step ``u``; with the mask, a weight at 0 stays 0."""
+        for j, x in feats:
+            if self.masked and self.w.get(j, 0.0) == 0.0:
+                continue
+            rate = self.rates.get(j, 0.0) if (self.adaptive or self.normalized) else 1.0
+            self.w[j] = self.w.get(j, 0.0) + u * x * rate
 
     def fresh_sums(self) -> list:
         start = self.t0 if (self.adaptive and self.normalized and self.t0 > 0) else 0.0
@@ -111,14 +129,19 @@ class GradientDescent:
         return sum(self.w.get(j, 0.0) * x for j, x in feats)
 
     def update(self, feats, p, label, imp, t, sums) -> float:
-        """Learn (label, importance) at prediction ``p``; returns η̄ = −u/loss′ (0: none)."""
+        """Learn (label, importance) at prediction ``p``; returns η̄ = −u/loss′ (0: none).
+        With a loss of 0 only --sparse_l2's step −λp is taken, with the last rates and
+        multiplier."""
         if (p - label) ** 2 <= 0:
+            self._step(feats, -self.sparse_l2 * p * self._multiplier(sums))
             return 0.0
         adaptive, normalized, power_t = self.adaptive, self.normalized, self.power_t
         w, g, n = self.w, self.g, self.n
         grad2 = imp * 4 * (p - label) ** 2
-        rates, norm_x, ppu = {}, 0.0, 0.0
+        norm_x, ppu = 0.0, 0.0
         for j, x in feats:
+            if self.masked and w.get(j, 0.0) == 0.0:
+                continue
             if x * x < self.X_MIN * self.X_MIN:
                 x = math.copysign(self.X_MIN, x)
             rate = 1.0
@@ -133,14 +156,15 @@ class GradientDescent:
                     n[j] = abs(x)
                 norm_x += x * x / n[j] ** 2
                 rate *= (n[j] ** 2) ** (power_t - 1 if adaptive else -1.0)
-            rates[j] = rate
+            self.rates[j] = rate
             ppu += x * x * rate
-        multiplier = 1.0
         if normalized:
             sums[0] += imp * norm_x
             sums[1] += imp
-            multiplier = (sums[0] / sums[1]) ** (power_t - 1 if adaptive else -1.0)
-            ppu *= multiplier
+        multiplier = self._multiplier(sums)
+        if multiplier == 0.0:
+            return 0.0
+        ppu *= multiplier
         scale = self.eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
         if self.invariant:
             sq = scale * ppu
@@ -150,22 +174,23 @@ class GradientDescent:
             u = 2 * (label - p) * scale
         d1 = 2 * (p - label)
         eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
-        u *= multiplier
-        for j, x in feats:
-            w[j] = w.get(j, 0.0) + u * x * (rates[j] if (adaptive or normalized) else 1.0)
+        self._step(feats, (u - self.sparse_l2 * p) * multiplier)
         return eta_bar
 
 
 def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
-                   l1=0.0, l2=0.0, final_weights=None):
+                   l1=0.0, l2=0.0, final_weights=None, sparse_l2=0.0, initial=None):
     """VW's gd in plain Python, squared loss: progressive predictions.
 
     ``examples`` is a list of (label or None, importance, [(index, value)]). With ``l1``/``l2``,
     each update is followed by the proximal step of step size η̄ = −u/loss′ applied to every
     weight, eagerly (algorithms.md §1): the dense computation the lazy kernel must equal.
-    ``final_weights``, a dict, receives the weights after the last example.
+    ``final_weights``, a dict, receives the weights after the last example. ``initial``, a
+    dict of weights, is --feature_mask's: they start there, and only those nonzero learn.
     """
-    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0, sparse_l2,
+                         initial is not None)
+    gd.w.update(initial or {})
     sums = gd.fresh_sums()
     lo = hi = 0.0
     t = t0
@@ -186,6 +211,32 @@ def gd_predictions(examples, bits, adaptive, normalized, invariant, eta, power_t
             t += imp
     if final_weights is not None:
         final_weights.update(gd.w)
+    return out
+
+
+def autolink_predictions(examples, rows, eta):
+    """VW's --autolink over its default gd in plain Python, squared loss: each example is
+    predicted (clipped), its prediction's powers p0, p0², ... (float32, none once one is 0)
+    join it at ``rows``, and the example with them is predicted and learned. Progressive
+    predictions; ``examples`` as for :func:`gd_predictions`."""
+    gd = GradientDescent(True, True, True, eta)
+    sums = gd.fresh_sums()
+    lo = hi = 0.0
+    out = []
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        if learn:
+            lo, hi = min(lo, label), max(hi, label)
+        p0 = np.float32(min(max(gd.predict(feats), lo), hi))
+        linked, power = list(feats), p0
+        for row in rows:
+            if power != 0:
+                linked.append((row, float(power)))
+                power = np.float32(power * p0)
+        p = min(max(gd.predict(linked), lo), hi)
+        out.append(p)
+        if learn:
+            gd.update(linked, p, label, imp, 0.0, sums)
     return out
 
 

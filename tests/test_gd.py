@@ -7,6 +7,7 @@ from reference import gd_predictions
 from olearn import Learner
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.engine.learner import OnlineLearner
+from olearn.errors import OlearnError, OptionError
 from olearn.kernel import layouts
 from olearn.learners import regularize
 from olearn.options.config import Config
@@ -143,3 +144,65 @@ def test_a_learned_batch_is_freed(argv):
         del batch
         gc.collect()
         assert all(a() is None for a in arrays)
+
+
+@pytest.mark.parametrize("options", [{}, {"sgd": True, "learning_rate": 0.05},
+                                     {"adaptive": True, "learning_rate": 0.3}],
+                         ids=["default", "sgd", "adaptive"])
+def test_sparse_l2_steps_as_the_reference(options):
+    """--sparse_l2: each update also steps by -λp, and an example whose loss is 0 steps by
+    -λp alone, with the rates and multiplier the last update left (VW's)."""
+    examples = _as_float32(random_examples(n=400))
+    config = Config(bit_precision=8, sparse_l2=0.05, **options)
+    want = gd_predictions(examples, 8, *config.update_rule, eta=config.eta,
+                          power_t=config.power_t, t0=config.t0, sparse_l2=0.05)
+    plain = gd_predictions(examples, 8, *config.update_rule, eta=config.eta,
+                           power_t=config.power_t, t0=config.t0)
+    assert np.max(np.abs(np.subtract(want, plain))) > 0.05  # the penalty matters here
+    np.testing.assert_allclose(kernel_predictions(examples, config), want, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("options", [{}, {"sgd": True, "learning_rate": 0.05},
+                                     {"normalized": True, "learning_rate": 0.3}],
+                         ids=["default", "sgd", "normalized"])
+def test_feature_mask_learns_only_nonzero_weights_as_the_reference(options):
+    examples = _as_float32(random_examples(n=300))
+    initial = {j: 0.1 * (j % 3) for j in range(0, 256, 2)}  # a third of them 0, odd ones 0
+    config = Config(bit_precision=8, feature_mask="mask.model", **options)
+    want, final = {}, {}
+    preds = gd_predictions(examples, 8, *config.update_rule, eta=config.eta,
+                           power_t=config.power_t, t0=config.t0, initial=initial,
+                           final_weights=want)
+    learner = OnlineLearner(config)
+    learner.weights[list(initial), 0] = list(initial.values())
+    np.testing.assert_allclose(kernel_predictions(examples, config, learner), preds, rtol=2e-4,
+                               atol=2e-4)
+    final = np.zeros(256)
+    final[list(want)] = list(want.values())
+    np.testing.assert_allclose(learner.weights[:, 0], final, rtol=1e-3, atol=1e-5)
+    assert not learner.weights[[j for j in range(256) if not initial.get(j)], 0].any()
+
+
+def test_feature_mask_gives_the_initial_weights_without_i(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 | a b\n0 | c\n")
+    mask, out = tmp_path / "mask.model", tmp_path / "out.model"
+    Learner("--quiet").fit(str(data)).save(mask)
+    masked = Learner(f"--quiet --feature_mask {mask} -f {out}")
+    first = masked.predict_one({"a": 1.0, "b": 1.0})
+    assert first == pytest.approx(Learner.load(mask).predict_one({"a": 1.0, "b": 1.0}))
+
+
+@pytest.mark.parametrize("option", [{"sparse_l2": 0.1}, {"feature_mask": "m.model"}])
+def test_gradient_descent_options_are_refused_with_other_families(option):
+    with pytest.raises(OptionError, match="works with gradient descent"):
+        Config(ftrl=True, **option)
+
+
+def test_feature_mask_of_other_bits_is_an_error_naming_the_file(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 | a b\n")
+    mask = tmp_path / "mask.model"
+    Learner("--quiet -b 10").fit(str(data)).save(mask)
+    with pytest.raises(OlearnError, match="mask.model.*-b 10"):
+        Learner(f"--quiet --feature_mask {mask}")

@@ -26,8 +26,9 @@ from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
 from olearn.learners import gd
 from olearn.learners.families import family_of
-from olearn.learners.weights import W_G, WIDTH, initialize
+from olearn.learners.weights import W_G, W_W, WIDTH, initialize
 from olearn.options.config import Config
+from olearn.outputs import report
 from olearn.outputs.audit import audit_line
 from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
@@ -93,6 +94,8 @@ class OnlineLearner:
         self._no_rows = self._kept_rows[:0]
         self.state = self._fresh_state()
         self.stats = self.new_stats()
+        # passes: this run's, and with --preserve_performance_counters the model's before
+        self.passes_done = self.passes_before = 0
         self.history = History()  # the table's rows, for Learner.history and --learning_curve
         # name spans in parsed batches: for --audit, --invert_hash and Learner(names=True)
         self.parse_names = (config.audit or config.invert_hash is not None
@@ -124,6 +127,8 @@ class OnlineLearner:
         with ``config``'s (a warning per override unless quiet)."""
         if not config.initial_regressor:
             learner = cls(config)
+            if config.feature_mask is not None:
+                learner.start_from_mask(config.feature_mask)
             regularizer.load_input(learner)
             return learner
         path = config.initial_regressor
@@ -136,7 +141,23 @@ class OnlineLearner:
             raise OlearnError(exc.message, exc.file or path) from None
         saved.restore(learner, path)
         regularizer.load_input(learner)
+        if (config.preserve_performance_counters and not config.testonly
+                and "counters" in saved.arrays):
+            learner.passes_before = report.preserve(learner.stats, saved.arrays["counters"])
         return learner
+
+    def start_from_mask(self, path: str) -> None:
+        """--feature_mask without -i: the mask model's weights are the initial weights (VW's),
+        and its label range the starting one; nothing else of it is kept."""
+        saved = model.load(path)
+        bits = saved.options["bit_precision"]
+        if bits != self.config.bit_precision:
+            raise OlearnError(f"the feature mask has -b {bits}, the run -b "
+                              f"{self.config.bit_precision}", path)
+        self.weights[:, W_W] = saved.weights(self.config)[:, W_W]
+        for field in (layouts.S_MIN, layouts.S_MAX):
+            self.state[field] = saved.state[field]
+        self._apply_fixed_options(self.state)
 
     def feature_names(self, names: dict[int, str]) -> dict[int, str]:
         """``names`` of the input features (with --oaa, of each class's copy), and with
@@ -149,6 +170,7 @@ class OnlineLearner:
         family's end of the pass (``holdout``: the pass's held-out loss, see
         learners/family.py); True when the family has finished the run."""
         self.expander.end_pass(lines, last)
+        self.passes_done += 1
         if self.config.testonly:
             return False
         return self.family.end_pass(self.weights, self.params, holdout)
@@ -194,11 +216,14 @@ class OnlineLearner:
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
         weights, state = self.weights, self.state
+        counters = report.counters_of(self.stats, self.passes_before + self.passes_done)
         if self.config.predict_only_model:  # VW's: the weights and label range, no resume state
             weights, state = model.without_resume_state(weights, self.config), self._fresh_state()
             for field in (layouts.S_MIN, layouts.S_MAX, layouts.S_INDEXING):
                 state[field] = self.state[field]
-        model.save(path, self.config, weights, state, (self.expander, self.reduction, self.family))
+            counters = None
+        model.save(path, self.config, weights, state, (self.expander, self.reduction, self.family),
+                   counters)
 
     def new_stats(self) -> np.ndarray:
         stats = np.zeros(layouts.STATS_SIZE)
@@ -506,7 +531,8 @@ class OnlineLearner:
     def summary(self, passes: int, holdout_loss: float | None) -> str:
         """The run's 'finished run' block (outputs/report.py ``summary``) of this learner."""
         cfg = self.config
-        return summary(self.stats, cfg.loss, cfg.loss_param, passes, holdout_loss,
+        return summary(self.stats, cfg.loss, cfg.loss_param, passes + self.passes_before,
+                       holdout_loss,
                        not (self.classes_out or ldf.chosen(cfg) or cfg.dont_output_best_constant),
                        cfg.probabilities and (cfg.oaa is not None or ldf.chosen(cfg)),
                        self.auc)

@@ -8,6 +8,7 @@ with console output, batches with Python warnings, Dask tasks) and how its state
 at all (the API never saves)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, Iterator, NamedTuple
 
@@ -40,9 +41,15 @@ class DataPlan:
         multiline = multiline_examples(config)
         self._blocks = blocks or (lambda: sources.all_blocks(paths, multiline=multiline))
         self.path = config.cache_file or (cache.default_path(paths) if config.cache else None)
+        # --examples N: the first N examples of the data (VW's, per pass; -1 is no limit)
+        self.limit = (config.examples if config.examples is not None and config.examples >= 0
+                      else None)
         if config.passes > 1 and self.path is None:
             raise OptionError("need a cache file for multiple passes: try using --cache (-c) "
                               "or --cache_file <name>")
+        if self.limit is not None and self.path is not None:
+            raise OptionError("--examples reads a part of the data, which a cache would keep "
+                              "as the whole: not with -c/--cache_file")
         if config.passes > 1 and config.audit and "-" in paths:
             raise OptionError("--audit with --passes parses the text in every pass, "
                               "and stdin can be read only once")
@@ -68,6 +75,25 @@ class DataPlan:
         return pass_no == 0 and names
 
     def batches(self, learner, pass_no: int) -> Iterator[ExampleBatch]:
+        """The pass's batches: the cache's, or the text's (writing the cache), as far as
+        --examples reaches."""
+        if self.limit is None:
+            yield from self._all_batches(learner, pass_no)
+            return
+        left = self.limit
+        batches = self._all_batches(learner, pass_no)
+        try:
+            for batch in batches:
+                if left <= 0:
+                    return
+                if len(batch) > left:
+                    batch = _first(batch, left)
+                left -= len(batch)
+                yield batch
+        finally:
+            batches.close()
+
+    def _all_batches(self, learner, pass_no: int) -> Iterator[ExampleBatch]:
         if not self._reads_text(pass_no, learner.parse_names):
             yield from sources.read_ahead(cache.read(self.path, self.config.mask))
             return
@@ -87,6 +113,14 @@ class DataPlan:
         if self._writer is not None:
             self._writer.discard()
             self._writer = None
+
+
+def _first(batch: ExampleBatch, n: int) -> ExampleBatch:
+    """The first ``n`` examples of ``batch``, with the warnings of their lines only."""
+    head = batch.examples(0, n)
+    warned = batch.warnings[:, 0] <= (head.lines[-1] if n else -1)
+    return dataclasses.replace(head, warnings=batch.warnings[warned],
+                               n_warnings=int(warned.sum()))
 
 
 class Holdout:

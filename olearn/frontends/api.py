@@ -117,7 +117,7 @@ class Learner:
         if self.config.daemon:
             raise OptionError("daemon is for the command line (olearn --daemon); a Learner "
                               "answers its own calls")
-        self._start(OnlineLearner(self.config), names)
+        self._start(OnlineLearner.start(self.config), names)
 
     def _start(self, learner: OnlineLearner, names: bool) -> None:
         self._learner = learner

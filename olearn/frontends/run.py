@@ -67,6 +67,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + (f"{reduction} ({count}), " if class_count(config) else "")
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
+              + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -183,7 +184,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csoaa_ldf": "mc", "probabilities": True, "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},
                    {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"]},
-                   {"wap_ldf": "m"})
+                   {"wap_ldf": "m"},
+                   {"autolink": 2})
 
 
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"

@@ -43,4 +43,12 @@ def check(config) -> None:
     flagged = [family.flag(config) for family in FAMILIES[:-1] if family.chosen(config)]
     if len(flagged) > 1:
         raise OptionError(f"choose one learner family, not {' and '.join(flagged)}")
-    family_of(config).check_options(config)
+    family = family_of(config)
+    family.check_options(config)
+    if family is not GradientDescent:
+        for name, on in (("sparse_l2", config.sparse_l2 > 0),
+                         ("feature_mask", config.feature_mask is not None),
+                         ("autolink", config.autolink is not None)):
+            if on:
+                raise OptionError(f"--{name} works with gradient descent, not with "
+                                  f"{family.flag(config)}")

@@ -12,7 +12,7 @@ from collections import namedtuple
 import numpy as np
 from numba import literally, njit
 
-from olearn.core.option import choice, flag, number
+from olearn.core.option import choice, flag, number, text
 from olearn.core.vmath import prefetch_row
 from olearn.kernel.layouts import LINKS, S_NORM, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
@@ -41,6 +41,12 @@ OPTIONS = (
     number("--max_prediction", kind=float, default=None, model=True,
            help="Largest prediction to output (fixes the clipping range; above "
                 "--min_prediction)."),
+    number("--sparse_l2", kind=float, default=0.0, low=0.0, model=True,
+           help="L2 regularization of the features an example activates: each update also "
+                "steps by -λ times the prediction (VW's)."),
+    text("--feature_mask", metavar="FILE",
+         help="Update only the weights that are nonzero in this model file's (or, with -i, "
+              "in the initial model's); without -i it also gives the initial weights."),
 )
 
 # module level, under its own name: numba's cache index pickles the class by reference
@@ -152,22 +158,24 @@ def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     adaptive = params[P.adaptive] != 0
     normalized = params[P.normalized] != 0
     sqrt_rate = params[P.power_t] == 0.5
-    if adaptive and normalized and sqrt_rate:
-        return _update_rule(True, True, True, model, features, p, y, imp, shared, work,
+    masked = params[P.feature_mask] != 0
+    if adaptive and normalized and sqrt_rate and not masked:
+        return _update_rule(True, True, True, False, model, features, p, y, imp, shared, work,
                             prefetch)
-    if not adaptive and not normalized:  # sqrt_rate only matters to a per-feature state
-        return _update_rule(False, False, False, model, features, p, y, imp, shared, work,
-                            prefetch)
-    return _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, shared,
-                        work, prefetch)
+    if not adaptive and not normalized and not masked:  # sqrt_rate: only with a state
+        return _update_rule(False, False, False, False, model, features, p, y, imp, shared,
+                            work, prefetch)
+    return _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y, imp,
+                        shared, work, prefetch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, shared, work,
-                 prefetch):
+def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y, imp, shared,
+                 work, prefetch):
     """:func:`update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
-    0.5). Over each block of ``work.shape[1]`` features in turn (their scratch stays in the
-    L1 cache), three passes: the weights' sums (in order: a feature repeated in the example
+    0.5; ``masked``: --feature_mask, a feature whose weight is 0 is left out, as VW's). Over
+    each block of ``work.shape[1]`` features in turn (their scratch stays in the L1 cache),
+    three passes: the weights' sums (in order: a feature repeated in the example
     sees its earlier occurrences), each feature's rate (:func:`_rates`: no memory but
     ``work``'s, so that LLVM can vectorize its divisions and square roots), then the rates'
     sums, in order (none of them when no feature has a state and the update is not
@@ -192,6 +200,11 @@ def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, sh
             if prefetch:
                 _prefetch_ahead(W, index, first + k, hi)
             j = index[first + k]
+            if masked and W[j, W_W] == 0.0:  # no state, no share of the norms or the rate sum
+                work[0, k] = 0.0
+                work[1, k] = 1.0
+                work[2, k] = 1.0
+                continue
             x = np.float64(value[first + k])
             x2 = x * x
             if x2 < X2_MIN:
@@ -223,18 +236,13 @@ def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, sh
             if stateful:
                 W[index[first + k], W_RATE] = rate
             ppu += work[0, k] * rate
-    multiplier = 1.0
     if normalized:
         state[S_NORM] += imp * norm_x
         state[S_TOTAL] += imp
-        avg = state[S_NORM] / state[S_TOTAL]
-        if avg <= 0.0:  # no example so far had a feature: VW's update is NaN, made 0
-            return 0.0
-        if sqrt_rate:
-            multiplier = np.sqrt(1.0 / avg) if adaptive else 1.0 / avg
-        else:
-            multiplier = avg ** neg_norm_power
-        ppu *= multiplier
+    multiplier = _multiplier(adaptive, normalized, sqrt_rate, neg_norm_power, state)
+    if multiplier == 0.0:  # no example so far had a feature: VW's update is NaN, made 0
+        return 0.0
+    ppu *= multiplier
     scale = params[P.eta] * imp
     if not adaptive:
         scale *= (state[S_T] + imp) ** -power_t
@@ -242,19 +250,59 @@ def _update_rule(adaptive, normalized, sqrt_rate, model, features, p, y, imp, sh
         u = invariant_update_shared(loss, param, p, y, scale, ppu, shared)
     else:
         u = -d1 * scale
+    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
+    u -= params[P.sparse_l2] * p  # VW's --sparse_l2, after the regularization's step size
     if np.isnan(u):
         u = 0.0
-    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
-    u *= multiplier
+    _step(W, index, value, lo, hi, u * multiplier, stateful, masked, prefetch)
+    return eta_bar
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _multiplier(adaptive, normalized, sqrt_rate, neg_norm_power, state):
+    """The normalized rule's factor of every step, from the normalizer's sums in ``state``
+    (VW's update multiplier); 1 without the rule, 0 while no example had a feature."""
+    if not normalized:
+        return 1.0
+    avg = state[S_NORM] / state[S_TOTAL] if state[S_TOTAL] > 0.0 else 0.0
+    if avg <= 0.0:
+        return 0.0
+    if sqrt_rate:
+        return np.sqrt(1.0 / avg) if adaptive else 1.0 / avg
+    return avg ** neg_norm_power
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _step(W, index, value, lo, hi, u, stateful, masked, prefetch):
+    """The weight step ``u`` times each feature's value (and rate, ``stateful``); ``masked``
+    (--feature_mask): a weight that is 0 stays 0."""
     for k in range(lo, hi):
         if prefetch:
             _prefetch_ahead(W, index, k, hi)
         j = index[k]
+        if masked and W[j, W_W] == 0.0:
+            continue
         if stateful:
             W[j, W_W] += u * value[k] * W[j, W_RATE]
         else:
             W[j, W_W] += u * value[k]
-    return eta_bar
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def sparse_step(model, index, value, lo, hi, p, prefetch):
+    """--sparse_l2's step on an example the loss does not update (its loss is 0): -λ·p, with
+    each feature's rate and the normalizer's factor as the last update left them (VW's)."""
+    literally(prefetch)
+    params = model.params
+    adaptive = params[P.adaptive] != 0
+    normalized = params[P.normalized] != 0
+    power_t = params[P.power_t]
+    neg_norm_power = power_t - 1.0 if adaptive else -1.0
+    u = -params[P.sparse_l2] * p * _multiplier(adaptive, normalized, power_t == 0.5,
+                                                neg_norm_power, model.state)
+    if u != 0.0:
+        _step(model.W, index, value, lo, hi, u, adaptive or normalized,
+              params[P.feature_mask] != 0, prefetch)
 
 
 # numpy's error model: no division-by-zero check (a branch per division, which stops LLVM
@@ -338,6 +386,9 @@ def _update(family, model, features, scored, s, work, prefetch):
         if s.regularized and eta_bar > 0.0:
             regularize.advance(model.W, family.lazy,
                                model.state[S_REG:S_REG + regularize.SIZE], s.l1, s.l2, eta_bar)
+    elif s.sparse_l2 > 0.0:
+        index, value, lo, hi = features
+        sparse_step(model, index, value, lo, hi, scored.p, prefetch)
 
 
 GradientDescent.KERNELS = Kernels(_fits, _predict, _predict, _update)

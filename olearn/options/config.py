@@ -27,6 +27,7 @@ from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
 from olearn.reductions import (
+    autolink,
     boosting,
     bootstrap,
     classweight,
@@ -56,6 +57,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Importance weight classes", classweight.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
           ("Boosting", boosting.OPTIONS),
+          ("Autolink", autolink.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -97,6 +99,7 @@ class _Checked:
         bootstrap.check(self)
         family = families.family_of(self)  # the last, gradient descent, is the default
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
+        autolink.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

@@ -18,6 +18,8 @@ DATA = (
              help="Example file (VW text or svmlight, plain or gzip); '-' or none reads stdin. "
                   "Repeatable; positional paths are read too, in order."),
     flag("--strict_parse", help="Make parse warnings fatal."),
+    number("--examples", kind=int, default=None, low=-1, high=MAX_COUNT, metavar="N",
+           help="Read only the first N examples (-1: all, VW's default); not with a cache."),
     flag("--no_stdin", help="With no -d or path, read no examples (not stdin): e.g. to write a "
                             "fresh or loaded model's files."),
     flag("--onethread",
@@ -53,6 +55,9 @@ OUTPUTS = (
               "unless --predict_only_model (VW 9's default too)."),
     text("-i", "--initial_regressor", metavar="FILE",
          help="Start from a saved model: continue training, or predict with -t."),
+    flag("--preserve_performance_counters",
+         help="With -i, training: continue the model's progress counters (examples, weights, "
+              "losses, passes) instead of starting them at 0, as VW."),
     flag("-t", "--testonly",
          help="Ignore labels for learning: predict (and report the loss) only."),
     choice("--metric", choices=("none", "auc"), default="none",

@@ -1,12 +1,14 @@
 """VW's console output: header, progressive-validation table, summary, warnings, progress bar."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from typing import TextIO
 
 import numpy as np
 
+from olearn.core.fields import Field, Layout
 from olearn.data import parsed
 from olearn.data.batch import ExampleBatch
 from olearn.kernel import layouts
@@ -45,6 +47,28 @@ _WARNING_TEXT = {
     parsed.W_CSV_QUOTE: ("malformed CSV: a quote inside a quoted cell must be doubled: "
                          "{token}", ""),
 }
+
+
+# The progress counters a model file keeps, for --preserve_performance_counters (VW's): the
+# statistics' running sums, those at the last table row, and the passes done.
+COUNTED = (layouts.R_SUM_LOSS, layouts.R_W_LABELED, layouts.R_W_UNLABELED, layouts.R_W_LABEL_SUM,
+           layouts.R_EXAMPLES, layouts.R_FEATURES, layouts.R_DUMP_AT, layouts.R_LAST_LOSS,
+           layouts.R_LAST_W_LABELED)
+COUNTERS = Layout("counters", *(dataclasses.replace(layouts.STATS.fields[r], saved=True)
+                                 for r in COUNTED),
+                  Field("passes", "passes done", merge="max"))
+PASSES = len(COUNTED)
+
+
+def counters_of(stats: np.ndarray, passes: int) -> np.ndarray:
+    """The COUNTERS of the statistics ``stats`` after ``passes`` passes."""
+    return np.append(stats[list(COUNTED)], passes)
+
+
+def preserve(stats: np.ndarray, counters: np.ndarray) -> int:
+    """Continue the statistics ``stats`` from a model's ``counters``; the passes done."""
+    stats[list(COUNTED)] = counters[:PASSES]
+    return int(counters[PASSES])
 
 
 def _cut(text: str, width: int, left: bool) -> str:

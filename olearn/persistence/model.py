@@ -29,6 +29,7 @@ from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
 from olearn.learners.weights import COLUMNS, W_G, W_W
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
+from olearn.outputs import report
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.oaa import AUTO, OneAgainstAll
@@ -50,11 +51,13 @@ SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # Beside the weight table and the learner state, the expander's and the families' own.
 OWNERS = (StagePoly, OneAgainstAll, Boosting, *FAMILIES)
 ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
-          "state": ("<f8", (None,)),
+          "state": ("<f8", (None,)), "counters": ("<f8", (None,)),
           **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}
 # The arrays whose fields are declared (olearn/core/fields.py), and the axis the fields run along.
-NAMED = {"rows": (COLUMNS, 1), "state": (layouts.STATE, 0),
+NAMED = {"rows": (COLUMNS, 1), "state": (layouts.STATE, 0), "counters": (report.COUNTERS, 0),
          **{name: named for owner in OWNERS for name, named in owner.NAMED.items()}}
+# The arrays a model may lack: the progress counters (older olearns', --predict_only_model).
+OPTIONAL_ARRAYS = {"counters"}
 # The fields of formats 3 and 4, by position (format 3's state lacks the last one).
 LEGACY_FIELDS = {
     "rows": ["w", "G", "N", "rate"],
@@ -91,13 +94,15 @@ def without_resume_state(weights: np.ndarray, config: Config) -> np.ndarray:
 
 
 def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
-         owners: tuple = ()) -> None:
+         owners: tuple = (), counters: np.ndarray | None = None) -> None:
     """Write a model: only the coordinates that differ from a fresh learner's are stored, and
     what ``owners`` keep of their state (``model_arrays``: the --stage_poly expander's
-    monomials, the learner family's own state)."""
+    monomials, the learner family's own state), and the progress ``counters`` if given."""
     saved = COLUMNS.saved
     changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
+    if counters is not None:
+        arrays["counters"] = counters
     for owner in owners:
         arrays.update(owner.model_arrays())
     spec, offset, blobs, fields = {}, 0, [], {}
@@ -187,7 +192,8 @@ def load(path: str) -> Model:
         # a model from an older olearn lacks the options added since: they take their defaults
         options = {**_option_defaults(), **header["options"]}
         config = _config(options)
-        arrays = _arrays(header["arrays"], body[start + header_len:], _names(config))
+        arrays = _arrays(header["arrays"], body[start + header_len:], _names(config),
+                         OPTIONAL_ARRAYS)
         _name_fields(arrays, header.get("fields"), version, config)
         _check_table(arrays, config)
         StagePoly.check(arrays, config)
@@ -271,10 +277,12 @@ def _names(config: Config) -> set[str]:
     return names
 
 
-def _arrays(specs: object, payload: bytes, names: set[str]) -> dict[str, np.ndarray]:
-    """The arrays ``specs`` describe in ``payload``: each one's dtype the one save() writes,
-    its shape of that rank (fixed dimensions equal), its byte range its size and inside."""
-    require(type(specs) is dict and set(specs) == names, "unexpected arrays")
+def _arrays(specs: object, payload: bytes, names: set[str], optional: set[str]
+            ) -> dict[str, np.ndarray]:
+    """The arrays ``specs`` describe in ``payload`` (``names``, and any of ``optional``):
+    each one's dtype the one save() writes, its shape of that rank (fixed dimensions equal),
+    its byte range its size and inside."""
+    require(type(specs) is dict and set(specs) - optional == names, "unexpected arrays")
     limit = len(payload)  # no dimension, offset or size can be larger
 
     def natural(x: object) -> bool:
@@ -313,6 +321,13 @@ def _check_table(arrays: dict, config: Config) -> None:
     # the lazy snapshots are not saved: they are consistent only with flushed accumulators
     require(not state[layouts.S_REG:layouts.S_REG + regularize.SIZE].any(),
              "regularization accumulators not flushed")
+    if "counters" in arrays:
+        counters = arrays["counters"]
+        counts = [report.COUNTERS.index(name) for name in (
+            "w_labeled", "w_unlabeled", "examples", "features", "dump_at", "last_w_labeled",
+            "passes")]
+        require(bool(np.isfinite(counters).all() and (counters[counts] >= 0).all()),
+                 "negative or non-finite progress counters")
     fixed = config.min_prediction is not None or config.max_prediction is not None
     require(fixed or state[layouts.S_MIN] <= state[layouts.S_MAX], "label range with min > max")
     require(state[layouts.S_INDEXING] in (0.0, 1.0, AUTO), "unknown --oaa indexing")

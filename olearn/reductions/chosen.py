@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from olearn.reductions import ldf
+from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
@@ -12,7 +13,7 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, or --oaa's (one scalar problem without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, or --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -23,4 +24,6 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return Subsampled
     if config.boosting is not None:
         return Boosting
+    if config.autolink is not None:
+        return Autolink
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -2,13 +2,15 @@
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
-reductions/boosting.py ``BoostingState``): each one's kernels, which kernel/reducing.py puts
+reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``): each one's
+kernels, which kernel/reducing.py puts
 into the loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
-reductions/bootstrap_kernels.py, reductions/boosting_kernels.py):
+reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
+reductions/autolink_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -23,6 +25,7 @@ from collections import namedtuple
 
 from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
+    autolink_kernels,
     boosting_kernels,
     bootstrap_kernels,
     csoaa_kernels,
@@ -32,6 +35,7 @@ from olearn.reductions import (
     one_problem,
     subsample_kernels,
 )
+from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
@@ -72,4 +76,7 @@ REDUCTIONS = {
     BoostingState: ReductionKernels(boosting_kernels.fits, oaa_kernels.room,
                                     boosting_kernels.predict, boosting_kernels.score,
                                     boosting_kernels.learn, True),
+    AutolinkState: ReductionKernels(autolink_kernels.fits, autolink_kernels.room,
+                                    autolink_kernels.predict, one_problem.score,
+                                    one_problem.learn, True),
 }
