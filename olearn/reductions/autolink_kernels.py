@@ -49,7 +49,7 @@ def _with_powers(reduction, features, p0, scratch):
             value[n] = power
             n += 1
             power = np.float32(power * np.float32(p0))
-    return Features(index, value, 0, n)
+    return Features(index, value, 0, n, features.namespace)
 
 
 @njit(cache=True, nogil=True, inline="always")
