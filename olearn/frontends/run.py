@@ -53,10 +53,13 @@ def header(config: Config, data_lines: list[str]) -> str:
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
     copies = config.bootstrap is not None
-    multiclass = class_count(config) > 0 and not copies
+    network = config.nn is not None
+    multiclass = class_count(config) > 0 and not copies and not network
     reduction = ("csoaa" if config.csoaa is not None else "multilabel_oaa"
-                 if config.multilabel_oaa is not None else "bootstrap" if copies else "oaa")
+                 if config.multilabel_oaa is not None else "bootstrap" if copies
+                 else "nn" if network else "oaa")
     count = (f"{class_count(config)} copies, {config.bs_type}" if copies
+             else f"{config.nn} hidden units" if network
              else f"{class_count(config)} classes")
     ldf_mode = config.ldf_override or config.csoaa_ldf or config.wap_ldf
     ldf_name = "wap_ldf" if config.wap_ldf else "csoaa_ldf"
@@ -175,6 +178,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},
                    {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
+                   {"nn": 2, "dropout": True, "final_regressor": TEMPORARY},
+                   {"nn": 2, "inpass": True, "quadratic": ["ab"]},
                    {"csv": True, "audit": True},
                    {"csoaa_ldf": "mc", "probabilities": True, "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},

@@ -26,7 +26,7 @@ from olearn.features.interactions import terms_of
 from olearn.learners import families, losses, regularize, weights
 from olearn.learners.losses import Loss
 from olearn.options import frontend
-from olearn.reductions import bootstrap, classweight, csoaa, ldf, multilabel, oaa, subsample
+from olearn.reductions import bootstrap, classweight, csoaa, ldf, multilabel, nn, oaa, subsample
 
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
@@ -46,6 +46,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Multilabel one against all", multilabel.OPTIONS),
           ("Importance weight classes", classweight.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
+          ("Neural network", nn.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -85,6 +86,7 @@ class _Checked:
         subsample.check(self)
         classweight.check(self)
         bootstrap.check(self)
+        nn.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

@@ -62,9 +62,10 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes (or copies) of --oaa, --csoaa, --multilabel_oaa or --bootstrap (0: one
-    scalar problem)."""
-    return config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap or 0
+    """The classes (or copies, or --nn's K hidden units and its output layer) of --oaa,
+    --csoaa, --multilabel_oaa, --bootstrap or --nn (0: one scalar problem)."""
+    network = config.nn + 1 if config.nn else 0
+    return config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap or network
 
 
 def feature_width(classes: int) -> int:
