@@ -69,6 +69,7 @@ def check(config) -> None:
         ("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
         ("multilabel_oaa", config.multilabel_oaa is not None),
         ("bootstrap", config.bootstrap is not None), ("stage_poly", config.stage_poly),
+        ("named_labels", config.named_labels is not None),
         ("l1", config.l1 > 0), ("l2", config.l2 > 0),
         ("raw_predictions", bool(config.raw_predictions))))
     if family_of(config).__name__ != "GradientDescent":
@@ -90,6 +91,9 @@ class NeuralNetwork(OneAgainstAll):
 
     BUNDLE = NeuralState
     MULTICLASS = False  # the prediction is a scalar
+    # --audit writes the prediction and the features with hidden unit 0's weights (VW writes
+    # each inner prediction's: docs/vw-differences.md)
+    AUDITED_PER_CLASS = False
 
     def __init__(self, config):
         super().__init__(config, config.nn + 1)

@@ -123,6 +123,7 @@ class OneAgainstAll:
 
     BUNDLE = OneAgainstAllState
     MULTICLASS = True  # predictions are classes (the table writes them so)
+    AUDITED_PER_CLASS = True  # --audit writes each class's score and features
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
