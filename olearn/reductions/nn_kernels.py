@@ -19,6 +19,7 @@ from numba import njit
 from olearn.kernel import dispatch
 from olearn.kernel.bundles import Features, Model, Predicted, Scored
 from olearn.kernel.layouts import PARAMS_SIZE, S_MAX, S_MIN, P
+from olearn.learners import gd
 from olearn.learners.losses import (
     SQUARED,
     derivative32,
@@ -85,16 +86,9 @@ def fasttanh(p):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _finalize(raw, low, high, link):
-    """VW's scorer below the network: the score clipped (NaN: 0), then --link, in float32."""
-    p = np.float32(0.0) if np.isnan(raw) else np.float32(min(max(raw, low), high))
-    if link == 1:
-        return np.float32(1.0) / (np.float32(1.0) + np.exp(-p))
-    if link == 2:
-        return np.float32(2.0) / (np.float32(1.0) + np.exp(-p)) - np.float32(1.0)
-    if link == 3:
-        return np.exp(p)
-    return p
+def _finalize(raw, low, high):
+    """VW's finalize_prediction: the score clipped to [low, high] (NaN: 0), in float32."""
+    return np.float32(0.0) if np.isnan(raw) else np.float32(min(max(raw, low), high))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -117,10 +111,9 @@ def _hidden_layer(reduction, family, squared, features, initial, s, scratch, dro
     units = reduction.hidden.shape[1]
     hidden = reduction.hidden
     bias = np.int64(reduction.one_index[0])  # hidden unit 0's bias; [1] is _step's
-    link = s.link
     for i in range(units):
         slot = (bias + i) & s.mask
-        if _finalize(np.float32(W[slot, W_W]), HIDDEN_MIN, HIDDEN_MAX, link) == 0:
+        if _finalize(np.float32(W[slot, W_W]), HIDDEN_MIN, HIDDEN_MAX) == 0:
             # learned from its prediction, 0 (its weight is 0, or NaN read as 0)
             y = np.float64(np.float32(merand48(reduction.random, 0) - 0.5))
             _step(i, slot, 0.0, y, reduction, family, squared, s, scratch, features.namespace)
@@ -135,7 +128,7 @@ def _hidden_layer(reduction, family, squared, features, initial, s, scratch, dro
         for i in range(units):
             acc[i] += x * W[(h + i) & s.mask, W_W]
     for i in range(units):
-        hidden[nn.HIDDEN_SCORE, i] = _finalize(acc[i], HIDDEN_MIN, HIDDEN_MAX, link)
+        hidden[nn.HIDDEN_SCORE, i] = _finalize(acc[i], HIDDEN_MIN, HIDDEN_MAX)
     for i in range(units):
         dropped = dropping and merand48(reduction.random, 1) < 0.5
         hidden[nn.HIDDEN_DROPPED, i] = 1.0 if dropped else 0.0
@@ -154,7 +147,7 @@ def _output_features(reduction, family, squared, features, expander, s, scratch,
         dropped = reduction.hidden[nn.HIDDEN_DROPPED, i] != 0
         reduction.out_value[i] = np.float32(0.0) if dropped else sigmah
         slot = np.int64(reduction.out_index[i])
-        wf = _finalize(np.float32(W[slot, W_W]), -1.0, 1.0, s.link)
+        wf = _finalize(np.float32(W[slot, W_W]), -1.0, 1.0)
         if wf == 0:
             y = np.float64(np.float32(merand48(reduction.random, 0) - 0.5) / sqrtk)
             _step(k, slot, np.float64(wf), y, reduction, family, squared, s, scratch,
@@ -185,10 +178,10 @@ def _hidden_steps(reduction, family, squared, features, expander, gradient, ex, 
         sigmah = reduction.out_value[i] / np.float32(scale)
         sigmahprime = np.float32(scale) * (np.float32(1.0) - sigmah * sigmah)
         nu = _finalize(np.float32(W[np.int64(reduction.out_index[i]), W_W]), HIDDEN_MIN,
-                       HIDDEN_MAX, s.link)
+                       HIDDEN_MAX)
         gradhw = half * nu * gradient * sigmahprime
         h = np.float32(reduction.hidden[nn.HIDDEN_SCORE, i])
-        y = _finalize(h - gradhw, HIDDEN_MIN, HIDDEN_MAX, 0)
+        y = _finalize(h - gradhw, HIDDEN_MIN, HIDDEN_MAX)
         if y != h:
             unit = _class_features(i, features, s, expander, True, scratch)
             p = np.float64(h)
@@ -246,7 +239,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
             shown_raw = 0.0 if np.isnan(raw) else raw
             shown_p = p
             loss_shown = loss
-    shown = (1.0 if shown_p > 0 else -1.0) if s.binary else shown_p
+    shown = gd.output(model.params, shown_p)  # VW's scorer sits above nn: --link, --binary
     pred[0] = shown
     pred[1] = shown_raw
     return Predicted(shown, np.nan, features.hi - features.lo, loss_shown)
