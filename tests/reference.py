@@ -1260,3 +1260,18 @@ def mf_predictions(examples, rank, bits, eta=10.0, power_t=0.5, l2=0.0, classic=
         if label is not None:
             t += imp
     return out
+
+
+def vw_fasttanh(p: float) -> float:
+    """VW's nn.cc fasttanh, its float32 steps one by one (numpy float32 scalars) and the power
+    of two read from its bits with struct."""
+    import struct
+    f = np.float32
+    x = f(1.442695040) * (f(-2.0) * f(p))
+    offset = f(1.0) if x < 0 else f(0.0)
+    clipp = f(-126.0) if x < -126 else x
+    z = clipp - f(int(clipp)) + offset
+    bits = int(f(1 << 23) * (clipp + f(121.2740575) + f(27.7280233) / (f(4.84252568) - z)
+                             - f(1.49012907) * z))
+    power = f(struct.unpack("<f", struct.pack("<I", bits))[0])
+    return float(f(-1.0) + f(2.0) / (f(1.0) + power))

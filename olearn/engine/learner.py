@@ -550,7 +550,8 @@ class OnlineLearner:
         exported = self.family.AUDIT_SYNC
         adaptive = self.config.update_rule[0] and isinstance(self.family, gd.GradientDescent)
         index = self.reduction.widen(batch.index)
-        classes = range(self.reduction.k) if self.reduction.on else range(1)
+        per_class = self.reduction.on and self.reduction.AUDITED_PER_CLASS
+        classes = range(self.reduction.k) if per_class else range(1)
         multiline = isinstance(self.reduction, LabelDependent)
         # an example's lines: one, or a multi-line example's (its actions, audited as VW's
         # prediction pass writes them: each once, with its raw score)
@@ -570,7 +571,7 @@ class OnlineLearner:
             if multiline:
                 lines = [format_predictions(preds[j:j + 1, 1], batch.tags[j:j + 1], one.text)
                          for j in range(e, end)]
-            elif self.reduction.on:
+            elif per_class:
                 lines = [format_predictions(self.scores(preds[e:e + 1])[:, k], one.tags, one.text)
                          for k in classes]
             else:

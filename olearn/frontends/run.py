@@ -54,12 +54,14 @@ def header(config: Config, data_lines: list[str]) -> str:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
     copies = config.bootstrap is not None
     boosts = config.boosting is not None
-    multiclass = class_count(config) > 0 and not copies and not boosts
+    network = config.nn is not None
+    multiclass = class_count(config) > 0 and not copies and not boosts and not network
     reduction = ("csoaa" if config.csoaa is not None else "multilabel_oaa"
                  if config.multilabel_oaa is not None else "bootstrap" if copies
-                 else "boosting" if boosts else "oaa")
+                 else "boosting" if boosts else "nn" if network else "oaa")
     count = (f"{class_count(config)} copies, {config.bs_type}" if copies
              else f"{class_count(config)} weak learners, {config.alg}" if boosts
+             else f"{config.nn} hidden units" if network
              else f"{class_count(config)} classes")
     ldf_mode = config.ldf_override or config.csoaa_ldf or config.wap_ldf
     ldf_name = "wap_ldf" if config.wap_ldf else "csoaa_ldf"
@@ -180,6 +182,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"multilabel_oaa": 3, "probabilities": True},
                    {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
                    {"boosting": 2, "alg": "adaptive", "raw_predictions": TEMPORARY},
+                   {"nn": 2, "dropout": True, "final_regressor": TEMPORARY},
+                   {"nn": 2, "inpass": True, "quadratic": ["ab"]},
                    {"csv": True, "audit": True},
                    {"csoaa_ldf": "mc", "probabilities": True, "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},

@@ -34,6 +34,7 @@ from olearn.reductions import (
     csoaa,
     ldf,
     multilabel,
+    nn,
     oaa,
     subsample,
 )
@@ -58,6 +59,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
+          ("Neural network", nn.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -100,6 +102,7 @@ class _Checked:
         family = families.family_of(self)  # the last, gradient descent, is the default
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
+        nn.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

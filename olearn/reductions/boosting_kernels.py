@@ -95,11 +95,11 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     alg = np.int64(model.params[P.boost_alg])
     gamma = F32(model.params[P.gamma])
     adaptive = alg == ADAPTIVE
-    stop_shown = F32(merand48(reduction.random)) if adaptive else F32(0.0)
+    stop_shown = F32(merand48(reduction.random, 0)) if adaptive else F32(0.0)
     if ex.learn:
         reduction.clock[0] += 1
         if adaptive:  # the learning pass's own draw, whose prediction VW drops
-            merand48(reduction.random)
+            merand48(reduction.random, 0)
     eta = F32(4.0) / np.sqrt(F32(max(reduction.clock[0], 1)))
     low, high = state[S_MIN], state[S_MAX]  # the range before the label
     y = F32(ex.y)

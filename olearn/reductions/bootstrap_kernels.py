@@ -45,18 +45,19 @@ def fits(reduction, model, out):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def merand48(random):
-    """VW's generator (its state ``random[0]``): the next number in [0, 1), the float32 of
-    exponent 0 and mantissa bits 25..47 of the state, less 1 (exactly those bits / 2^23)."""
-    random[0] = LCG_MULTIPLIER * random[0] + LCG_INCREMENT
-    return np.float64((random[0] >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0
+def merand48(random, i):
+    """VW's merand48 on generator state ``random[i]``: the next number in [0, 1) (the float32
+    of exponent 0 and mantissa bits 25..47 of the state, less 1: exactly those bits / 2^23)."""
+    random[i] = LCG_MULTIPLIER * random[i] + LCG_INCREMENT
+    return np.float32(np.float64((random[i] >> np.uint64(25)) & np.uint64(0x7FFFFF))
+                      / 8388608.0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def poisson_draw(random):
-    """VW's Poisson(1) draw: the first k whose cumulative probability in VW's table reaches
-    the generator's next number."""
-    u = merand48(random)
+    """VW's Poisson(1) draw: the generator's next number (:func:`merand48`), then its
+    table."""
+    u = np.float64(merand48(random, 0))
     for k in range(POISSON.shape[0]):
         if u <= POISSON[k]:
             return k

@@ -7,13 +7,15 @@ from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
+from olearn.reductions.nn import NeuralNetwork
 from olearn.reductions.oaa import OneAgainstAll
 from olearn.reductions.subsample import Subsampled, on
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, or --oaa's (one scalar problem without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, or --oaa's (one scalar problem
+    without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -26,4 +28,6 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return Boosting
     if config.autolink is not None:
         return Autolink
+    if config.nn is not None:
+        return NeuralNetwork
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -1,4 +1,4 @@
-"""``--classweight c:w,...``: VW's importance multiplier per class (docs/vw-reference.md §9.5).
+"""``--classweight c:w,...``: VW's importance multiplier per class (docs/vw-reference.md §3.5).
 
 Each learned example's importance is multiplied by its class's weight (1 for a class not
 listed), as VW's classweight reduction does before its learner learns: the update, the loss's

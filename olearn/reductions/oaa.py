@@ -62,10 +62,11 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes (or copies, or weak learners) of --oaa, --csoaa, --multilabel_oaa,
-    --bootstrap or --boosting (0: one scalar problem)."""
+    """The classes (or copies, weak learners, or --nn's K hidden units and its output layer) of
+    --oaa, --csoaa, --multilabel_oaa, --bootstrap, --boosting or --nn (0: one scalar problem)."""
+    network = config.nn + 1 if config.nn else 0
     return (config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap
-            or config.boosting or 0)
+            or config.boosting or network)
 
 
 def feature_width(classes: int) -> int:
@@ -124,6 +125,7 @@ class OneAgainstAll:
     BUNDLE = OneAgainstAllState
     MULTICLASS = True  # predictions are classes (the table writes them so)
     CLASS_PAIRS = True  # -r writes class:score pairs
+    AUDITED_PER_CLASS = True  # --audit writes each class's score and features
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
