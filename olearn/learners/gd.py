@@ -387,7 +387,7 @@ def _update(family, model, features, scored, s, work, prefetch):
             regularize.advance(model.W, family.lazy,
                                model.state[S_REG:S_REG + regularize.SIZE], s.l1, s.l2, eta_bar)
     elif s.sparse_l2 > 0.0:
-        index, value, lo, hi = features
+        index, value, lo, hi, _ = features
         sparse_step(model, index, value, lo, hi, scored.p, prefetch)
 
 
