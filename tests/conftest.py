@@ -140,3 +140,13 @@ def model_file(header: object, payload: bytes) -> bytes:
     text = json.dumps(header).encode()
     body = model.MAGIC + struct.pack("<I", len(text)) + text + payload
     return body + model._sha256(body)
+
+
+def model_state(path) -> tuple[dict, dict]:
+    """A model file's options and arrays, less its progress counters: those count the runs
+    that made it (a continued run's start at 0 without --preserve_performance_counters, and a
+    --dask run's are its partitions')."""
+    from olearn.persistence import model  # here: conftest is imported before olearn is needed
+    saved = model.load(str(path))
+    return saved.options, {name: array.tolist() for name, array in saved.arrays.items()
+                           if name != "counters"}

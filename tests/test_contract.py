@@ -20,13 +20,12 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from conftest import olearn_here, readable_body
+from conftest import model_state, olearn_here, readable_body
 
 from olearn import Learner
 from olearn.frontends.run import run as run_single
 from olearn.options.config import Config
 from olearn.outputs.predictions import format_predictions
-from olearn.persistence import model
 
 BITS = 12
 HALF = 300  # examples in each half of the training data
@@ -168,16 +167,8 @@ def continued(datasets, tmp_path_factory) -> Callable[[str], dict[str, str | byt
         return {"continued": (folder / "m2.p").read_text(), "one run": "".join(whole[HALF:]),
                 "continued test": _test_only(m2, data.test, folder / "m2.test.p"),
                 "one run test": _test_only(m3, data.test, folder / "m3.test.p"),
-                "continued model": _model_state(m2), "one run model": _model_state(m3)}
+                "continued model": model_state(m2), "one run model": model_state(m3)}
     return functools.cache(make)  # once per family
-
-
-def _model_state(path: Path) -> tuple[dict, dict]:
-    """A model file's options and arrays, less its progress counters: those count the runs
-    that made it (a continued run's start at 0 without --preserve_performance_counters)."""
-    saved = model.load(str(path))
-    return saved.options, {name: array.tolist() for name, array in saved.arrays.items()
-                           if name != "counters"}
 
 
 @pytest.mark.parametrize("family", CASES)
@@ -216,7 +207,7 @@ def test_predicting_between_fits_changes_no_state(datasets, family: str,
     plain.save(tmp_path / "plain.olearn")
     mixed.save(tmp_path / "mixed.olearn")
     assert mixed.average_loss == plain.average_loss  # progressive validation saw the same
-    assert _model_state(tmp_path / "mixed.olearn") == _model_state(tmp_path / "plain.olearn")
+    assert model_state(tmp_path / "mixed.olearn") == model_state(tmp_path / "plain.olearn")
 
 
 # -- 3. -t -i predicts what the trained learner predicts ---------------------------------------
@@ -289,7 +280,7 @@ def test_one_partition_dask_run_is_the_single_process_run(one_worker, datasets, 
     olearn_dask.run(Config(dask=one_worker, final_regressor=str(dask), **options))
     assert (_test_only(dask, data.test, tmp_path / "dask.p")
             == _test_only(single, data.test, tmp_path / "single.p"))
-    assert _model_state(dask) == _model_state(single)
+    assert model_state(dask) == model_state(single)
 
 
 # -- 5. --readable_model -----------------------------------------------------------------------

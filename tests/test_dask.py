@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, olearn_cmd, run_cmd
+from conftest import SHARED_DATA, model_state, olearn_cmd, run_cmd
 
 import olearn
 from olearn.engine.learner import OnlineLearner
@@ -54,9 +54,10 @@ def cluster():
 
 
 def _train(address, data, out, **options):
-    """Train with --dask in this process; returns the model file's bytes."""
+    """Train with --dask in this process; returns the model file's state (conftest.py
+    ``model_state``: its options and arrays but the progress counters)."""
     run_dask(address, data, final_regressor=str(out), **options)
-    return out.read_bytes()
+    return model_state(out)
 
 
 def run_dask(address, data, **options):
@@ -104,7 +105,7 @@ def test_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
     run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, passes=3, cache=True,
                       cache_file=str(tmp_path / "cache"), final_regressor=str(single)))
     assert _train(cluster.scheduler_address, [parts[0]], tmp_path / "dask.model",
-                  passes=3) == single.read_bytes()
+                  passes=3) == model_state(single)
 
 
 def test_one_partition_stops_early_as_the_single_process(cluster, tmp_path, capsys):
@@ -123,7 +124,8 @@ def test_one_partition_stops_early_as_the_single_process(cluster, tmp_path, caps
                               **files))
         else:
             run_dask(cluster.scheduler_address, [data], **options, **files)
-        outputs[how] = [open(path, "rb").read() for path in files.values()]
+        outputs[how] = [model_state(files["final_regressor"]),
+                        open(files["readable_model"], "rb").read()]
         assert "passes used = 2\n" in capsys.readouterr().err
     assert outputs["dask"][0] == outputs["single"][0]
     # the text models, but for the counters of the progress table, which --dask prints from
@@ -165,7 +167,7 @@ def test_continuing_from_a_model_matches_the_single_process(cluster, parts, tmp_
     run_single(Config(data=[parts[1]], initial_regressor=str(first), quiet=True,
                       final_regressor=str(single)))
     assert _train(cluster.scheduler_address, [parts[1]], tmp_path / "dask.model",
-                  initial_regressor=str(first)) == single.read_bytes()
+                  initial_regressor=str(first)) == model_state(single)
 
 
 def test_worker_caches_give_the_same_model_as_parsing(cluster, parts, tmp_path):
@@ -216,7 +218,7 @@ def test_sync_with_one_partition_gives_the_single_process_model(cluster, parts, 
     run_single(Config(data=[parts[0]], bit_precision=16, quiet=True, passes=3,
                       cache_file=str(tmp_path / "cache"), final_regressor=str(single)))
     assert _train(cluster.scheduler_address, [parts[0]], tmp_path / "dask.model", passes=3,
-                  dask_sync=700, cache=True) == single.read_bytes()
+                  dask_sync=700, cache=True) == model_state(single)
 
 
 def test_sync_adds_up_the_partitions_changes(cluster, uneven, tmp_path):

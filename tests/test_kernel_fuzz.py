@@ -117,7 +117,7 @@ def test_parser_output_fits_its_arrays_whatever_the_bytes(text, fmt, audit):
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
 @settings(max_examples=500)
 @given(st.lists(st.sampled_from([b"shared", b"1:0.5", b"2:1", b"3", b"a:x", b" ", b"\n", b"\n\n",
-                                 b"|a x", b"|b y:2", b"'t"]), max_size=60).map(bytes),
+                                 b"|a x", b"|b y:2", b"'t"]), max_size=60).map(b" ".join),
        st.sampled_from(["csoaa_ldf", "wap_ldf"]))
 def test_multiline_examples_group_and_learn_whatever_the_bytes(learners, text, name):
     learner = learners[name]

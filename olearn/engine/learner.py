@@ -442,7 +442,7 @@ class OnlineLearner:
                                      self.reduction.probabilities, batch.tags, batch.text)
         if self.reduction.on and self.reduction.CLASS_PAIRS and (raw or self.reduction.scores):
             classes, scores, counts, lead = self.reduction.class_pairs(preds, raw)
-            return format_pairs(classes, scores, counts, lead, batch.tags, batch.text)
+            return format_pairs(classes, scores, counts, lead, batch.tags, batch.text, False)
         if self.names is not None and not raw:
             return format_names(preds[:, 0], self.labels.names, self.labels.name_ends,
                                 batch.tags, batch.text)

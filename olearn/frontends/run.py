@@ -187,7 +187,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csv": True, "audit": True},
                    {"csoaa_ldf": "mc", "probabilities": True, "raw_predictions": TEMPORARY,
                     "cache": True, "passes": 2},
-                   {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"]},
+                   {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"],
+                    "predictions": TEMPORARY},
                    {"wap_ldf": "m"},
                    {"autolink": 2})
 

@@ -175,7 +175,7 @@ def format_predictions(preds, tags, text):
 
 
 @njit(cache=True, nogil=True)
-def format_pairs(classes, scores, counts, lead, tags, text, comma=False):
+def format_pairs(classes, scores, counts, lead, tags, text, comma):
     """Lines of ``c:x`` pairs: example ``e``'s first ``counts[e]`` classes ``classes[e, j]``
     (whole numbers >= 0) and their ``scores[e, j]`` (C++'s default format), space-separated
     (``comma``: comma-separated, --csoaa_rank's), then `` tag`` as :func:`format_predictions`;

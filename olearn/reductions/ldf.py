@@ -132,7 +132,7 @@ class LabelDependent(OneAgainstAll):
             classes = np.zeros((len(batch), width), dtype=np.int64)
             classes[rows, columns] = batch.cost_class
             scores = np.repeat(preds[:, 1:2], width, axis=1)
-            return format_pairs(classes, scores, counts, False, batch.tags, batch.text)
+            return format_pairs(classes, scores, counts, False, batch.tags, batch.text, False)
         starts = np.flatnonzero(batch.numbers[:, POSITION] == 0)
         if not self.rank:
             lines = format_predictions(preds[:, 0], batch.tags, batch.text)
