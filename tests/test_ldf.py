@@ -170,3 +170,11 @@ def test_svmlight_input_is_refused(tmp_path):
     data.write_text("1 1:1\n")
     code, _, err = run_olearn("-d", data, "--csoaa_ldf", "m")
     assert code != 0 and "multi-line examples of VW text" in err
+
+
+def test_an_example_without_a_shared_line_gets_no_features_of_the_one_before():
+    """Regression (found bounds-checked by the fuzzer): a shared-only example, then one
+    without a shared line."""
+    batch = _batch(_learner(csoaa_ldf="m"), "shared |a x\n\n1:0 |b y\n")
+    assert len(batch) == 1 and batch.offsets.tolist() == [0, 2]
+    assert batch.namespace.tolist() == [ord("b"), 128]

@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.arrays import at
-from olearn.data.batch import ExampleBatch
+from olearn.data.batch import ExampleBatch, valid_offsets
 from olearn.data.hashing import CONSTANT_NAMESPACE
 from olearn.data.labels import NO_COST, SHARED_COST
 from olearn.errors import OlearnError
@@ -51,9 +51,11 @@ def merged(offsets, namespace, lines, cost_offsets, cost_value):
     start its example; -1: none)."""
     n = offsets.shape[0] - 1
     if not (lines.shape[0] >= n and cost_offsets.shape[0] == n + 1
-            and cost_value.shape[0] >= cost_offsets[n] and namespace.shape[0] >= offsets[n]):
+            and valid_offsets(offsets, namespace.shape[0])
+            and valid_offsets(cost_offsets, cost_value.shape[0])):
         raise ValueError("merged: batch arrays of different lengths")
     keep = np.empty(n, dtype=np.int64)
+    shared_line = np.empty(n, dtype=np.int64)  # each action's example's shared line (-1: none)
     position = np.empty(n, dtype=np.float32)
     labeled = np.empty(n, dtype=np.bool_)
     new_offsets = np.zeros(n + 1, dtype=np.int64)
@@ -77,6 +79,7 @@ def merged(offsets, namespace, lines, cost_offsets, cost_value):
         is_labeled = _labeled(first, end, cost_offsets, cost_value)
         for j in range(first, end):
             keep[kept] = j
+            shared_line[kept] = e if shared else -1
             position[kept] = j - first
             labeled[kept] = is_labeled
             size += offsets[j + 1] - offsets[j] + extra
@@ -90,20 +93,13 @@ def merged(offsets, namespace, lines, cost_offsets, cost_value):
         for k in range(offsets[j], offsets[j + 1]):
             take[o] = k
             o += 1
-        if position[a] < j and _shared_of(j, position[a], cost_offsets, cost_value):
-            s = j - np.int64(position[a]) - 1
+        s = shared_line[a]
+        if s >= 0:
             for k in range(offsets[s], offsets[s + 1]):
                 if namespace[k] != CONSTANT_NAMESPACE:
                     take[o] = k
                     o += 1
     return keep[:kept], take, new_offsets[:kept + 1], position[:kept], labeled[:kept], -1
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def _shared_of(j, position, cost_offsets, cost_value):
-    """Whether action ``j`` (at ``position`` in its example) follows a shared line."""
-    s = j - np.int64(position) - 1
-    return s >= 0 and _is_shared(s, cost_offsets, cost_value)
 
 
 def chosen(config) -> bool:
