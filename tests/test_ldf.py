@@ -178,3 +178,13 @@ def test_an_example_without_a_shared_line_gets_no_features_of_the_one_before():
     batch = _batch(_learner(csoaa_ldf="m"), "shared |a x\n\n1:0 |b y\n")
     assert len(batch) == 1 and batch.offsets.tolist() == [0, 2]
     assert batch.namespace.tolist() == [ord("b"), 128]
+
+
+def test_raw_predictions_list_every_class_of_an_action_line(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1:0 2:1 3:2 't |a x\n4:1 |a y\n\n5 |a z\n")
+    olearn_here("-d", data, "--csoaa_ldf", "m", "-r", tmp_path / "r", "--quiet")
+    lines = (tmp_path / "r").read_text().splitlines()
+    assert [[pair.split(":")[0] for pair in line.split()] for line in lines] == [
+        ["1", "2", "3", "t"], ["4"], ["5"]]
+    assert len({line.split()[0].split(":")[1] for line in lines[:1]}) == 1

@@ -10,9 +10,9 @@ from numba import njit
 
 from olearn.kernel import dispatch
 from olearn.kernel.bundles import Features, Predicted
-from olearn.kernel.layouts import S_MAX, S_MIN, P
+from olearn.kernel.layouts import P
 from olearn.learners import gd
-from olearn.reductions.one_problem import clipped
+from olearn.reductions.one_problem import clipped, raw_score, widen_range
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -57,18 +57,12 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     """Predict the example as it is (the label joined the range), then with its prediction's
     powers: learning, the family's ``learn_predict`` of those, which ``learn`` updates."""
     state = model.state
-    if ex.learn and not s.fixed_range:
-        state[S_MIN] = min(state[S_MIN], ex.y)
-        state[S_MAX] = max(state[S_MAX], ex.y)
+    if ex.learn:
+        widen_range(state, ex.y, s)
     p0 = clipped(dispatch.predict(family, model, features, ex.initial, ex.imp, s, expanded),
                  state)
     linked = _with_powers(reduction, features, p0, scratch)
-    if ex.learn:
-        raw = dispatch.learn_predict(family, model, linked, ex.initial, ex.imp, s, expanded)
-    else:
-        raw = dispatch.predict(family, model, linked, ex.initial, ex.imp, s, expanded)
-    if np.isnan(raw):
-        raw = 0.0
+    raw = raw_score(family, model, linked, ex, s, expanded)
     p = clipped(raw, state)
     shown = gd.output(model.params, p)
     pred[0] = shown

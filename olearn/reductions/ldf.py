@@ -124,31 +124,47 @@ class LabelDependent(OneAgainstAll):
         probability), a blank line after each example; with --csoaa_rank, a line per example,
         ``class:score`` by increasing score (equal scores in line order), comma-separated, then
         a blank line. -r: a line per action, ``class:score`` of each class its label lists."""
+        counts = np.diff(batch.cost_offsets)
         if raw:
-            counts = np.diff(batch.cost_offsets)
-            width = max(int(counts.max(initial=0)), 1)
-            rows = np.repeat(np.arange(len(batch)), counts)
-            columns = np.arange(len(rows)) - np.repeat(batch.cost_offsets[:-1], counts)
-            classes = np.zeros((len(batch), width), dtype=np.int64)
-            classes[rows, columns] = batch.cost_class
-            scores = np.repeat(preds[:, 1:2], width, axis=1)
-            return format_pairs(classes, scores, counts, False, batch.tags, batch.text, False)
+            return _pair_lines(batch.cost_class, np.repeat(preds[:, 1], counts), counts,
+                               batch.tags, batch.text, False)
         starts = np.flatnonzero(batch.numbers[:, POSITION] == 0)
         if not self.rank:
             lines = format_predictions(preds[:, 0], batch.tags, batch.text)
             return _blank_lines_after(lines, np.append(starts[1:], len(batch)) - 1)
         sizes = np.diff(np.append(starts, len(batch)))
-        group = np.repeat(np.arange(len(starts)), sizes)
-        order = np.lexsort((preds[:, 1], group))
-        columns = np.arange(len(batch)) - np.repeat(starts, sizes)
-        classes = np.zeros((len(starts), max(int(sizes.max(initial=0)), 1)), dtype=np.int64)
-        scores = np.zeros(classes.shape, dtype=np.float64)
-        first_class = batch.cost_class[np.minimum(batch.cost_offsets[:-1],
-                                                  len(batch.cost_class) - 1)]
-        classes[group, columns] = np.where(np.diff(batch.cost_offsets) > 0, first_class, 0)[order]
-        scores[group, columns] = preds[order, 1]
-        lines = format_pairs(classes, scores, sizes, False, batch.tags[starts], batch.text, True)
+        order = np.lexsort((preds[:, 1], np.repeat(np.arange(len(starts)), sizes)))
+        first_class = np.zeros(len(batch), dtype=batch.cost_class.dtype)
+        listed = counts > 0
+        first_class[listed] = batch.cost_class[batch.cost_offsets[:-1][listed]]
+        lines = _pair_lines(first_class[order], preds[order, 1], sizes, batch.tags[starts],
+                            batch.text, True)
         return _blank_lines_after(lines, np.arange(len(starts)))
+
+
+def _pair_lines(classes: np.ndarray, scores: np.ndarray, counts: np.ndarray, tags: np.ndarray,
+                text: np.ndarray, comma: bool) -> np.ndarray:
+    """Lines of ``c:x`` pairs, line i the next ``counts[i]`` of the flat ``classes`` and
+    ``scores``, separated by spaces (``comma``: commas), then line i's tag. Written a pair per
+    row by format_pairs and joined, so that memory grows with the pairs, not with the lines
+    times the longest line's pairs (one line of many costs must not size every line)."""
+    rows = np.maximum(counts, 1)  # a line without pairs is one empty row
+    ends = np.cumsum(rows)
+    line_of = np.repeat(np.arange(len(counts)), rows)
+    has = np.repeat(counts > 0, rows)
+    pair_of = np.arange(int(ends[-1]) if len(ends) else 0) - np.repeat(ends - rows, rows)
+    pair_of += np.repeat(np.cumsum(counts) - counts, rows)
+    last = np.zeros(len(line_of), dtype=np.bool_)
+    last[ends - 1] = True
+    row_tags = np.where(last[:, None], tags[line_of], -1)
+    pick = np.where(has, pair_of, 0)
+    row_classes = np.where(has, classes[pick] if len(classes) else 0, 0).astype(np.int64)
+    row_scores = np.where(has, scores[pick] if len(scores) else 0, 0).astype(np.float32)
+    out = format_pairs(row_classes[:, None], row_scores[:, None], has.astype(np.int64), False,
+                       row_tags, text, False)
+    newlines = np.flatnonzero(out == 10)
+    out[newlines[~last]] = 44 if comma else 32
+    return out
 
 
 def _blank_lines_after(lines: np.ndarray, which: np.ndarray) -> np.ndarray:

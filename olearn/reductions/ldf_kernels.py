@@ -109,7 +109,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     if reduction.probabilities:
         most = -1.0
         for j in range(unit.first, unit.end):
-            preds[j, 0] /= total
+            if total > 0:  # every score so high that each probability underflowed: all 0
+                preds[j, 0] /= total
             if preds[j, 0] > most:
                 most = preds[j, 0]
                 best = j

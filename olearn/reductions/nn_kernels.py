@@ -16,9 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
-from olearn.kernel import dispatch
 from olearn.kernel.bundles import Features, Model, Predicted, Scored
-from olearn.kernel.layouts import PARAMS_SIZE, S_MAX, S_MIN, P
+from olearn.kernel.layouts import PARAMS_SIZE, P
 from olearn.learners import gd
 from olearn.learners.losses import (
     SQUARED,
@@ -30,6 +29,7 @@ from olearn.learners.weights import W_W
 from olearn.reductions import nn
 from olearn.reductions.bootstrap_kernels import merand48
 from olearn.reductions.oaa_kernels import _class_features, fits_classes, update_class
+from olearn.reductions.one_problem import clipped, raw_score, widen_range
 
 HIDDEN_MIN, HIDDEN_MAX = -3.0, 3.0  # VW's range of a hidden unit's score
 TINY = 1e-10  # VW's multipredict skips features this small
@@ -216,14 +216,10 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
                 reduction.hidden[nn.HIDDEN_DROPPED, i] = reduction.hidden[nn.HIDDEN_DROPPED, i] == 0
         out = _output_features(reduction, family, squared, features, expander, s, scratch, scale,
                                inpass)
-        if ex.learn and not s.fixed_range:
-            state[S_MIN] = min(state[S_MIN], ex.y)
-            state[S_MAX] = max(state[S_MAX], ex.y)
         if ex.learn:
-            raw = dispatch.learn_predict(family, model, out, ex.initial, ex.imp, s, False)
-        else:
-            raw = dispatch.predict(family, model, out, ex.initial, ex.imp, s, False)
-        p = min(max(0.0 if np.isnan(raw) else raw, state[S_MIN]), state[S_MAX])
+            widen_range(state, ex.y, s)
+        raw = raw_score(family, model, out, ex, s, False)
+        p = clipped(raw, state)
         loss = 0.0
         if ex.labeled:
             shared = shared_term(s.loss, p, ex.y)
@@ -236,7 +232,7 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
                     _hidden_steps(reduction, family, squared, features, expander, gradient,
                                   ex, s, scratch, scale)
         if round_no == 0:
-            shown_raw = 0.0 if np.isnan(raw) else raw
+            shown_raw = raw
             shown_p = p
             loss_shown = loss
     shown = gd.output(model.params, shown_p)  # VW's scorer sits above nn: --link, --binary

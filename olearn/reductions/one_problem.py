@@ -35,6 +35,27 @@ def clipped(raw, state):
     return min(max(0.0 if np.isnan(raw) else raw, state[S_MIN]), state[S_MAX])
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def widen_range(state, y, s):
+    """``y`` joins the label range the predictions are clipped to (unless --min_prediction and
+    --max_prediction fixed it)."""
+    if not s.fixed_range:
+        state[S_MIN] = min(state[S_MIN], y)
+        state[S_MAX] = max(state[S_MAX], y)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def raw_score(family, model, features, ex, s, expanded):
+    """The family's raw score of ``features`` for example ``ex``: its learn-time prediction
+    when the example is learned (it may update the family's state, as VW's learners that
+    predict inside their learn), else its prediction; NaN read as 0."""
+    if ex.learn:
+        raw = dispatch.learn_predict(family, model, features, ex.initial, ex.imp, s, expanded)
+    else:
+        raw = dispatch.predict(family, model, features, ex.initial, ex.imp, s, expanded)
+    return 0.0 if np.isnan(raw) else raw
+
+
 # inline: these return arrays (Features), which only code compiled into the loop may do (it
 # runs without numba's runtime, kernel/loop.py)
 @njit(cache=True, nogil=True, inline="always")
@@ -61,15 +82,9 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
                               scratch.synthetic, 0)
         features = Features(scratch.synthetic.index, scratch.synthetic.value, 0, n,
                              features.namespace)
-    if ex.learn and not s.fixed_range:
-        state[S_MIN] = min(state[S_MIN], ex.y)
-        state[S_MAX] = max(state[S_MAX], ex.y)
     if ex.learn:
-        raw = dispatch.learn_predict(family, model, features, ex.initial, ex.imp, s, expanded)
-    else:
-        raw = dispatch.predict(family, model, features, ex.initial, ex.imp, s, expanded)
-    if np.isnan(raw):
-        raw = 0.0
+        widen_range(state, ex.y, s)
+    raw = raw_score(family, model, features, ex, s, expanded)
     p = clipped(raw, state)
     shown = gd.output(model.params, shown_p if first else p)
     pred[0] = shown
@@ -105,9 +120,7 @@ def scored_prediction(y, imp, family, model, features, initial, s):
     the family predicts at learn time; returns the raw score (NaN read as 0) and the scored
     prediction (clipped to the range) the update takes."""
     state = model.state
-    if not s.fixed_range:
-        state[S_MIN] = min(state[S_MIN], y)
-        state[S_MAX] = max(state[S_MAX], y)
+    widen_range(state, y, s)
     raw = dispatch.learn_predict(family, model, features, initial, imp, s, False)
     if np.isnan(raw):
         raw = 0.0
