@@ -756,6 +756,21 @@ def test_unlabeled_examples_do_not_advance_the_learning_rate_schedule(vw, tmp_pa
     assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=LOSS_REL)
 
 
+def test_binary_reports_the_loss_for_a_label_not_minus_one_or_one(vw, tmp_path):
+    """VW's --binary reports the error for labels -1 and 1 only; a 0/1 file under the logistic
+    loss (a label 0 is an even mix of the two classes) keeps the loss for its label-0 lines."""
+    rng = random.Random(11)
+    lines = []
+    for _ in range(400):
+        y = rng.random() < 0.4
+        lines.append(f"{int(y)} |f a:{rng.random():.3f} b:{rng.random() + y:.3f}\n")
+    path = _write(tmp_path / "zero_one.vw", "".join(lines))
+    args = ["-d", path, "--binary", "--loss_function", "logistic"]
+    ol, ref = _both(args, args)
+    ours, theirs = average_loss(ol[2]), average_loss(ref[2])
+    assert math.isclose(ours, theirs, rel_tol=1e-3), (ours, theirs)
+
+
 COUNTS = [d for d in ("bike_hour",) if d in DATASETS] or _NO_DATA  # labels are counts
 
 
