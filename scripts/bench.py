@@ -1204,10 +1204,10 @@ def parse_args() -> argparse.Namespace:
 
 # The sections other scripts write at the end of the report, kept from the first of them on:
 # the experiments' (scripts/apple_experiment.py and scripts/saew_experiment.py, 10-30 minutes
-# each, with their caveats), scripts/bench_dask.py's (a cluster) and scripts/bench_daemon.py's
-# (a server): none is rerun here.
+# each, with their caveats), scripts/bench_dask.py's (a cluster), scripts/bench_daemon.py's
+# (a server) and scripts/bench_reductions.py's (a row per reduction): none is rerun here.
 KEPT_SECTIONS = ("<!-- experiments begin -->", "<!-- dask-bench begin -->",
-                 "<!-- daemon-bench begin -->")
+                 "<!-- daemon-bench begin -->", "<!-- reductions-bench begin -->")
 
 
 def main() -> None:
