@@ -472,7 +472,7 @@ class OnlineLearner:
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
         """loop.learn_batch on this learner's arrays: the table row count."""
-        self.family.before_batch(len(batch))
+        self.family.before_batch(batch, self.terms)
         return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
 
     def _kept_call(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> tuple:

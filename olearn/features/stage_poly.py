@@ -49,8 +49,8 @@ BATCH_SZ = 1000  # VW's default --batch_sz
 OPTIONS = (
     flag("--stage_poly", model=True,
          help="APPLE: grow polynomial features (monomials) in stages, from the best weights."),
-    number("--sched_exponent", "--alpha", kind=float, default=1.0, low=0.0, model=True,
-           help="Each stage adds floor(s^alpha) parents (s: average input features/example)."),
+    number("--sched_exponent", kind=float, default=1.0, low=0.0, model=True,
+           help="Each stage adds floor(s^exponent) parents (s: average input features/example)."),
     number("--batch_sz", kind=int, default=BATCH_SZ, low=0, high=MAX_COUNT, model=True,
            help="Examples between stages (doubling after each); 0: a stage at each pass end."),
     flag("--batch_sz_no_doubling", model=True, help="Keep --batch_sz fixed."),

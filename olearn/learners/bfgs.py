@@ -144,9 +144,9 @@ class Bfgs(LearnerFamily):
     def bundle(self) -> tuple:
         return BfgsState(self.coords, self.stored, self.sums)
 
-    def before_batch(self, examples: int) -> None:
-        """Room to store the predictions of ``examples`` more examples."""
-        need = int(self.sums[K_STORED]) + examples
+    def before_batch(self, batch, terms: np.ndarray) -> None:
+        """Room to store the predictions of the batch's examples."""
+        need = int(self.sums[K_STORED]) + len(batch)
         if need > self.stored.shape[0]:
             grown = np.zeros(max(need, 2 * self.stored.shape[0]), dtype=np.float32)
             grown[:self.stored.shape[0]] = self.stored

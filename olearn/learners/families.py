@@ -16,12 +16,13 @@ from olearn.learners.ftrl import Ftrl
 from olearn.learners.gd import GradientDescent
 from olearn.learners.mf import MatrixFactorization
 from olearn.learners.no_learning import NoLearning
+from olearn.learners.oja_newton import OjaNewton
 from olearn.learners.pistol import Pistol
 from olearn.learners.svrg import Svrg
 
 FAMILIES: tuple[type[LearnerFamily], ...] = (Ftrl, Pistol, Coin, Freegrad, Svrg,
                                              ExponentialWeights, MatrixFactorization, NoLearning,
-                                             Bfgs, GradientDescent)
+                                             Bfgs, OjaNewton, GradientDescent)
 
 
 def option_groups() -> list[tuple[str, tuple]]:
@@ -43,6 +44,7 @@ def check(config) -> None:
     flagged = [family.flag(config) for family in FAMILIES[:-1] if family.chosen(config)]
     if len(flagged) > 1:
         raise OptionError(f"choose one learner family, not {' and '.join(flagged)}")
+    OjaNewton.check_own(config)
     family = family_of(config)
     family.check_options(config)
     if family is not GradientDescent:

@@ -97,8 +97,9 @@ class LearnerFamily:
         """The family's state as its kernels take it."""
         raise NotImplementedError
 
-    def before_batch(self, examples: int) -> None:
-        """Make room for a batch of ``examples`` examples (before its kernel call)."""
+    def before_batch(self, batch, terms: np.ndarray) -> None:
+        """Make room for ``batch`` (data/batch.py ``ExampleBatch``; ``terms``: the encoded
+        interactions that expand its examples) before its kernel call."""
 
     @staticmethod
     def header_lines(config) -> list[str]:
