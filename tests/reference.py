@@ -1275,3 +1275,85 @@ def vw_fasttanh(p: float) -> float:
                              - f(1.49012907) * z))
     power = f(struct.unpack("<f", struct.pack("<I", bits))[0])
     return float(f(-1.0) + f(2.0) / (f(1.0) + power))
+
+
+def oja_sketch_start(rows: int, m: int, seed: int) -> np.ndarray:
+    """VW's random start of --OjaNewton's sketch, plainly: per row, per direction, Box-Muller
+    of two draws (the first redrawn with the second while it is 0), then the directions
+    orthonormalized by numpy's QR (signs made positive on the diagonal of R, as Gram-Schmidt
+    gives). Returns rows × m, float64."""
+    drawn = np.zeros((rows, m))
+    state = seed
+    for j in range(rows):
+        for i in range(m):
+            r1 = np.float32(0)
+            while r1 == 0:
+                state, r1 = vw_draw(state)
+                state, r2 = vw_draw(state)
+            drawn[j, i] = math.sqrt(-2 * math.log(r1)) * math.cos(2 * math.pi * r2)
+    q, r = np.linalg.qr(drawn)
+    return q * np.sign(np.diag(r))
+
+
+def oja_newton_predictions(examples, sketch, epoch=1, alpha=1.0, rate_count=2.0,
+                           normalize=True):
+    """VW's --OjaNewton (OjaNewton.cc) as matrix algebra in float64, squared loss, from the
+    starting ``sketch`` (rows × (m + 1): the directions, then the normalizers): each example's
+    raw score. ``examples`` as for :func:`gd_predictions`, with distinct indices per example.
+    A is kept lower triangular and K-orthonormal by classical Gram-Schmidt in K's inner
+    product after each epoch."""
+    Z = sketch[:, :-1].astype(np.float64)
+    norms = sketch[:, -1].astype(np.float64)
+    m = Z.shape[1]
+    w = np.zeros(len(Z))
+    A, K = np.eye(m), np.eye(m)
+    ev, b = np.zeros(m), np.zeros(m)
+    t, held = 1, []
+    lo = hi = 0.0
+    out = []
+
+    def scaled(idx, x):
+        return x / np.sqrt(norms[idx]) if normalize else x
+
+    for label, imp, feats in examples:
+        idx = np.array([j for j, _ in feats], dtype=np.int64)
+        x = np.array([v for _, v in feats], dtype=np.float64)
+        raw = float(scaled(idx, x) @ (w[idx] + Z[idx] @ b))
+        out.append(raw)
+        if label is None:
+            continue
+        lo, hi = min(lo, label), max(hi, label)
+        g = (min(max(raw, lo), hi) - label) * imp  # ℓ'/2 of the squared loss, times i
+        if normalize:
+            norms[idx] += x * x * g * g
+        held.append((idx, x, g / 2))
+        if len(held) == epoch:
+            for hidx, hx, c in held:
+                xs = scaled(hidx, hx)
+                zx = Z[hidx].T @ xs
+                gamma = min(rate_count / t, 1.0)
+                azx = A @ zx
+                ev = gamma * t * (azx * c) ** 2 + (0 if t == 1 else (1 - gamma) * t * ev / (t - 1))
+                delta = gamma * c * zx
+                K += c * (np.outer(delta, zx) + np.outer(zx, delta)) + (
+                    xs @ xs * c * c * np.outer(delta, delta))
+                w[hidx] -= c * (delta @ b) * xs
+                Z[hidx] += c * np.outer(xs, delta)
+                t += 1
+            for i in range(m):
+                a = A[i].copy()
+                for k in range(i):
+                    A[i] -= (a @ K @ A[k]) * A[k]
+                A[i] /= np.sqrt(A[i] @ K @ A[i])
+            held = []
+        xs = scaled(idx, x)
+        w[idx] -= g * xs / alpha
+        azx = A @ (Z[idx].T @ xs)
+        b += g * A.T @ (ev * azx / (alpha * (alpha + ev)))
+        if np.abs(np.triu(K)).max() >= 1e7:
+            K = A @ K @ A.T
+            w += Z @ b
+            b[:] = 0
+            Z = Z @ A.T
+            A = np.eye(m)
+    return out

@@ -56,6 +56,8 @@ FAMILIES: dict[str, dict] = {
                        "loss_function": "logistic"},
     "noop": {"noop": True},
     "rank": {"rank": 2, "quadratic": ["ab"]},
+    # an epoch of 7: a model saved after 300 examples holds 6 of them
+    "oja_newton": {"oja_newton": True, "sketch_size": 3, "epoch_size": 7, "quadratic": ["ab"]},
 }
 EXPERTS = {"eg", "boa", "saew", "saew_calibrate"}
 # learners/coordinates.py's families
@@ -70,6 +72,7 @@ NO_DASK = ("--dask refuses --eg/--boa/--saew (ExponentialWeights.UNMERGEABLE): e
            "weights have no averaging rule to merge partitions with")
 NO_DASK_OAA = "--dask refuses --oaa: its per-class normalizer sums have no merge rule yet"
 NO_DASK_RANK = "--dask refuses --rank: its factors have no merge rule yet"
+NO_DASK_OJA = "--dask refuses --OjaNewton (OjaNewton.UNMERGEABLE): its sketch has no merge rule"
 DASK_FREEZES_STAGES = (
     "distributed.finish zeroes --stage_poly's stage period and counter base after every pass "
     "(stages only in pass 1, by design for several partitions), so even one partition's model "
@@ -260,6 +263,8 @@ def _dask_case(family: str):
         return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_OAA))
     if family == "rank":
         return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_RANK))
+    if family == "oja_newton":
+        return pytest.param(family, marks=pytest.mark.skip(reason=NO_DASK_OJA))
     if family == "stage_poly":
         return pytest.param(family, marks=pytest.mark.xfail(strict=True,
                                                             reason=DASK_FREEZES_STAGES))

@@ -52,6 +52,10 @@ def count(family, features):
     raise NotImplementedError("compiled code only")
 
 
+def learns_weightless(family):
+    raise NotImplementedError("compiled code only")
+
+
 # inline: the call is replaced by the family's kernel call, with no function of its own between
 # them (which would count the references of its arrays); prefer_literal: literal arguments
 # (``prefetch``) reach the kernel as literals.
@@ -101,6 +105,14 @@ def _shows_first(family):
     if found is not None:
         first = bool(found.SHOWS_FIRST)
         return lambda family: first
+
+
+@overload(learns_weightless, **_OVERLOAD)
+def _learns_weightless(family):
+    found = _family(family)
+    if found is not None:
+        weightless = bool(found.LEARNS_WEIGHTLESS)
+        return lambda family: weightless
 
 
 @overload(count, **_OVERLOAD)

@@ -365,12 +365,15 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
     tracks_labels = reducing.tracks_labels(reduction)
     advances_t = reducing.advances_t(reduction)
     reports_loss = reducing.reports_loss(reduction)
+    weightless = dispatch.learns_weightless(family)
     for e in range(e0, numbers.shape[0]):
         # a multi-line example (--csoaa_ldf) is its lines e:end, taken at its first
         end = reducing.unit_end(reduction, numbers, e)
         if end <= e:
             continue
         y, imp, labeled, held, learn = _label(e, numbers, params, first_line, lines, s.test_only)
+        if weightless and imp == 0 and labeled and not held and not s.test_only:
+            learn = True
         if expanded and s.stage_poly and learn and stage_poly.stage_due(counters):
             return e, nrows, 0, 0, True
         # not_linear: features left out of the linear terms, counted as VW counts them

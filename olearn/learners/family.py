@@ -62,6 +62,9 @@ class LearnerFamily:
     BUNDLE: type  # the namedtuple the kernels take
     KERNELS: Kernels
     SHOWS_FIRST = False
+    # whether a labeled example of importance 0 is learned (VW's learners whose update moves
+    # state even then: --OjaNewton's clock); else it is only predicted
+    LEARNS_WEIGHTLESS = False
     UNMERGEABLE = ""  # why --dask cannot merge the state ("": by the declared rules)
     ARRAYS: dict = {}  # model-file arrays: name -> (dtype, shape with None for any length)
     NAMED: dict = {}  # those with declared fields: name -> (layout, axis)

@@ -38,7 +38,7 @@ from olearn.learners.weights import W_W
 
 F32 = np.float32
 OPTIONS = (
-    flag("--OjaNewton", model=True, name="oja_newton",
+    flag("--OjaNewton", "--oja_newton", model=True, name="oja_newton",
          help="Online Newton steps with Oja's sketch (replaces gradient descent)."),
     number("--sketch_size", kind=int, default=10, low=0, high=256, model=True,
            help="--OjaNewton: the sketch's size m."),
@@ -80,6 +80,7 @@ class OjaNewton(LearnerFamily):
     GROUP = "OjaNewton"
     OPTIONS = OPTIONS
     BUNDLE = OjaState
+    LEARNS_WEIGHTLESS = True  # VW's: an example of importance 0 advances the sketch's clock
     ARRAYS = {"oja_index": ("<u4", (None,)), "oja_rows": ("<f4", (None, None)),
               "oja_matrices": ("<f4", (2, None, None)), "oja_vectors": ("<f4", (3, None)),
               "oja_clock": ("<f8", (2,)), "oja_held_offsets": ("<i8", (None,)),
