@@ -1297,7 +1297,7 @@ def oja_sketch_start(rows: int, m: int, seed: int) -> np.ndarray:
 
 def oja_newton_predictions(examples, sketch, epoch=1, alpha=1.0, rate_count=2.0,
                            normalize=True):
-    """VW's --OjaNewton (OjaNewton.cc) as matrix algebra in float64, squared loss, from the
+    """VW's --OjaNewton (oja_newton.cc) as matrix algebra in float64, squared loss, from the
     starting ``sketch`` (rows × (m + 1): the directions, then the normalizers): each example's
     raw score. ``examples`` as for :func:`gd_predictions`, with distinct indices per example.
     A is kept lower triangular and K-orthonormal by classical Gram-Schmidt in K's inner

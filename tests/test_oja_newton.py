@@ -1,5 +1,5 @@
 """--OjaNewton (learners/oja_newton.py) against a plain matrix-algebra reference of VW's
-OjaNewton.cc (tests/reference.py), against VW itself, and its options and model files."""
+oja_newton.cc (tests/reference.py), against VW itself, and its options and model files."""
 import numpy as np
 import pytest
 from conftest import run_olearn
@@ -107,6 +107,20 @@ def test_saved_model_continues_as_one_run(tmp_path):
     Learner(**options).fit(first).save(path)
     continued = Learner.load(path).fit(second)
     np.testing.assert_array_equal(continued.predict(first), whole.predict(first))
+
+
+def test_held_examples_of_a_model_keep_their_room(tmp_path):
+    """Three long examples held at the save, short ones after: the buffer must hold both."""
+    long, short = tmp_path / "long.vw", tmp_path / "short.vw"
+    long.write_text("".join(f"1 |a {' '.join(f'f{k}:{j + 1}' for k in range(20))}\n"
+                            for j in range(3)))
+    short.write_text("0 |a g\n1 |a h\n" * 5)
+    options = {"oja_newton": True, "epoch_size": 4, "bit_precision": 10}
+    whole = Learner(**options).fit(long).fit(short)
+    path = tmp_path / "held.model"
+    Learner(**options).fit(long).save(path)
+    continued = Learner.load(path).fit(short)
+    np.testing.assert_array_equal(continued.predict(long), whole.predict(long))
 
 
 def test_options_need_oja_newton():

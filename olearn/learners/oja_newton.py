@@ -34,7 +34,7 @@ from olearn.errors import OptionError
 from olearn.features.interactions import expanded_size, valid_terms
 from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.losses import derivative32
-from olearn.learners.weights import W_W
+from olearn.learners.weights import W_W, merand48
 
 F32 = np.float32
 OPTIONS = (
@@ -93,7 +93,6 @@ class OjaNewton(LearnerFamily):
     def __init__(self, config):
         super().__init__(config)
         m = config.sketch_size
-        self.m = m
         self.sketch = fresh_sketch(config)
         self.A = np.eye(m, dtype=np.float32)
         self.K = np.eye(m, dtype=np.float32)
@@ -140,13 +139,16 @@ class OjaNewton(LearnerFamily):
                         config.learning_rate_cnt, config.normalize == "true")
 
     def before_batch(self, batch, terms: np.ndarray) -> None:
-        """Room to hold a whole epoch of the batch's largest expanded example."""
-        if self.config.epoch_size == 1:
+        """Room for the examples held now and the rest of their epoch, and for a whole epoch,
+        of the batch's largest expanded example."""
+        epoch = self.config.epoch_size
+        if epoch == 1:
             return
         most = most_rows(batch.offsets, batch.namespace, terms)
-        need = self.config.epoch_size * most
+        held = int(self.clock[T_HELD])
+        used = int(self.held_offsets[held])
+        need = max(used + (epoch - held) * most, epoch * most)
         if need > self.held_index.shape[0]:
-            used = int(self.held_offsets[int(self.clock[T_HELD])])
             index = np.zeros(need, dtype=np.uint32)
             value = np.zeros(need, dtype=np.float32)
             index[:used] = self.held_index[:used]
@@ -187,8 +189,10 @@ class OjaNewton(LearnerFamily):
                 and rows.shape == (len(index), m + 1), "oja_index/oja_rows: not a row per index")
         require(arrays["oja_matrices"].shape == (2, m, m)
                 and arrays["oja_vectors"].shape == (3, m), "oja_matrices/oja_vectors: not m×m, m")
-        t, held = arrays["oja_clock"]
-        require(t >= 1 and t == int(t) and held == int(held) and 0 <= held < epoch,
+        clock = arrays["oja_clock"]
+        t, held = clock
+        require(bool(np.isfinite(clock).all()) and t >= 1 and t == int(t) and held == int(held)
+                and 0 <= held < epoch,
                 "oja_clock: not a count of examples and an epoch's held examples")
         offsets, held_index = arrays["oja_held_offsets"], arrays["oja_held_index"]
         require(offsets.shape == (int(held) + 1,) and offsets[0] == 0
@@ -198,10 +202,6 @@ class OjaNewton(LearnerFamily):
                 and (len(held_index) == 0 or int(held_index.max()) < size),
                 "oja_held_*: not the epoch's held examples")
 
-    def readable_rows(self, weights: np.ndarray, predict_only: bool) -> tuple:
-        """VW's: the weights w̄ alone."""
-        return super().readable_rows(weights, predict_only)
-
 
 def fresh_sketch(config) -> np.ndarray:
     """A fresh table of sketch directions and normalizers (a row per coordinate)."""
@@ -209,13 +209,6 @@ def fresh_sketch(config) -> np.ndarray:
     initial_sketch(sketch, config.normalize == "true", config.random_init == "true",
                    np.array([config.random_seed], dtype=np.uint64))
     return sketch
-
-
-@njit(cache=True, nogil=True)
-def _merand48(random):
-    """VW's merand48: the generator's next number in [0, 1) (its state bits 25..47 / 2^23)."""
-    random[0] = np.uint64(0xEECE66D5DEECE66D) * random[0] + np.uint64(2147483647)
-    return F32(np.float64((random[0] >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0)
 
 
 @njit(cache=True, nogil=True)
@@ -236,8 +229,8 @@ def initial_sketch(sketch, normalize, random_init, random):
                 r1 = F32(0.0)
                 r2 = F32(0.0)
                 while r1 == 0:
-                    r1 = _merand48(random)
-                    r2 = _merand48(random)
+                    r1 = merand48(random, 0)
+                    r2 = merand48(random, 0)
                 sketch[j, i] = np.sqrt(F32(-2.0) * np.log(r1)) * F32(np.cos(two_pi * r2))
     else:
         for i in range(min(m, size - 1)):

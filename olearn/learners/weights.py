@@ -5,6 +5,7 @@ Gradient descent uses every column; the exponential-weights learners export thei
 only.
 """
 import numpy as np
+from numba import njit
 
 from olearn.core.fields import Field, Layout
 from olearn.core.option import flag, number
@@ -56,6 +57,17 @@ OPTIONS = (
 # VW's 64-bit linear congruential generator (docs/vw-reference.md §3.4).
 LCG_MULTIPLIER = 0xEECE66D5DEECE66D
 LCG_INCREMENT = 2147483647
+_MULTIPLIER, _INCREMENT = np.uint64(LCG_MULTIPLIER), np.uint64(LCG_INCREMENT)  # (the kernels')
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def merand48(random, i):
+    """VW's merand48 on generator state ``random[i]`` (a uint64 array): the next number in
+    [0, 1) (the float32 of exponent 0 and mantissa bits 25..47 of the state, less 1: exactly
+    those bits / 2^23)."""
+    random[i] = _MULTIPLIER * random[i] + _INCREMENT
+    return np.float32(np.float64((random[i] >> np.uint64(25)) & np.uint64(0x7FFFFF))
+                      / 8388608.0)
 
 
 def random_weights(seed: int, n: int) -> np.ndarray:

@@ -21,7 +21,7 @@ Examples:
   olearn -d train.svm.gz --format svmlight
   olearn -d train.vw --audit              features of each example, as VW prints them
   olearn -d train.vw -c --passes 10       cache, holdout and early termination
-  olearn -d train.vw --stage_poly --alpha 1   adaptive polynomial expansion (APPLE)
+  olearn -d train.vw --stage_poly --sched_exponent 1   adaptive polynomial expansion (APPLE)
   olearn -d train.vw --saew --radius 1 --saew_d0 5   sparse exponential weights (SAEW)
   olearn -d 'part-*.vw.gz' --dask local:2 --passes 5 -f model.olearn
   olearn --daemon --port 26542 -t -i model.olearn   serve predictions over TCP"""

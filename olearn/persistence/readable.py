@@ -11,7 +11,7 @@ import olearn
 from olearn.core.atomic import write_whole
 from olearn.kernel import layouts
 from olearn.learners.weights import W_W
-from olearn.options.config import MODEL_OPTIONS, Config
+from olearn.options.config import MODEL_OPTIONS, REGISTRY, Config
 from olearn.reductions.oaa import CLASS_NORM, CLASS_TOTAL
 
 _DEFAULTS = Config()
@@ -22,20 +22,24 @@ _MERGED = ("ignore", "ignore_linear", "keep")
 
 
 def _kept_options(config: Config) -> str:
-    """Model options that differ from the defaults, as command-line flags in VW's order:
-    alphabetically, then --ignore, --ignore_linear and --keep with their namespaces merged."""
+    """Model options that differ from the defaults, as command-line flags (VW's spelling: the
+    first long one, --OjaNewton) in VW's order: alphabetically, then --ignore, --ignore_linear
+    and --keep with their namespaces merged."""
     flags, merged = [], []
-    for name in sorted(MODEL_OPTIONS):
+    spelled = {name: next(f for f in REGISTRY[name].flags if f.startswith("--"))
+               for name in MODEL_OPTIONS}
+    for name in sorted(MODEL_OPTIONS, key=spelled.get):
         value = getattr(config, name)
         if value == getattr(_DEFAULTS, name) or name == "bit_precision":
             continue
+        flag = spelled[name]
         if name in _MERGED:
-            merged.append(f"--{name} {''.join(sorted(set(''.join(value))))}")
+            merged.append(f"{flag} {''.join(sorted(set(''.join(value))))}")
         elif value is True:
-            flags.append(f"--{name}")
+            flags.append(flag)
         else:  # a repeatable option once per value, as VW writes it (--quadratic ab --quadratic cd)
-            flags += [f"--{name} {v}" for v in (value if isinstance(value, (list, tuple))
-                                                else [value])]
+            flags += [f"{flag} {v}" for v in (value if isinstance(value, (list, tuple))
+                                             else [value])]
     return " ".join(flags + sorted(merged))
 
 

@@ -16,8 +16,8 @@ from olearn.kernel import dispatch
 from olearn.kernel.bundles import Predicted
 from olearn.kernel.layouts import S_MAX, S_MIN, P
 from olearn.learners.losses import loss_value_shared, shared_term
+from olearn.learners.weights import merand48
 from olearn.reductions.boosting import ADAPTIVE, BBM, L_ALPHA, L_V, LEARNER_FIELDS
-from olearn.reductions.bootstrap_kernels import merand48
 from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
 
 F32 = np.float32

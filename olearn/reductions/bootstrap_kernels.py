@@ -17,12 +17,11 @@ from olearn.kernel import dispatch
 from olearn.kernel.bundles import Predicted
 from olearn.kernel.layouts import P
 from olearn.learners.losses import loss_value_shared, shared_term
+from olearn.learners.weights import merand48
 from olearn.reductions import bootstrap
 from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
 from olearn.reductions.one_problem import clipped
 
-LCG_MULTIPLIER = np.uint64(0xEECE66D5DEECE66D)
-LCG_INCREMENT = np.uint64(2147483647)
 # VW's Poisson(1) table: the draw is the first k whose cumulative probability reaches u
 POISSON = np.array([0.3678794411714423215955, 0.735758882342884643191, 0.919698602928605803989,
                     0.9810118431238461909214, 0.9963401531726562876545,
@@ -42,15 +41,6 @@ def fits(reduction, model, out):
     k = model.params[P.classes]
     return (fits_classes(reduction, model) and reduction.random.shape[0] >= 1
             and out.preds.shape[1] >= bootstrap.COPY_COLUMN + k)
-
-
-@njit(cache=True, nogil=True, _nrt=False)
-def merand48(random, i):
-    """VW's merand48 on generator state ``random[i]``: the next number in [0, 1) (the float32
-    of exponent 0 and mantissa bits 25..47 of the state, less 1: exactly those bits / 2^23)."""
-    random[i] = LCG_MULTIPLIER * random[i] + LCG_INCREMENT
-    return np.float32(np.float64((random[i] >> np.uint64(25)) & np.uint64(0x7FFFFF))
-                      / 8388608.0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -25,9 +25,8 @@ from olearn.learners.losses import (
     loss_value_shared,
     shared_term,
 )
-from olearn.learners.weights import W_W
+from olearn.learners.weights import W_W, merand48
 from olearn.reductions import nn
-from olearn.reductions.bootstrap_kernels import merand48
 from olearn.reductions.oaa_kernels import _class_features, fits_classes, update_class
 from olearn.reductions.one_problem import clipped, raw_score, widen_range
 
