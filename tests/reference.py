@@ -316,11 +316,12 @@ def marginal_predictions(examples, namespaces, numerator=0.5, denominator=1.0, d
             total += feature_weights * p
         else:
             feature_weights, total = 1.0, p
-        return total / (weights + feature_weights), (
-            (mixed_loss + feature_weights * loss(p, label)) / (weights + feature_weights))
+        if label is not None:
+            mixed_loss += feature_weights * loss(p, label)
+        return total / (weights + feature_weights), mixed_loss / (weights + feature_weights)
 
     def hedge(r, c):
-        r = max(r, 0.0)
+        r = r if r > 0 else 0.0  # NaN (a regret from a 0/0 marginal) too
         return 0.0 if c == 0 or r == 0 else 2 * r * math.exp(r * r / (3 * c)) / (3 * c)
 
     def update(keys, label, imp, mixed_loss, p):

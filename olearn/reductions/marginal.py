@@ -79,10 +79,13 @@ MarginalState = namedtuple("MarginalState", ["namespaces", "seen", "sums", "expe
 
 
 def check(config) -> None:
-    """Its options need --marginal; it refuses the reductions and expansions it cannot sit
-    under (its pairs are read from the example's own features)."""
+    """Its options need --marginal (or -i, whose model may have it: the merged options are
+    checked again); it refuses the reductions and expansions it cannot sit under (its pairs
+    are read from the example's own features)."""
     from olearn.errors import OptionError
     if config.marginal is None:
+        if config.initial_regressor is not None:
+            return
         for name in _OWN:
             if name in config.explicit:
                 raise OptionError(f"--{name} needs --marginal")

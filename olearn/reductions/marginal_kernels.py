@@ -70,7 +70,7 @@ def vw_loss(s, state, p, y):
     return 0.0 if y == high else (high - y) * (high - y) + 2.0 * (high - y) * (p - high)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def hedge_weight(regret, squares):
     """AdaNormalHedge's weight of an expert with regret sum ``regret`` and squared regrets
     ``squares`` (float32; 0 without positive regret)."""
@@ -103,7 +103,8 @@ def _new_key(reduction, key, numerator, denominator):
         reduction.experts[key, X_WEIGHT] = reduction.experts[key, X_FEATURE_WEIGHT] = 1.0
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+# error_model numpy: a key first met in an update is 0/0, whose marginal is NaN (as VW's)
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def _marginal(reduction, key):
     """A key's marginal, num/den in float32 (VW's)."""
     return np.float32(reduction.sums[key, M_NUM] / reduction.sums[key, M_DEN])
@@ -151,7 +152,7 @@ def marginalize(reduction, features, y, learn, s, state, index, value):
     return n, total, weights, feature_weights, loss
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def mixed(total, weights, feature_weights, loss, p, y, s, state):
     """--compete's prediction from :func:`marginalize`'s sums and the learner's prediction
     ``p`` (the learner alone when no expert has weight), and the mixture's loss (from the
