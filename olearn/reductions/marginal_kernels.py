@@ -269,12 +269,14 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
 
 @njit(cache=True, nogil=True, inline="always")
 def score(reduction, model, predicted, ex, s, scratch):
-    """The reported loss of the prediction shown (--binary: the error), no multiclass log
-    loss, and the learner's scored example (its own prediction)."""
+    """The reported loss of the prediction shown (--binary: the error, for a label of -1 or 1;
+    as VW, the loss for another), no multiclass log loss, and the learner's scored example
+    (its own prediction)."""
     _, p, shown, _ = predicted.inner
     shared = shared_term(s.loss, p, ex.y)
     loss = loss_value_shared(s.loss, s.loss_param, p, ex.y, shared)
-    reported = ((predicted.shown != ex.y) * ex.imp if s.binary
+    error = s.binary and abs(ex.y) == 1.0
+    reported = ((predicted.shown != ex.y) * ex.imp if error
                 else vw_loss(s, model.state, shown, ex.y) * ex.imp)
     return reported, 0.0, Scored(p, ex.y, ex.imp, ex.initial, loss, shared)
 
