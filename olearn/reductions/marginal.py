@@ -26,7 +26,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from olearn.core.checks import require
+from olearn.core.checks import increasing_below, require
 from olearn.core.fields import Field, Layout
 from olearn.core.option import flag, number, option_bytes, text
 from olearn.reductions.oaa import OneAgainstAll
@@ -164,7 +164,6 @@ class Marginal(OneAgainstAll):
     def check(arrays: dict, config) -> None:
         """Keys in the table, increasing; a row of sums per key, experts a row per key or
         none; all finite."""
-        from olearn.core.checks import increasing_below
         keys, sums, experts = (arrays["marginal_index"], arrays["marginal_sums"],
                                arrays["marginal_experts"])
         require(increasing_below(keys, 1 << config.bit_precision),
