@@ -240,6 +240,135 @@ def autolink_predictions(examples, rows, eta):
     return out
 
 
+def _namespace_runs(feats):
+    """An example's features ``(j, x, ns)`` as runs of one namespace: (ns, [(j, x), ...])."""
+    runs = []
+    for j, x, ns in feats:
+        if runs and runs[-1][0] == ns:
+            runs[-1][1].append((j, x))
+        else:
+            runs.append((ns, [(j, x)]))
+    return runs
+
+
+def marginal_predictions(examples, namespaces, numerator=0.5, denominator=1.0, decay=0.0,
+                         compete=False, before=False, unweighted=False, eta=0.5):
+    """VW's --marginal over its default gd in plain Python, squared loss: in ``namespaces``
+    each pair ``x id`` (both of value 1) becomes x with the id's marginal num/den; the learner
+    predicts and learns that; a learned example then updates every pair's id (from 0/0 when
+    new): with ``compete`` the id's two AdaNormalHedge experts first, then num and den
+    (decayed, plus label·weight and weight). ``before``: VW 9.11.9's --update_before_learn,
+    whose update reads the marginalized example, so updates x of every second valid pair.
+    ``examples``: (label or None, importance, [(j, x, ns)]). Returns the predictions shown
+    and the sums by key."""
+    gd = GradientDescent(True, True, True, eta)
+    sums = gd.fresh_sums()
+    bounds = [0.0, 0.0]
+    marginals, experts = {}, {}
+    out, t = [], 0.0
+
+    def loss(p, y):
+        lo, hi = bounds
+        if lo <= p <= hi:
+            return (p - y) ** 2
+        if p < lo:
+            return 0.0 if y == lo else (y - lo) ** 2 + 2 * (y - lo) * (lo - p)
+        return 0.0 if y == hi else (hi - y) ** 2 + 2 * (hi - y) * (p - hi)
+
+    def marginal(key):
+        num, den = marginals[key]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return float(np.float32(np.float64(num) / den))
+
+    def valid_pairs(feats):
+        for ns, run in _namespace_runs(feats):
+            if ns in namespaces:
+                yield from ((run[i], run[i + 1]) for i in range(0, len(run) - 1, 2)
+                            if run[i][1] == 1 and run[i + 1][1] == 1)
+
+    def marginalize(feats, label, learn):
+        copy, total, weights, feature_weights, mixed_loss = [], 0.0, 0.0, 0.0, 0.0
+        for ns, run in _namespace_runs(feats):
+            if ns not in namespaces:
+                copy += run
+                continue
+            for i in range(0, len(run) - 1, 2):
+                (x, vx), (key, vk) = run[i], run[i + 1]
+                if vx != 1 or vk != 1:
+                    continue
+                if key not in marginals:
+                    marginals[key] = [numerator, denominator]
+                    experts[key] = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+                m = marginal(key)
+                copy.append((x, m))
+                if compete:
+                    w = experts[key][2]
+                    total += w * m
+                    weights += w
+                    feature_weights += experts[key][5]
+                    if learn:
+                        mixed_loss += w * loss(m, label)
+        return copy, (total, weights, feature_weights, mixed_loss)
+
+    def mix(sums4, p, label):
+        total, weights, feature_weights, mixed_loss = sums4
+        if weights + feature_weights > 0:
+            total += feature_weights * p
+        else:
+            feature_weights, total = 1.0, p
+        if label is not None:
+            mixed_loss += feature_weights * loss(p, label)
+        return total / (weights + feature_weights), mixed_loss / (weights + feature_weights)
+
+    def hedge(r, c):
+        r = r if r > 0 else 0.0  # NaN (a regret from a 0/0 marginal) too
+        return 0.0 if c == 0 or r == 0 else 2 * r * math.exp(r * r / (3 * c)) / (3 * c)
+
+    def update(keys, label, imp, mixed_loss, p):
+        weight = 1.0 if unweighted else imp
+        for key in keys:
+            if key not in marginals:
+                marginals[key] = [0.0, 0.0]
+                experts[key] = [0.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+            if compete:
+                e = experts[key]
+                for at, regret in ((0, mixed_loss - loss(marginal(key), label)),
+                                   (3, mixed_loss - loss(p, label))):
+                    e[at] += regret * weight
+                    e[at + 1] += regret * regret * weight
+                    e[at + 2] = hedge(e[at], e[at + 1])
+            num, den = marginals[key]
+            marginals[key] = [num * (1 - decay) + label * weight, den * (1 - decay) + weight]
+
+    for label, imp, feats in examples:
+        learn = label is not None and imp > 0
+        if learn:
+            bounds[:] = min(bounds[0], label), max(bounds[1], label)
+        copy, sums4 = marginalize(feats, label, learn)
+        if learn and before:
+            shown = min(max(gd.predict(copy), bounds[0]), bounds[1])
+            mixed_loss = mix(sums4, shown, label)[1] if compete else 0.0
+            firsts = [x for (x, _), _ in valid_pairs(feats)]
+            update(firsts[1::2], label, imp, mixed_loss, shown)
+            copy = marginalize(feats, label, learn)[0]
+            p = min(max(gd.predict(copy), bounds[0]), bounds[1])
+            gd.update(copy, p, label, imp, t, sums)
+        else:
+            p = shown = min(max(gd.predict(copy), bounds[0]), bounds[1])
+            mixed_loss = 0.0
+            if compete:
+                shown, mixed_loss = mix(sums4, p, label)
+            if learn:
+                gd.update(copy, p, label, imp, t, sums)
+                ids = [run[i + 1][0] for ns, run in _namespace_runs(feats) if ns in namespaces
+                       for i in range(0, len(run) - 1, 2)]
+                update(ids, label, imp, mixed_loss, p)
+        out.append(shown)
+        if learn:
+            t += imp
+    return out, marginals
+
+
 def feature_width(classes: int) -> int:
     """VW's feature width of K classes: the smallest power of two >= K."""
     width = 1

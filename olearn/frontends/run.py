@@ -144,7 +144,8 @@ def run(config: Config) -> OnlineLearner:
         for path, known in ((config.readable_model, None), (config.invert_hash, names)):
             if path:
                 readable.write(path, learner, passes,
-                               learner.feature_names(known.names) if known else None)
+                               learner.feature_names(known.names) if known else None,
+                               own_names=known.pairs if known else None)
         if config.learning_curve:
             plot_learning_curve(learner.history, config.learning_curve)
         for out, _ in outputs:
@@ -190,7 +191,10 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"],
                     "predictions": TEMPORARY},
                    {"wap_ldf": "m"},
-                   {"autolink": 2})
+                   {"autolink": 2},
+                   {"marginal": "a", "compete": True, "invert_hash": TEMPORARY,
+                    "final_regressor": TEMPORARY},
+                   {"marginal": "b", "update_before_learn": True, "readable_model": TEMPORARY})
 
 
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"

@@ -45,6 +45,7 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.interactions", "expand_example"),
                 ("olearn.features.interactions", "unseen_features"),
                 ("olearn.features.namespaces", "select"),
+                ("olearn.reductions.marginal_kernels", "new_pairs"),
                 ("olearn.features.ngrams", "add_grams"),
                 ("olearn.features.feature_limit", "limited"),
                 ("olearn.features.affixes", "add_affixes"),

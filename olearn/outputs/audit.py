@@ -10,6 +10,8 @@ from olearn.data.hashing import CONSTANT_NAMESPACE, DEFAULT_NAMESPACE
 from olearn.features.affixes import AFFIX_NAMESPACE
 from olearn.features.interactions import expand_example, unseen_features
 from olearn.learners.weights import W_G, W_W
+from olearn.reductions.marginal import Marginal
+from olearn.reductions.marginal_kernels import new_pairs
 
 
 def _name(text: np.ndarray, start: int, end: int) -> str:
@@ -61,6 +63,11 @@ class NameCollector:
         self._seen = np.zeros(1 << config.bit_precision, dtype=np.bool_)
         self._config = config
         self.names: dict[int, str] = {}
+        # --marginal's ids: their names (``ns^x*id``), by key
+        self._marginal = (None if config.marginal is None
+                          else Marginal.flags(config.marginal))
+        self._named = np.zeros(1 << config.bit_precision, dtype=np.bool_)
+        self.pairs: dict[int, str] = {}
 
     def add(self, batch: ExampleBatch, terms: np.ndarray) -> None:
         """Names of ``batch``'s features not seen before, interactions (``terms``) included;
@@ -72,6 +79,19 @@ class NameCollector:
             self._config.mask, self._config.permutations, self._seen)
         for j, row in zip(indices.tolist(), components):
             self.names[j] = _joined_name(batch, row)
+        if self._marginal is not None:
+            keys, sources = new_pairs(batch.offsets, batch.index, batch.value, batch.namespace,
+                                      self._marginal, self._named)
+            for key, (first, second) in zip(keys.tolist(), sources.tolist()):
+                self.pairs[key] = pair_name(batch, first, second)
+
+
+def pair_name(batch: ExampleBatch, first: int, second: int) -> str:
+    """--marginal's name of a pair ``x id`` (VW's ``ns^x*id``; the default namespace's is
+    a space)."""
+    ns_s, ns_e = batch.audit[first, 4:6]
+    ns = _name(batch.text, ns_s, ns_e) if ns_s >= 0 else chr(int(batch.namespace[first]))
+    return f"{ns}^{_own_name(batch, first, False)}*{_own_name(batch, second, False)}"
 
 
 def expanded_features(batch: ExampleBatch, e: int, terms: np.ndarray, config,

@@ -90,19 +90,20 @@ def vw_kept_options(config: Config) -> str:
 
 
 def write(path: str, learner, passes: int, names: dict[int, str] | None = None,
-          table: bool = True) -> None:
+          table: bool = True, own_names: dict[int, str] | None = None) -> None:
     """Write ``learner``'s model (an OnlineLearner after ``passes`` passes) as text: a header,
     the reduction's own lines (``readable_lines``), the resume block (with a reduction, its
     first class's or copy's normalizer sums, as VW's), then a line ``index:values`` per
     coordinate the learner family lists (learners/family.py ``readable_rows``: ``index:w G N``
     per nonzero weight for gradient descent, ``index:w`` with --predict_only_model), each
     prefixed by the feature's name with --invert_hash. ``table``: whether the stats kept the
-    progress table's counters (--dask prints its table from the passes' sums)."""
+    progress table's counters (--dask prints its table from the passes' sums); ``own_names``:
+    with --invert_hash, the names of the reduction's own entries (--marginal's ids)."""
     config, weights, state = learner.config, learner.weights, learner.state
     predict_only = config.predict_only_model
     nonzero = np.flatnonzero(weights[:, W_W])
     lines = header_lines(config, state, weights[nonzero, W_W], _kept_options(config))
-    lines += learner.reduction.readable_lines()
+    lines += learner.reduction.readable_lines(own_names)
     lines += [":0"] if predict_only else _resume_lines(learner, passes, table)
     listed, values = learner.family.readable_rows(weights, predict_only)
     for j, row in zip(listed.tolist(), values.tolist()):

@@ -127,7 +127,7 @@ class Boosting(OneAgainstAll):
                      and np.all(learners[:, L_V] >= 0)),
                 "boost_learners: α outside [-2, 2], negative v or non-finite values")
 
-    def readable_lines(self) -> list[str]:
+    def readable_lines(self, names: dict[int, str] | None = None) -> list[str]:
         """VW's: ``boosts N``, then each weak learner's ``alpha`` (logistic, adaptive) and
         ``v`` (adaptive); nothing for BBM."""
         if self.alg == "BBM":

@@ -195,8 +195,9 @@ class OneAgainstAll:
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
 
-    def readable_lines(self) -> list[str]:
-        """What VW's text model writes of the reduction's state after the header: nothing."""
+    def readable_lines(self, names: dict[int, str] | None = None) -> list[str]:
+        """What VW's text model writes of the reduction's state after the header (``names``:
+        --invert_hash's names of its entries): nothing."""
         return []
 
     @classmethod
