@@ -33,6 +33,7 @@ from olearn.reductions import (
     classweight,
     csoaa,
     ldf,
+    lrq,
     multilabel,
     nn,
     oaa,
@@ -60,6 +61,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Neural network", nn.OPTIONS),
+          ("Low-rank quadratic features", lrq.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -103,6 +105,7 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         nn.check(self)
+        lrq.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

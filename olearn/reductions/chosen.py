@@ -1,7 +1,7 @@
 """Which reduction a configuration chooses (its class: reductions/oaa.py's interface)."""
 from __future__ import annotations
 
-from olearn.reductions import ldf
+from olearn.reductions import ldf, lrq
 from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
@@ -14,7 +14,7 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, or --oaa's (one scalar problem
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, or --oaa's (one scalar problem
     without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
@@ -30,4 +30,6 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return Autolink
     if config.nn is not None:
         return NeuralNetwork
+    if lrq.chosen(config):
+        return lrq.LowRankQuadratic
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll
