@@ -14,8 +14,8 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, or --oaa's (one scalar problem
-    without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, or --oaa's
+    (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
