@@ -93,6 +93,19 @@ def test_predictions_loss_and_saved_model_are_vw_s(tmp_path, data, options, loss
         np.testing.assert_allclose(again, tested, atol=2e-6)
 
 
+# VW 9.11.9's -p over passes: its example counter counts each pass's end as an example
+@pytest.mark.parametrize(("options", "predictions"), [
+    (("--lrq", "ua2", "--passes", "3"),
+     [0, 0.096736, 0.245644, 1.926403, 1.354775, 1.465590, 0.815902, 2, 1.022812, 1.995188,
+      0.932872, 2]),
+    (("--lrqfa", "uac2", "--passes", "2"),
+     [0, 0.057248, 0.137250, 1.561694, 0.948921, 1.474259, 0.901263, 1.982228]),
+])
+def test_the_sides_alternate_over_passes_as_vw_s(tmp_path, options, predictions):
+    got, _ = _run(tmp_path, VALUES, *options, "-c", "--holdout_off")
+    np.testing.assert_allclose(got, predictions, atol=2e-6)
+
+
 def test_readable_model_lists_the_factors_vw_lists(tmp_path):
     """VW 9.11.9's --readable_model of --lrq aa3 on VW_0080: the three linear weights the
     third example moved, and the left factors its learned examples started at their draw."""
@@ -108,8 +121,9 @@ def test_readable_model_lists_the_factors_vw_lists(tmp_path):
 
 
 def test_the_header_names_the_pairs(tmp_path):
-    _, err = _run(tmp_path, VW_0080, "--lrq", "aa3", "--lrq", "ac1")
-    assert "lrq (aa3 ac1)" in err
+    _, err = _run(tmp_path, VW_0080, "--lrq", "ac1", "--lrq", "aa3", "--lrqdropout")
+    assert "lrq (ac1 aa3)" in err
+    assert "creating low rank quadratic features for pairs: (using dropout) aa3 ac1" in err
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -32,6 +32,10 @@ def header(config: Config, data_lines: list[str]) -> str:
     longer = [t for t in config.terms if len(t) > 3]
     if longer:
         lines.append(f"creating features for following interactions: {' '.join(longer)}")
+    if config.lrq:  # VW's: its set of pairs, in order
+        lines.append("creating low rank quadratic features for pairs: "
+                     + ("(using dropout) " if config.lrqdropout else "")
+                     + " ".join(sorted(set(config.lrq))))
     if config.testonly:
         lines.append("only testing")
     for name in ("l1", "l2"):

@@ -158,3 +158,7 @@ class LowRankQuadratic(OneAgainstAll):
 
     def bundle(self) -> tuple:
         return self.BUNDLE(self.pairs, self.settings, self.counters, self.spans)
+
+    def end_pass(self) -> None:
+        """VW's example counter counts the end of a pass as one more example."""
+        self.counters[COUNT_EXAMPLE] += np.uint64(1)
