@@ -6,6 +6,7 @@ from conftest import readable_body, run_olearn
 from examples import kernel_predictions
 from reference import lrq_predictions
 
+from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
 from olearn.reductions import lrq
@@ -140,6 +141,22 @@ def test_the_header_names_the_pairs(tmp_path):
 def test_refused_options(options, message):
     with pytest.raises(OptionError, match=message):
         Config(**options)
+
+
+@pytest.mark.parametrize("bad", ["namespace", "field", "spans", "counters"])
+def test_a_malformed_state_is_refused_before_any_example(bad):
+    learner = OnlineLearner(Config(bit_precision=8, lrqfa="ab2"))
+    state = learner.reduction
+    if bad == "namespace":
+        state.pairs[0, lrq.PAIR_B] = 256
+    elif bad == "field":
+        state.pairs[0, lrq.PAIR_FIELD_A] = -1
+    elif bad == "spans":
+        state.spans = state.spans[:, :3]
+    else:
+        state.counters = state.counters[:1]
+    with pytest.raises(ValueError, match="reduction"):
+        kernel_predictions([(1.0, 1.0, [(1, 1.0, 97), (2, 1.0, 98)])], learner.config, learner)
 
 
 def test_a_bad_rank_is_a_usage_error(tmp_path):
