@@ -135,6 +135,7 @@ def test_the_header_names_the_pairs(tmp_path):
     ({"lrqfa": "abc2", "nn": 2}, "--lrqfa does not take --nn"),
     ({"lrq": ["ab2"], "quadratic": ["ab"]}, "--lrq does not take --quadratic"),
     ({"lrq": ["ab2"], "oaa": 3}, "--lrq does not take --oaa"),
+    ({"lrqfa": "ab2", "invert_hash": "h"}, "--lrqfa does not take --invert_hash"),
     ({"lrq": ["ab2"], "ftrl": True}, "gradient descent"),
     ({"lrq": ["ab9"], "bit_precision": 3}, "needs at least 4 bits"),
 ])

@@ -132,7 +132,8 @@ def check(config) -> None:
                       ("autolink", config.autolink is not None), ("nn", config.nn is not None),
                       ("csoaa_ldf", config.csoaa_ldf is not None),
                       ("wap_ldf", config.wap_ldf is not None), ("audit", config.audit),
-                      ("invert_hash", config.invert_hash is not None)):
+                      ("invert_hash", config.invert_hash is not None),
+                      ("audit_regressor", config.audit_regressor is not None)):
         if on:
             raise OptionError(f"--{name} does not take --{other}")
     width = width_of(config)
