@@ -1485,4 +1485,68 @@ def oja_newton_predictions(examples, sketch, epoch=1, alpha=1.0, rate_count=2.0,
             b[:] = 0
             Z = Z @ A.T
             A = np.eye(m)
+
+
+def _low_rank_copy(gd, feats, pairs, width, field_aware, which, learn, mask, pushed):
+    """One copy of an example with VW's low-rank features (reductions/lrq.py), in plain
+    Python: each namespace's features widened to h·W, then the products it receives as the
+    right side of each pair; a left factor at 0 starts, when learning, at VW's draw of its
+    index (times 0.5/√k for --lrqfa). ``pushed`` keeps each namespace's indices received so
+    far in this example: --lrqfa's j-th product takes the j-th of them (VW's stale indices)."""
+    order = list(dict.fromkeys(ns for _, _, ns in feats))
+    rows = {ns: [(h, x) for h, x, n in feats if n == ns] for ns in order}
+    received = {ns: [] for ns in order}
+    for a, b, k, field_a, field_b in pairs:
+        (left, left_field), (right, right_field) = (
+            ((a, field_a), (b, field_b)) if (which + field_aware) % 2 == 0
+            else ((b, field_b), (a, field_a)))
+        for h, x in rows.get(left, []):
+            for n in range(1, k + 1):
+                slot = h * width + right_field * k + n
+                w = np.float32(gd.w.get(slot & mask, 0.0))
+                if learn and w == 0:
+                    w = vw_draw(slot << 2)[1]
+                    if field_aware:
+                        w = np.float32(w * np.float32(0.5)) / np.float32(np.sqrt(k))
+                    gd.w[slot & mask] = float(w)
+                for hr, xr in rows.get(right, []):
+                    received[right].append(((hr * width + left_field * k + n) & mask,
+                                            np.float32(w * np.float32(x)) * np.float32(xr)))
+    copy = []
+    for ns in order:
+        copy += [((h * width) & mask, x) for h, x in rows[ns]]
+        got = received[ns]
+        if field_aware:
+            log = pushed.setdefault(ns, [])
+            log += [j for j, _ in got]
+            got = [(log[i], v) for i, (_, v) in enumerate(got)]
+        copy += [(j, float(v)) for j, v in got]
+    return copy
+
+
+def lrq_predictions(examples, pairs, width, field_aware, bits, eta):
+    """VW's --lrq (``field_aware`` 0) or --lrqfa over its default gd in plain Python, squared
+    loss: progressive predictions. ``examples``: (label or None, importance,
+    [(index, value, namespace)], each namespace's features together); ``pairs``: rows
+    (a, b, k, a's field, b's field). A learned example is predicted and learned twice, the
+    sides swapped the second time (by the example's number); its first prediction is
+    shown."""
+    gd = GradientDescent(True, True, True, eta)
+    sums = gd.fresh_sums()
+    mask = (1 << bits) - 1
+    lo = hi = 0.0
+    out = []
+    for counter, (label, imp, feats) in enumerate(examples):
+        learn = label is not None and imp > 0
+        if learn:
+            lo, hi = min(lo, label), max(hi, label)
+        pushed = {}
+        for side in range(2 if learn else 1):
+            copy = _low_rank_copy(gd, feats, pairs, width, field_aware,
+                                  (counter if learn else 0) + side, learn, mask, pushed)
+            p = min(max(gd.predict(copy), lo), hi)
+            if side == 0:
+                out.append(p)
+            if learn:
+                gd.update(copy, p, label, imp, 0.0, sums)
     return out

@@ -71,7 +71,8 @@ CONFIGS = {"default": {}, "l1": {"l1": 1e-3}, "elastic net": {"l1": 1e-3, "l2": 
                               "probabilities": True, "poly_heuristic": "ssm"},
            # simple labels' batches: no costs, and any number where an action's position is
            "csoaa_ldf": {"csoaa_ldf": "mc", "probabilities": True, "quadratic": ["ab"]},
-           "wap_ldf": {"wap_ldf": "m"}}
+           "wap_ldf": {"wap_ldf": "m"},
+           "lrq": {"lrq": ["ab2", "bb1"], "lrqdropout": True}, "lrqfa": {"lrqfa": "abb 2"}}
 BITS = 6
 
 

@@ -22,7 +22,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, olearn_cmd, run_concurrently, run_olearn, vw_cmd
+from conftest import (
+    SHARED_DATA,
+    olearn_cmd,
+    readable_body,
+    run_concurrently,
+    run_olearn,
+    vw_cmd,
+)
 
 # Tolerances for numbers that depend on learning (see the module docstring).
 WEIGHT_REL, WEIGHT_ABS = 1e-3, 1e-5   # audit weights and adaptive sums G
@@ -1190,3 +1197,31 @@ def test_autolink_of_degree_1_predicts_as_vw(vw, tmp_path):
     ours, theirs = map(_predictions, preds.values())
     assert len(ours) == 200
     np.testing.assert_allclose(ours, theirs, rtol=PRED_REL, atol=PRED_ABS)
+
+
+@pytest.mark.parametrize("options", [["--lrq", "ab2"], ["--lrq", "ba3", "--lrq", "aa1"],
+                                     ["--lrq", "ab2", "--lrqdropout"], ["--lrqfa", "ab3"]],
+                         ids=["lrq", "two-pairs", "dropout", "lrqfa"])
+def test_low_rank_quadratic_features_match_vw(vw, tmp_path, options):
+    """VW's core tests 78 and 149 (--lrq aa3, --lrqfa aa3) on a longer problem, two passes
+    over a cache: the average loss, -p and the readable model's weights (within VW's suite's
+    1e-3: float32 sums that differ in their last bit now and then drift apart)."""
+    data = _write(tmp_path / "d.vw", _two_namespace_lines(random.Random(7), 200))
+    out = {name: (tmp_path / f"{name}.p", tmp_path / f"{name}.txt") for name in ("ol", "vw")}
+
+    def command(name: str) -> list:
+        preds, model = out[name]
+        return ["-d", data, *options, "--passes", "2", "--holdout_off", "--cache_file",
+                tmp_path / f"{name}.cache", "-p", preds, "--readable_model", model]
+
+    ol, ref = _both(command("ol"), command("vw"))
+    assert math.isclose(average_loss(ol[2]), average_loss(ref[2]), rel_tol=PRED_REL)
+    ours, theirs = (_predictions(p) for p, _ in out.values())
+    np.testing.assert_allclose(ours, theirs, rtol=PRED_REL, atol=PRED_ABS)
+    weights = [dict(line.split(":", 1) for line in readable_body(m.read_text()))
+               for _, m in out.values()]
+    assert weights[0].keys() == weights[1].keys()
+    for index, values in weights[0].items():
+        np.testing.assert_allclose([float(v) for v in values.split()],
+                                   [float(v) for v in weights[1][index].split()],
+                                   rtol=1e-3, atol=1e-5)

@@ -170,6 +170,7 @@ class OnlineLearner:
         family's end of the pass (``holdout``: the pass's held-out loss, see
         learners/family.py); True when the family has finished the run."""
         self.expander.end_pass(lines, last)
+        self.reduction.end_pass()
         self.passes_done += 1
         if self.config.testonly:
             return False

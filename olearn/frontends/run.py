@@ -32,6 +32,10 @@ def header(config: Config, data_lines: list[str]) -> str:
     longer = [t for t in config.terms if len(t) > 3]
     if longer:
         lines.append(f"creating features for following interactions: {' '.join(longer)}")
+    if config.lrq:  # VW's: its set of pairs, in order
+        lines.append("creating low rank quadratic features for pairs: "
+                     + ("(using dropout) " if config.lrqdropout else "")
+                     + " ".join(sorted(set(config.lrq))))
     if config.testonly:
         lines.append("only testing")
     for name in ("l1", "l2"):
@@ -70,6 +74,8 @@ def header(config: Config, data_lines: list[str]) -> str:
               + (f"{reduction} ({count}), " if class_count(config) else "")
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
+              + (f"lrq ({' '.join(config.lrq)}), " if config.lrq else "")
+              + (f"lrqfa ({config.lrqfa}), " if config.lrqfa is not None else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -194,7 +200,9 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"autolink": 2},
                    {"marginal": "a", "compete": True, "invert_hash": TEMPORARY,
                     "final_regressor": TEMPORARY},
-                   {"marginal": "b", "update_before_learn": True, "readable_model": TEMPORARY})
+                   {"marginal": "b", "update_before_learn": True, "readable_model": TEMPORARY},
+                   {"lrq": ["ab2"], "lrqdropout": True, "final_regressor": TEMPORARY},
+                   {"lrqfa": "ab2"})
 
 
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"

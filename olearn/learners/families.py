@@ -50,7 +50,8 @@ def check(config) -> None:
     if family is not GradientDescent:
         for name, on in (("sparse_l2", config.sparse_l2 > 0),
                          ("feature_mask", config.feature_mask is not None),
-                         ("autolink", config.autolink is not None)):
+                         ("autolink", config.autolink is not None),
+                         ("lrq", bool(config.lrq)), ("lrqfa", config.lrqfa is not None)):
             if on:
                 raise OptionError(f"--{name} works with gradient descent, not with "
                                   f"{family.flag(config)}")

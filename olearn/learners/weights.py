@@ -63,11 +63,22 @@ _MULTIPLIER, _INCREMENT = np.uint64(LCG_MULTIPLIER), np.uint64(LCG_INCREMENT)  #
 @njit(cache=True, nogil=True, _nrt=False)
 def merand48(random, i):
     """VW's merand48 on generator state ``random[i]`` (a uint64 array): the next number in
-    [0, 1) (the float32 of exponent 0 and mantissa bits 25..47 of the state, less 1: exactly
-    those bits / 2^23)."""
+    [0, 1) (:func:`uniform`), the state stepped."""
     random[i] = _MULTIPLIER * random[i] + _INCREMENT
-    return np.float32(np.float64((random[i] >> np.uint64(25)) & np.uint64(0x7FFFFF))
-                      / 8388608.0)
+    return uniform(random[i])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def uniform(state):
+    """The number in [0, 1) of a generator state: the float32 of exponent 0 and mantissa bits
+    25..47 of the state, less 1 (exactly those bits / 2^23)."""
+    return np.float32(np.float64((state >> np.uint64(25)) & np.uint64(0x7FFFFF)) / 8388608.0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def next_draw(state):
+    """VW's merand48 on a copy of ``state`` (its cheesyrand): the next number in [0, 1)."""
+    return uniform(_MULTIPLIER * np.uint64(state) + _INCREMENT)
 
 
 def random_weights(seed: int, n: int) -> np.ndarray:

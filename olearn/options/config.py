@@ -33,6 +33,7 @@ from olearn.reductions import (
     classweight,
     csoaa,
     ldf,
+    lrq,
     marginal,
     multilabel,
     nn,
@@ -61,6 +62,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Neural network", nn.OPTIONS),
+          ("Low-rank quadratic features", lrq.OPTIONS),
           ("Marginal", marginal.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
@@ -105,6 +107,7 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         nn.check(self)
+        lrq.check(self)
         marginal.check(self)
         labels.check(self)
         formats.check(self)

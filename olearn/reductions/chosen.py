@@ -1,7 +1,7 @@
 """Which reduction a configuration chooses (its class: reductions/oaa.py's interface)."""
 from __future__ import annotations
 
-from olearn.reductions import ldf
+from olearn.reductions import ldf, lrq
 from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
@@ -15,8 +15,8 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, --marginal's, or --oaa's (one
-    scalar problem without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, --marginal's,
+    or --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -31,6 +31,8 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return Autolink
     if config.nn is not None:
         return NeuralNetwork
+    if lrq.chosen(config):
+        return lrq.LowRankQuadratic
     if config.marginal is not None:
         return Marginal
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -195,6 +195,10 @@ class OneAgainstAll:
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
 
+    def end_pass(self) -> None:
+        """After a pass: nothing (a reduction that counts examples as VW does counts the end
+        of the pass)."""
+
     def readable_lines(self, names: dict[int, str] | None = None) -> list[str]:
         """What VW's text model writes of the reduction's state after the header (``names``:
         --invert_hash's names of its entries): nothing."""

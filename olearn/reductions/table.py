@@ -3,15 +3,16 @@
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
-reductions/marginal.py ``MarginalState``, reductions/nn.py ``NeuralState``): each one's
-kernels, which kernel/reducing.py puts into the loop when numba compiles it.
+reductions/marginal.py ``MarginalState``, reductions/nn.py ``NeuralState``,
+reductions/lrq.py ``LowRankState``): each one's kernels, which kernel/reducing.py puts into the
+loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
 reductions/autolink_kernels.py, reductions/marginal_kernels.py,
-reductions/nn_kernels.py):
+reductions/nn_kernels.py, reductions/lrq_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -31,6 +32,7 @@ from olearn.reductions import (
     bootstrap_kernels,
     csoaa_kernels,
     ldf_kernels,
+    lrq_kernels,
     marginal_kernels,
     multilabel_kernels,
     nn_kernels,
@@ -43,6 +45,7 @@ from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ldf import LdfState
+from olearn.reductions.lrq import LowRankState
 from olearn.reductions.marginal import MarginalState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.nn import NeuralState
@@ -89,4 +92,6 @@ REDUCTIONS = {
                                     marginal_kernels.learn, True),
     NeuralState: ReductionKernels(nn_kernels.fits, nn_kernels.room, nn_kernels.predict,
                                   nn_kernels.score, nn_kernels.learn, True),
+    LowRankState: ReductionKernels(lrq_kernels.fits, lrq_kernels.room, lrq_kernels.predict,
+                                   one_problem.score, lrq_kernels.learn, True),
 }
