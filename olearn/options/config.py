@@ -32,6 +32,7 @@ from olearn.reductions import (
     bootstrap,
     classweight,
     csoaa,
+    ect,
     ldf,
     multilabel,
     nn,
@@ -60,6 +61,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Neural network", nn.OPTIONS),
+          ("Error-correcting tournament", ect.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -103,6 +105,7 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         nn.check(self)
+        ect.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

@@ -3,14 +3,14 @@
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
-reductions/nn.py ``NeuralState``): each one's kernels, which kernel/reducing.py puts into the
+reductions/nn.py ``NeuralState``, reductions/ect.py ``EctState``): each one's kernels, which kernel/reducing.py puts into the
 loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
-reductions/autolink_kernels.py, reductions/nn_kernels.py):
+reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/ect_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -29,6 +29,7 @@ from olearn.reductions import (
     boosting_kernels,
     bootstrap_kernels,
     csoaa_kernels,
+    ect_kernels,
     ldf_kernels,
     multilabel_kernels,
     nn_kernels,
@@ -40,6 +41,7 @@ from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
+from olearn.reductions.ect import EctState
 from olearn.reductions.ldf import LdfState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.nn import NeuralState
@@ -83,4 +85,6 @@ REDUCTIONS = {
                                     one_problem.learn, True),
     NeuralState: ReductionKernels(nn_kernels.fits, nn_kernels.room, nn_kernels.predict,
                                   nn_kernels.score, nn_kernels.learn, True),
+    EctState: ReductionKernels(ect_kernels.fits, oaa_kernels.room, ect_kernels.predict,
+                               ect_kernels.score, ect_kernels.learn, False),
 }
