@@ -280,6 +280,98 @@ def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, inv
     return out
 
 
+def ect_predictions(examples, classes, errors, bits, adaptive=True, normalized=True,
+                    invariant=True, eta=0.5, power_t=0.5, t0=0.0):
+    """VW's --ect over gd in plain Python (olearn/reductions/ect.py), squared loss: each
+    example's predicted class (1..K), made before it is learned.
+
+    Problem i is slot (h·W + i) mod 2^bits, W the power of two >= the problem count, with its
+    own normalizer sums; a match's right player wins at a clipped score > 0. Learning walks the
+    label's path (each match learns the class's side, and is won when the updated problem then
+    predicts that side), then the final tournament's mixed pairs learn with weight
+    2^(depth left), halving the list of won flags as VW's loop does. Each prediction comes with
+    the smallest nonzero |score| of the matches it played and of every match learned before it
+    (how close float rounding came to a flip; a score of 0, no weight learned, is 0 in float32
+    too)."""
+    from olearn.reductions.ect import N_LAST, N_LEFT, N_LOSER, N_RIGHT, N_WINNER, circuit
+    nodes, finals = circuit(classes, errors)
+    nodes, finals = nodes.tolist(), finals.tolist()
+    last_pair = (classes - 1) * (errors + 1)
+    height = errors.bit_length()
+    problems = last_pair + errors
+    mask, width = (1 << bits) - 1, feature_width(problems)
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(problems)]
+    lo = hi = 0.0
+    t = t0
+    out = []
+    learned = math.inf  # the closest call of the matches learned so far
+
+    def slots(feats, i):
+        return [((j * width + i) & mask, x) for j, x in feats]
+
+    def score(feats, i):
+        return min(max(gd.predict(slots(feats, i)), lo), hi)
+
+    def learn(feats, i, right, imp):
+        nonlocal lo, hi
+        y = 1.0 if right else -1.0
+        lo, hi = min(lo, y), max(hi, y)
+        p = score(feats, i)
+        if imp > 0:
+            gd.update(slots(feats, i), p, y, imp, t, sums[i])
+        return p
+
+    for label, imp, feats in examples:
+        winner = 0
+        played = [math.inf]
+        for i in reversed(range(height)):
+            if winner | (1 << i) <= errors:
+                played.append(score(feats, last_pair + (winner | (1 << i)) - 1))
+                winner |= (1 << i) if played[-1] > 0 else 0
+        node = finals[winner]
+        while node >= classes:
+            played.append(score(feats, node - classes))
+            node = nodes[node][N_RIGHT if played[-1] > 0 else N_LEFT]
+        out.append((node + 1, min(learned, *(abs(p) or math.inf for p in played))))
+        if label is None:
+            continue
+        if imp > 0 and 1 <= label <= classes:
+            won = []
+            c = int(label) - 1
+            node = nodes[c][N_WINNER]
+            left = nodes[node][N_LEFT] == c
+            while node != 0:
+                learn(feats, node - classes, not left, imp)
+                after = score(feats, node - classes)
+                learned = min(learned, abs(after) or math.inf)
+                ahead = after > 0 if not left else after < 0
+                step = N_WINNER if ahead else N_LOSER
+                if nodes[node][N_LAST]:
+                    won.append(ahead)
+                elif not ahead and nodes[node][N_LOSER] == 0:
+                    won.append(False)
+                if not nodes[node][N_LAST]:
+                    left = nodes[nodes[node][step]][N_LEFT] == node
+                node = nodes[node][step]
+            for i in range(height):
+                j = 0
+                while j < len(won) // 2:
+                    a, b = won[2 * j], won[2 * j + 1]
+                    if a != b:
+                        p = learn(feats, last_pair + j * (1 << (i + 1)) + (1 << i) - 1, not a,
+                                  float(1 << (height - i - 1)))
+                        learned = min(learned, abs(p) or math.inf)
+                        a = b if p > 0 else a
+                    won[j] = a
+                    if len(won) % 2:
+                        won[len(won) // 2] = won[-1]
+                    won = won[:(len(won) + 1) // 2]
+                    j += 1
+        t += imp
+    return out
+
+
 def csoaa_predictions(examples, classes, bits, adaptive=True, normalized=True, invariant=True,
                       eta=0.5, power_t=0.5, t0=0.0):
     """VW's --csoaa over gd in plain Python (olearn/reductions/csoaa.py), squared loss,

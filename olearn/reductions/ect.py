@@ -120,7 +120,8 @@ class ErrorCorrectingTournament(OneAgainstAll):
     tournament's binary problems, the circuit, and the label range 1..K."""
 
     BUNDLE = EctState
-    CLASS_PAIRS = False  # -r writes the last problem's raw score
+    CLASS_PAIRS = False
+    RAW_LINES = False  # VW's ect writes nothing to -r
     AUDITED_PER_CLASS = False
     NOT_LEARNED = "not learned"
 

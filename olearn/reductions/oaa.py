@@ -128,6 +128,7 @@ class OneAgainstAll:
     BUNDLE = OneAgainstAllState
     MULTICLASS = True  # predictions are classes (the table writes them so)
     CLASS_PAIRS = True  # -r writes class:score pairs
+    RAW_LINES = True  # -r writes a line per example
     AUDITED_PER_CLASS = True  # --audit writes each class's score and features
     NOT_LEARNED = "learned as a negative for every class"  # a label outside the classes
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}

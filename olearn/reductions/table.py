@@ -3,8 +3,8 @@
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
-reductions/nn.py ``NeuralState``, reductions/ect.py ``EctState``): each one's kernels, which kernel/reducing.py puts into the
-loop when numba compiles it.
+reductions/nn.py ``NeuralState``, reductions/ect.py ``EctState``): each one's kernels, which
+kernel/reducing.py puts into the loop when numba compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,

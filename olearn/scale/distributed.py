@@ -108,7 +108,8 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                "multilabel_oaa": "--multilabel_oaa's per-class normalizer sums have no merge "
                                  "rule yet",
                "boosting": "--boosting's weak learners (their sums, α and v, and its "
-                           "generator) have no merge rule yet"}
+                           "generator) have no merge rule yet",
+               "ect": "--ect's per-problem normalizer sums have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/core/fields.py): the weight columns
 # averaged (by G's increase with --adaptive, else by examples) or taking the largest, the
