@@ -92,14 +92,16 @@ def parse_svm_line(line: bytes, bits: int = 18, constant: bool = True):
 
 
 class GradientDescent:
-    """VW's gd update (vw-reference.md §3) in plain Python, squared loss: weights, adaptive
-    sums and normalizers keyed by slot; the normalized update's sums S and T are passed in, so
-    that several problems can share the weights and keep their own (--oaa)."""
+    """VW's gd update (vw-reference.md §3) in plain Python, squared loss (or, ``quantile``, the
+    quantile loss at τ = 0.5): weights, adaptive sums and normalizers keyed by slot; the
+    normalized update's sums S and T are passed in, so that several problems can share the
+    weights and keep their own (--oaa)."""
 
     X_MIN = 1.084202e-19
 
     def __init__(self, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
-                 sparse_l2=0.0, masked=False):
+                 sparse_l2=0.0, masked=False, quantile=False):
+        self.quantile = quantile
         self.adaptive, self.normalized, self.invariant = adaptive, normalized, invariant
         self.eta, self.power_t, self.t0 = eta, power_t, t0
         self.sparse_l2, self.masked = sparse_l2, masked  # --sparse_l2, --feature_mask
@@ -137,7 +139,8 @@ class GradientDescent:
             return 0.0
         adaptive, normalized, power_t = self.adaptive, self.normalized, self.power_t
         w, g, n = self.w, self.g, self.n
-        grad2 = imp * 4 * (p - label) ** 2
+        d1 = (0.5 if p > label else -0.5) if self.quantile else 2 * (p - label)
+        grad2 = imp * d1 * d1
         norm_x, ppu = 0.0, 0.0
         for j, x in feats:
             if self.masked and w.get(j, 0.0) == 0.0:
@@ -166,13 +169,14 @@ class GradientDescent:
             return 0.0
         ppu *= multiplier
         scale = self.eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
-        if self.invariant:
+        if self.invariant and self.quantile:  # the exact step, capped where p meets the label
+            u = math.copysign(min(0.5 * scale, abs(label - p) / ppu), label - p)
+        elif self.invariant:
             sq = scale * ppu
             u = (2 * (label - p) * scale if sq < 1e-6
                  else (label - p) * (1 - math.exp(-2 * sq)) / ppu)
         else:
-            u = 2 * (label - p) * scale
-        d1 = 2 * (p - label)
+            u = -d1 * scale
         eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
         self._step(feats, (u - self.sparse_l2 * p) * multiplier)
         return eta_bar
@@ -369,6 +373,116 @@ def ect_predictions(examples, classes, errors, bits, adaptive=True, normalized=T
                     won = won[:(len(won) + 1) // 2]
                     j += 1
         t += imp
+    return out
+
+
+def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, power_t=0.5,
+                          tree=None):
+    """VW's --log_multi over its default gd in plain Python (olearn/reductions/log_multi.py),
+    quantile loss at τ = 0.5: each example's predicted class, made before it is learned.
+
+    Nodes are dicts (parent, children, counts, the problem's score sums, per-label dicts); a
+    leaf that has seen two labels splits while problems remain, else (past the swap
+    resistance) takes the problem of the leaf reached by always taking the child with fewer
+    examples, whose sibling replaces their parent. ``tree``, a list, receives the nodes."""
+    mask, width = (1 << bits) - 1, feature_width(classes - 1)
+    gd = GradientDescent(True, True, True, eta, power_t, quantile=True)
+    sums = [gd.fresh_sums() for _ in range(classes - 1)]
+    lo = hi = 0.0
+    f32 = np.float32
+
+    def fresh(node=None, parent=0, count=0):
+        node = node if node is not None else {}
+        node.update(parent=parent, count=count, internal=False, problem=0, left=0, right=0,
+                    eh=0.0, mean=f32(0), n=0, best_count=0, best=1, labels={})
+        return node
+
+    nodes = [fresh()]
+    used = 0
+
+    def slots(feats, i):
+        return [((j * width + i) & mask, x) for j, x in feats]
+
+    def settle(i):  # the counts up from node i
+        while i != 0:
+            child, i = i, nodes[i]["parent"]
+            if nodes[i]["count"] == nodes[child]["count"]:
+                break
+            nodes[i]["count"] = min(nodes[nodes[i]["left"]]["count"],
+                                    nodes[nodes[i]["right"]]["count"])
+
+    def reach(i, label):
+        nonlocal used
+        node = nodes[i]
+        seen = node["labels"].setdefault(label, {"sum": 0.0, "mean": f32(0), "n": 0, "count": 0})
+        seen["count"] += 1
+        if seen["count"] > node["best_count"]:
+            node["best_count"], node["best"] = seen["count"], label
+        if node["internal"]:
+            return True
+        others = (node["count"] - node["best_count"]) % (1 << 32)
+        if len(node["labels"]) < 2 or not (
+                used < classes - 1 or others > swap_resistance * (nodes[0]["count"] + 1)):
+            return False
+        if used < classes - 1:
+            left, right = len(nodes), len(nodes) + 1
+            nodes.extend([fresh(), fresh()])
+            node["problem"], used = used, used + 1
+        else:
+            leaf = 0
+            while nodes[leaf]["internal"]:
+                a, b = nodes[leaf]["left"], nodes[leaf]["right"]
+                leaf = a if nodes[a]["count"] < nodes[b]["count"] else b
+            parent = nodes[leaf]["parent"]
+            grand = nodes[parent]["parent"]
+            sibling = nodes[parent]["left" if leaf == nodes[parent]["right"] else "right"]
+            nodes[grand]["left" if parent == nodes[grand]["left"] else "right"] = sibling
+            nodes[sibling]["parent"] = grand
+            settle(sibling)
+            problem = nodes[parent]["problem"]
+            for j in (leaf, parent):
+                fresh(nodes[j], nodes[j]["parent"], nodes[j]["count"])
+            left, right = leaf, parent
+            node["problem"] = problem
+        node["left"], node["right"] = left, right
+        nodes[left]["parent"] = nodes[right]["parent"] = i
+        nodes[left]["count"] = node["count"] // 2
+        nodes[right]["count"] = node["count"] - nodes[left]["count"]
+        settle(left)
+        nodes[left]["best"] = nodes[right]["best"] = node["best"]
+        node["internal"] = True
+        return True
+
+    out = []
+    for label, imp, feats in examples:
+        i = 0
+        while nodes[i]["internal"]:
+            p = min(max(gd.predict(slots(feats, nodes[i]["problem"])), lo), hi)
+            i = nodes[i]["left"] if p < 0 else nodes[i]["right"]
+        out.append(nodes[i]["best"])
+        if label is None or imp <= 0 or not 1 <= label <= classes:
+            continue
+        i = 0
+        while reach(i, int(label)):
+            node = nodes[i]
+            seen = node["labels"][int(label)]
+            y = -1.0 if node["mean"] > seen["mean"] else 1.0
+            lo, hi = min(lo, y), max(hi, y)
+            feats_i = slots(feats, node["problem"])
+            gd.update(feats_i, min(max(gd.predict(feats_i), lo), hi), y, imp, 0.0,
+                      sums[node["problem"]])
+            raw = float(f32(gd.predict(feats_i)))
+            node["eh"] += raw
+            seen["sum"] += raw
+            node["n"] += 1
+            seen["n"] += 1
+            node["mean"] = f32(node["eh"]) / f32(node["n"])
+            seen["mean"] = f32(seen["sum"]) / f32(seen["n"])
+            i = node["left"] if min(max(raw, lo), hi) < 0 else node["right"]
+        nodes[i]["count"] += 1
+        settle(i)
+    if tree is not None:
+        tree.extend(nodes)
     return out
 
 

@@ -34,6 +34,7 @@ from olearn.reductions import (
     csoaa,
     ect,
     ldf,
+    log_multi,
     multilabel,
     nn,
     oaa,
@@ -62,6 +63,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Neural network", nn.OPTIONS),
           ("Error-correcting tournament", ect.OPTIONS),
+          ("Logarithmic-time multiclass tree", log_multi.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
           ("Data-parallel training", frontend.DASK),
@@ -106,6 +108,7 @@ class _Checked:
         autolink.check(self)
         nn.check(self)
         ect.check(self)
+        log_multi.check(self)
         labels.check(self)
         formats.check(self)
         csv_header.check(self)

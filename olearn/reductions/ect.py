@@ -102,6 +102,7 @@ def check(config) -> None:
                ("bootstrap", config.bootstrap is not None),
                ("boosting", config.boosting is not None), ("nn", config.nn is not None),
                ("autolink", config.autolink is not None),
+               ("log_multi", config.log_multi is not None),
                ("csoaa_ldf", config.csoaa_ldf is not None),
                ("wap_ldf", config.wap_ldf is not None), ("stage_poly", config.stage_poly),
                ("named_labels", config.named_labels is not None),

@@ -63,13 +63,14 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 def class_count(config) -> int:
     """The classes (or copies, weak learners, --nn's K hidden units and its output layer, or
-    --ect's binary problems) of --oaa, --csoaa, --multilabel_oaa, --bootstrap, --boosting, --nn
-    or --ect (0: one scalar problem)."""
+    the binary problems of --ect and --log_multi) of --oaa, --csoaa, --multilabel_oaa,
+    --bootstrap, --boosting, --nn, --ect or --log_multi (0: one scalar problem)."""
     network = config.nn + 1 if config.nn else 0
     # --ect's (K - 1)·E + E - 1 problems (reductions/ect.py problem_count, which imports this)
     tournament = (config.ect - 1) * (config.error + 1) + config.error if config.ect else 0
+    tree = config.log_multi - 1 if config.log_multi else 0
     return (config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap
-            or config.boosting or network or tournament)
+            or config.boosting or network or tournament or tree)
 
 
 def feature_width(classes: int) -> int:

@@ -3,14 +3,16 @@
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
-reductions/nn.py ``NeuralState``, reductions/ect.py ``EctState``): each one's kernels, which
-kernel/reducing.py puts into the loop when numba compiles it.
+reductions/nn.py ``NeuralState``, reductions/ect.py ``EctState``, reductions/log_multi.py
+``LogMultiState``): each one's kernels, which kernel/reducing.py puts into the loop when numba
+compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
-reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/ect_kernels.py):
+reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/ect_kernels.py,
+reductions/log_multi_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -31,6 +33,7 @@ from olearn.reductions import (
     csoaa_kernels,
     ect_kernels,
     ldf_kernels,
+    log_multi_kernels,
     multilabel_kernels,
     nn_kernels,
     oaa_kernels,
@@ -43,6 +46,7 @@ from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ect import EctState
 from olearn.reductions.ldf import LdfState
+from olearn.reductions.log_multi import LogMultiState
 from olearn.reductions.multilabel import MultilabelState
 from olearn.reductions.nn import NeuralState
 from olearn.reductions.oaa import OneAgainstAllState
@@ -87,4 +91,7 @@ REDUCTIONS = {
                                   nn_kernels.score, nn_kernels.learn, True),
     EctState: ReductionKernels(ect_kernels.fits, oaa_kernels.room, ect_kernels.predict,
                                ect_kernels.score, ect_kernels.learn, False),
+    LogMultiState: ReductionKernels(log_multi_kernels.fits, oaa_kernels.room,
+                                    log_multi_kernels.predict, log_multi_kernels.score,
+                                    log_multi_kernels.learn, False),
 }
