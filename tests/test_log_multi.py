@@ -132,3 +132,19 @@ def test_log_multi_table_and_predictions_match_vw(vw, tmp_path, options, text):
     for a, b in zip(_table_and_summary(ours[2]), _table_and_summary(theirs[2]), strict=True):
         assert_same_layout(a, b, "table")
     assert (tmp_path / "o.p").read_text() == (tmp_path / "v.p").read_text()
+
+
+def test_readable_model_writes_the_tree_as_vw(vw, tmp_path):
+    data = tmp_path / "multiclass"
+    data.write_text(MULTICLASS * 2 + MIXED)
+    ours, theirs = tmp_path / "o.txt", tmp_path / "v.txt"
+    _both(["-d", data, "--log_multi", "10", "--readable_model", ours],
+          ["-d", data, "--log_multi", "10", "--readable_model", theirs])
+
+    def tree(path):
+        lines = path.read_text().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("Checksum")) + 1
+        end = next(i for i, line in enumerate(lines) if line.startswith(":"))
+        return lines[start:end]
+    got, want = tree(ours), tree(theirs)
+    assert len(got) > 20 and got == want

@@ -100,6 +100,7 @@ class LogMulti(OneAgainstAll):
     def __init__(self, config):
         super().__init__(config, config.log_multi - 1)
         self.labels_k = config.log_multi
+        self.no_progress, self.swap_resistance = config.no_progress, config.swap_resistance
         self.scores = False
         nodes = 2 * config.log_multi - 1
         self.tree = np.zeros((nodes, len(TREE_COLUMNS)), dtype=np.int64)
@@ -129,6 +130,30 @@ class LogMulti(OneAgainstAll):
             self.margins[:] = arrays["log_margins"]
             self.labels[:] = arrays["log_labels"]
             self.counters[:] = arrays["log_counters"]
+
+    def readable_lines(self) -> list[str]:
+        """VW's text of the tree: the sizes, then each node (its links and margins when
+        internal, its most frequent label when a leaf) followed by its labels' statistics."""
+        counters, tree = self.counters, self.tree
+        lines = [f"k = {self.labels_k}nodes = {counters[K_NODES]} max predictors = {self.k} "
+                 f"predictors_used = {counters[K_PREDICTORS]} progress = "
+                 f"{int(not self.no_progress)} swap_resist = {self.swap_resistance}"]
+        for node, row in enumerate(tree[:counters[K_NODES]]):
+            seen = np.flatnonzero(self.labels[node, :, C_COUNT])
+            line = (f" parent = {row[T_PARENT]} preds = {len(seen)} min_count = "
+                    f"{row[T_MIN_COUNT]} internal = {row[T_INTERNAL]}")
+            if row[T_INTERNAL]:
+                line += (f" base_predictor = {row[T_PREDICTOR]} left = {row[T_LEFT]} right = "
+                         f"{row[T_RIGHT]} norm_Eh = {self.margins[node, M_NORM_EH]:g} Eh = "
+                         f"{self.margins[node, M_EH]:g} n = {row[T_N]}")
+            else:
+                line += f" max_count = {row[T_MAX_COUNT]} max_count_label = {row[T_MAX_LABEL]}"
+            lines.append(line)
+            lines += [f"  Ehk = {stats[C_EHK]:g} norm_Ehk = {stats[C_NORM_EHK]:g} nk = "
+                      f"{int(stats[C_NK])} label = {label + 1} label_count = "
+                      f"{int(stats[C_COUNT])}"
+                      for label, stats in zip(seen, self.labels[node, seen])]
+        return lines
 
     @staticmethod
     def check(arrays: dict, config) -> None:
