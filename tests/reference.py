@@ -400,6 +400,9 @@ def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, p
     nodes = [fresh()]
     used = 0
 
+    def blank():
+        return {"sum": 0.0, "mean": f32(0), "n": 0, "count": 0}
+
     def slots(feats, i):
         return [((j * width + i) & mask, x) for j, x in feats]
 
@@ -414,7 +417,7 @@ def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, p
     def reach(i, label):
         nonlocal used
         node = nodes[i]
-        seen = node["labels"].setdefault(label, {"sum": 0.0, "mean": f32(0), "n": 0, "count": 0})
+        seen = node["labels"].setdefault(label, blank())
         seen["count"] += 1
         if seen["count"] > node["best_count"]:
             node["best_count"], node["best"] = seen["count"], label
@@ -465,7 +468,8 @@ def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, p
         i = 0
         while reach(i, int(label)):
             node = nodes[i]
-            seen = node["labels"][int(label)]
+            # a swap may have cleared this very leaf: its label's statistics start over
+            seen = node["labels"].setdefault(int(label), blank())
             y = -1.0 if node["mean"] > seen["mean"] else 1.0
             lo, hi = min(lo, y), max(hi, y)
             feats_i = slots(feats, node["problem"])
