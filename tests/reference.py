@@ -92,14 +92,16 @@ def parse_svm_line(line: bytes, bits: int = 18, constant: bool = True):
 
 
 class GradientDescent:
-    """VW's gd update (vw-reference.md §3) in plain Python, squared loss: weights, adaptive
-    sums and normalizers keyed by slot; the normalized update's sums S and T are passed in, so
-    that several problems can share the weights and keep their own (--oaa)."""
+    """VW's gd update (vw-reference.md §3) in plain Python, squared loss (or, ``quantile``, the
+    quantile loss at τ = 0.5): weights, adaptive sums and normalizers keyed by slot; the
+    normalized update's sums S and T are passed in, so that several problems can share the
+    weights and keep their own (--oaa)."""
 
     X_MIN = 1.084202e-19
 
     def __init__(self, adaptive, normalized, invariant, eta, power_t=0.5, t0=0.0,
-                 sparse_l2=0.0, masked=False):
+                 sparse_l2=0.0, masked=False, quantile=False):
+        self.quantile = quantile
         self.adaptive, self.normalized, self.invariant = adaptive, normalized, invariant
         self.eta, self.power_t, self.t0 = eta, power_t, t0
         self.sparse_l2, self.masked = sparse_l2, masked  # --sparse_l2, --feature_mask
@@ -137,7 +139,8 @@ class GradientDescent:
             return 0.0
         adaptive, normalized, power_t = self.adaptive, self.normalized, self.power_t
         w, g, n = self.w, self.g, self.n
-        grad2 = imp * 4 * (p - label) ** 2
+        d1 = (0.5 if p > label else -0.5) if self.quantile else 2 * (p - label)
+        grad2 = imp * d1 * d1
         norm_x, ppu = 0.0, 0.0
         for j, x in feats:
             if self.masked and w.get(j, 0.0) == 0.0:
@@ -166,13 +169,14 @@ class GradientDescent:
             return 0.0
         ppu *= multiplier
         scale = self.eta * imp * (1.0 if adaptive else (t + imp) ** -power_t)
-        if self.invariant:
+        if self.invariant and self.quantile:  # the exact step, capped where p meets the label
+            u = math.copysign(min(0.5 * scale, abs(label - p) / ppu), label - p)
+        elif self.invariant:
             sq = scale * ppu
             u = (2 * (label - p) * scale if sq < 1e-6
                  else (label - p) * (1 - math.exp(-2 * sq)) / ppu)
         else:
-            u = 2 * (label - p) * scale
-        d1 = 2 * (p - label)
+            u = -d1 * scale
         eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
         self._step(feats, (u - self.sparse_l2 * p) * multiplier)
         return eta_bar
@@ -406,6 +410,212 @@ def oaa_predictions(examples, classes, bits, adaptive=True, normalized=True, inv
                 lo, hi = min(lo, y), max(hi, y)
                 gd.update(per_class[k], scores[k], y, imp, t, sums[k])
         t += imp
+    return out
+
+
+def ect_predictions(examples, classes, errors, bits, adaptive=True, normalized=True,
+                    invariant=True, eta=0.5, power_t=0.5, t0=0.0):
+    """VW's --ect over gd in plain Python (olearn/reductions/ect.py), squared loss: each
+    example's predicted class (1..K), made before it is learned.
+
+    Problem i is slot (h·W + i) mod 2^bits, W the power of two >= the problem count, with its
+    own normalizer sums; a match's right player wins at a clipped score > 0. Learning walks the
+    label's path (each match learns the class's side, and is won when the updated problem then
+    predicts that side), then the final tournament's mixed pairs learn with weight
+    2^(depth left), halving the list of won flags as VW's loop does. Each prediction comes with
+    the smallest nonzero |score| of the matches it played and of every match learned before it
+    (how close float rounding came to a flip; a score of 0, no weight learned, is 0 in float32
+    too)."""
+    from olearn.reductions.ect import N_LAST, N_LEFT, N_LOSER, N_RIGHT, N_WINNER, circuit
+    nodes, finals = circuit(classes, errors)
+    nodes, finals = nodes.tolist(), finals.tolist()
+    last_pair = (classes - 1) * (errors + 1)
+    height = errors.bit_length()
+    problems = last_pair + errors
+    mask, width = (1 << bits) - 1, feature_width(problems)
+    gd = GradientDescent(adaptive, normalized, invariant, eta, power_t, t0)
+    sums = [gd.fresh_sums() for _ in range(problems)]
+    lo = hi = 0.0
+    t = t0
+    out = []
+    learned = math.inf  # the closest call of the matches learned so far
+
+    def slots(feats, i):
+        return [((j * width + i) & mask, x) for j, x in feats]
+
+    def score(feats, i):
+        return min(max(gd.predict(slots(feats, i)), lo), hi)
+
+    def learn(feats, i, right, imp):
+        nonlocal lo, hi
+        y = 1.0 if right else -1.0
+        lo, hi = min(lo, y), max(hi, y)
+        p = score(feats, i)
+        if imp > 0:
+            gd.update(slots(feats, i), p, y, imp, t, sums[i])
+        return p
+
+    for label, imp, feats in examples:
+        winner = 0
+        played = [math.inf]
+        for i in reversed(range(height)):
+            if winner | (1 << i) <= errors:
+                played.append(score(feats, last_pair + (winner | (1 << i)) - 1))
+                winner |= (1 << i) if played[-1] > 0 else 0
+        node = finals[winner]
+        while node >= classes:
+            played.append(score(feats, node - classes))
+            node = nodes[node][N_RIGHT if played[-1] > 0 else N_LEFT]
+        out.append((node + 1, min(learned, *(abs(p) or math.inf for p in played))))
+        if label is None:
+            continue
+        if imp > 0 and 1 <= label <= classes:
+            won = []
+            c = int(label) - 1
+            node = nodes[c][N_WINNER]
+            left = nodes[node][N_LEFT] == c
+            while node != 0:
+                learn(feats, node - classes, not left, imp)
+                after = score(feats, node - classes)
+                learned = min(learned, abs(after) or math.inf)
+                ahead = after > 0 if not left else after < 0
+                step = N_WINNER if ahead else N_LOSER
+                if nodes[node][N_LAST]:
+                    won.append(ahead)
+                elif not ahead and nodes[node][N_LOSER] == 0:
+                    won.append(False)
+                if not nodes[node][N_LAST]:
+                    left = nodes[nodes[node][step]][N_LEFT] == node
+                node = nodes[node][step]
+            for i in range(height):
+                j = 0
+                while j < len(won) // 2:
+                    a, b = won[2 * j], won[2 * j + 1]
+                    if a != b:
+                        p = learn(feats, last_pair + j * (1 << (i + 1)) + (1 << i) - 1, not a,
+                                  float(1 << (height - i - 1)))
+                        learned = min(learned, abs(p) or math.inf)
+                        a = b if p > 0 else a
+                    won[j] = a
+                    if len(won) % 2:
+                        won[len(won) // 2] = won[-1]
+                    won = won[:(len(won) + 1) // 2]
+                    j += 1
+        t += imp
+    return out
+
+
+def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, power_t=0.5,
+                          tree=None):
+    """VW's --log_multi over its default gd in plain Python (olearn/reductions/log_multi.py),
+    quantile loss at τ = 0.5: each example's predicted class, made before it is learned.
+
+    Nodes are dicts (parent, children, counts, the problem's score sums, per-label dicts); a
+    leaf that has seen two labels splits while problems remain, else (past the swap
+    resistance) takes the problem of the leaf reached by always taking the child with fewer
+    examples, whose sibling replaces their parent. ``tree``, a list, receives the nodes."""
+    mask, width = (1 << bits) - 1, feature_width(classes - 1)
+    gd = GradientDescent(True, True, True, eta, power_t, quantile=True)
+    sums = [gd.fresh_sums() for _ in range(classes - 1)]
+    lo = hi = 0.0
+    f32 = np.float32
+
+    def fresh(node=None, parent=0, count=0):
+        node = node if node is not None else {}
+        node.update(parent=parent, count=count, internal=False, problem=0, left=0, right=0,
+                    eh=0.0, mean=f32(0), n=0, best_count=0, best=1, labels={})
+        return node
+
+    nodes = [fresh()]
+    used = 0
+
+    def blank():
+        return {"sum": 0.0, "mean": f32(0), "n": 0, "count": 0}
+
+    def slots(feats, i):
+        return [((j * width + i) & mask, x) for j, x in feats]
+
+    def settle(i):  # the counts up from node i
+        while i != 0:
+            child, i = i, nodes[i]["parent"]
+            if nodes[i]["count"] == nodes[child]["count"]:
+                break
+            nodes[i]["count"] = min(nodes[nodes[i]["left"]]["count"],
+                                    nodes[nodes[i]["right"]]["count"])
+
+    def reach(i, label):
+        nonlocal used
+        node = nodes[i]
+        seen = node["labels"].setdefault(label, blank())
+        seen["count"] += 1
+        if seen["count"] > node["best_count"]:
+            node["best_count"], node["best"] = seen["count"], label
+        if node["internal"]:
+            return True
+        others = (node["count"] - node["best_count"]) % (1 << 32)
+        if len(node["labels"]) < 2 or not (
+                used < classes - 1 or others > swap_resistance * (nodes[0]["count"] + 1)):
+            return False
+        if used < classes - 1:
+            left, right = len(nodes), len(nodes) + 1
+            nodes.extend([fresh(), fresh()])
+            node["problem"], used = used, used + 1
+        else:
+            leaf = 0
+            while nodes[leaf]["internal"]:
+                a, b = nodes[leaf]["left"], nodes[leaf]["right"]
+                leaf = a if nodes[a]["count"] < nodes[b]["count"] else b
+            parent = nodes[leaf]["parent"]
+            grand = nodes[parent]["parent"]
+            sibling = nodes[parent]["left" if leaf == nodes[parent]["right"] else "right"]
+            nodes[grand]["left" if parent == nodes[grand]["left"] else "right"] = sibling
+            nodes[sibling]["parent"] = grand
+            settle(sibling)
+            problem = nodes[parent]["problem"]
+            for j in (leaf, parent):
+                fresh(nodes[j], nodes[j]["parent"], nodes[j]["count"])
+            left, right = leaf, parent
+            node["problem"] = problem
+        node["left"], node["right"] = left, right
+        nodes[left]["parent"] = nodes[right]["parent"] = i
+        nodes[left]["count"] = node["count"] // 2
+        nodes[right]["count"] = node["count"] - nodes[left]["count"]
+        settle(left)
+        nodes[left]["best"] = nodes[right]["best"] = node["best"]
+        node["internal"] = True
+        return True
+
+    out = []
+    for label, imp, feats in examples:
+        i = 0
+        while nodes[i]["internal"]:
+            p = min(max(gd.predict(slots(feats, nodes[i]["problem"])), lo), hi)
+            i = nodes[i]["left"] if p < 0 else nodes[i]["right"]
+        out.append(nodes[i]["best"])
+        if label is None or imp <= 0 or not 1 <= label <= classes:
+            continue
+        i = 0
+        while reach(i, int(label)):
+            node = nodes[i]
+            # a swap may have cleared this very leaf: its label's statistics start over
+            seen = node["labels"].setdefault(int(label), blank())
+            y = -1.0 if node["mean"] > seen["mean"] else 1.0
+            lo, hi = min(lo, y), max(hi, y)
+            feats_i = slots(feats, node["problem"])
+            gd.update(feats_i, min(max(gd.predict(feats_i), lo), hi), y, imp, 0.0,
+                      sums[node["problem"]])
+            raw = float(f32(gd.predict(feats_i)))
+            node["eh"] += raw
+            seen["sum"] += raw
+            node["n"] += 1
+            seen["n"] += 1
+            node["mean"] = f32(node["eh"]) / f32(node["n"])
+            seen["mean"] = f32(seen["sum"]) / f32(seen["n"])
+            i = node["left"] if min(max(raw, lo), hi) < 0 else node["right"]
+        nodes[i]["count"] += 1
+        settle(i)
+    if tree is not None:
+        tree.extend(nodes)
     return out
 
 

@@ -434,6 +434,8 @@ class OnlineLearner:
         class's raw score."""
         if isinstance(self.reduction, LabelDependent):
             return self.reduction.prediction_lines(preds, batch, raw)
+        if raw and self.reduction.on and not self.reduction.RAW_LINES:
+            return np.empty(0, dtype=np.uint8)
         if self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)

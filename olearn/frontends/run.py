@@ -62,10 +62,14 @@ def header(config: Config, data_lines: list[str]) -> str:
     multiclass = class_count(config) > 0 and not copies and not boosts and not network
     reduction = ("csoaa" if config.csoaa is not None else "multilabel_oaa"
                  if config.multilabel_oaa is not None else "bootstrap" if copies
-                 else "boosting" if boosts else "nn" if network else "oaa")
+                 else "boosting" if boosts else "nn" if network
+                 else "ect" if config.ect is not None
+                 else "log_multi" if config.log_multi is not None else "oaa")
     count = (f"{class_count(config)} copies, {config.bs_type}" if copies
              else f"{class_count(config)} weak learners, {config.alg}" if boosts
              else f"{config.nn} hidden units" if network
+             else f"{config.ect} classes, {config.error} errors" if config.ect is not None
+             else f"{config.log_multi} classes" if config.log_multi is not None
              else f"{class_count(config)} classes")
     ldf_mode = config.ldf_override or config.csoaa_ldf or config.wap_ldf
     ldf_name = "wap_ldf" if config.wap_ldf else "csoaa_ldf"
@@ -202,14 +206,19 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                     "final_regressor": TEMPORARY},
                    {"marginal": "b", "update_before_learn": True, "readable_model": TEMPORARY},
                    {"lrq": ["ab2"], "lrqdropout": True, "final_regressor": TEMPORARY},
-                   {"lrqfa": "ab2"})
+                   {"lrqfa": "ab2"},
+                   {"ect": 3, "error": 1, "raw_predictions": TEMPORARY},
+                   {"log_multi": 3, "final_regressor": TEMPORARY})
 
 
+WARM_UP_CLASSES = b"1 |a x\n3 2 'tag |b y\n|c z\n"
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"
 # The warm-up's input files: (the option that reads them, None for the others; name; bytes).
 WARM_UP_INPUTS = ((None, "warm.vw", b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c w\n\n|d q\n"),
                   (None, "warm.svm", b"1 1:0.5 2:1\n-1 qid:3 3:2 # c\n"),
-                  ("oaa", "warm-classes.vw", b"1 |a x\n3 2 'tag |b y\n|c z\n"),
+                  ("oaa", "warm-classes.vw", WARM_UP_CLASSES),
+                  ("ect", "warm-tournament.vw", WARM_UP_CLASSES),
+                  ("log_multi", "warm-tree.vw", WARM_UP_CLASSES),
                   ("csoaa", "warm-costs.vw", b"a:1 b:0.5 |a x\nc:0 'tag |b y\n|c z\n"),
                   ("multilabel_oaa", "warm-lists.vw", b"0,2 |a x\n1 'tag |b y\n|c z\n"),
                   ("csoaa_ldf", "warm-actions.vw", WARM_UP_ACTIONS),

@@ -120,7 +120,9 @@ PARAMS = Parameters(
     Param("probabilities", lambda c: c.probabilities, bool,
           "--oaa: probabilities instead of scores"),
     Param("class_lists", lambda c: c.scores or c.probabilities, bool,
-          "--oaa: -p writes every class's score or probability"))
+          "--oaa: -p writes every class's score or probability"),
+    Param("swap_resistance", lambda c: c.swap_resistance, int,
+          "--log_multi: a leaf's other labels' examples needed for a swap, per root example"))
 P = PARAMS.index
 PARAMS_SIZE = len(PARAMS)
 

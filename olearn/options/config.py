@@ -32,7 +32,9 @@ from olearn.reductions import (
     bootstrap,
     classweight,
     csoaa,
+    ect,
     ldf,
+    log_multi,
     lrq,
     marginal,
     multilabel,
@@ -62,6 +64,8 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Neural network", nn.OPTIONS),
+          ("Error-correcting tournament", ect.OPTIONS),
+          ("Logarithmic-time multiclass tree", log_multi.OPTIONS),
           ("Low-rank quadratic features", lrq.OPTIONS),
           ("Marginal", marginal.OPTIONS),
           ("Output", frontend.OUTPUTS),
@@ -107,6 +111,8 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         nn.check(self)
+        ect.check(self)
+        log_multi.check(self)
         lrq.check(self)
         marginal.check(self)
         labels.check(self)

@@ -32,6 +32,7 @@ from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Conf
 from olearn.outputs import report
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.chosen import reduction_of
+from olearn.reductions.log_multi import LogMulti
 from olearn.reductions.marginal import Marginal
 from olearn.reductions.oaa import AUTO, OneAgainstAll
 
@@ -50,7 +51,7 @@ HEADER_KEYS = {"format_version", "olearn", "options", "arrays"}
 SPEC_KEYS = {"dtype", "shape", "offset", "bytes"}
 # The dtype and shape (None: any length) of each array save() writes.
 # Beside the weight table and the learner state, the expander's and the families' own.
-OWNERS = (StagePoly, OneAgainstAll, Boosting, Marginal, *FAMILIES)
+OWNERS = (StagePoly, OneAgainstAll, Boosting, LogMulti, Marginal, *FAMILIES)
 ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
           "state": ("<f8", (None,)), "counters": ("<f8", (None,)),
           **{name: spec for owner in OWNERS for name, spec in owner.ARRAYS.items()}}

@@ -6,6 +6,8 @@ from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.csoaa import CostSensitive
+from olearn.reductions.ect import ErrorCorrectingTournament
+from olearn.reductions.log_multi import LogMulti
 from olearn.reductions.marginal import Marginal
 from olearn.reductions.multilabel import Multilabel
 from olearn.reductions.nn import NeuralNetwork
@@ -16,7 +18,7 @@ from olearn.reductions.subsample import Subsampled, on
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
     --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, --marginal's,
-    or --oaa's (one scalar problem without --oaa)."""
+    --ect's, --log_multi's, or --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -35,4 +37,8 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return lrq.LowRankQuadratic
     if config.marginal is not None:
         return Marginal
+    if config.ect is not None:
+        return ErrorCorrectingTournament
+    if config.log_multi is not None:
+        return LogMulti
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -62,11 +62,15 @@ CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
 
 
 def class_count(config) -> int:
-    """The classes (or copies, weak learners, or --nn's K hidden units and its output layer) of
-    --oaa, --csoaa, --multilabel_oaa, --bootstrap, --boosting or --nn (0: one scalar problem)."""
+    """The classes (or copies, weak learners, --nn's K hidden units and its output layer, or
+    the binary problems of --ect and --log_multi) of --oaa, --csoaa, --multilabel_oaa,
+    --bootstrap, --boosting, --nn, --ect or --log_multi (0: one scalar problem)."""
     network = config.nn + 1 if config.nn else 0
+    # --ect's (K - 1)·E + E - 1 problems (reductions/ect.py problem_count, which imports this)
+    tournament = (config.ect - 1) * (config.error + 1) + config.error if config.ect else 0
+    tree = config.log_multi - 1 if config.log_multi else 0
     return (config.oaa or config.csoaa or config.multilabel_oaa or config.bootstrap
-            or config.boosting or network)
+            or config.boosting or network or tournament or tree)
 
 
 def feature_width(classes: int) -> int:
@@ -125,7 +129,9 @@ class OneAgainstAll:
     BUNDLE = OneAgainstAllState
     MULTICLASS = True  # predictions are classes (the table writes them so)
     CLASS_PAIRS = True  # -r writes class:score pairs
+    RAW_LINES = True  # -r writes a line per example
     AUDITED_PER_CLASS = True  # --audit writes each class's score and features
+    NOT_LEARNED = "learned as a negative for every class"  # a label outside the classes
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
@@ -242,8 +248,7 @@ class OneAgainstAll:
                 e = int(np.argmax(rows))
                 raise OlearnError(f"--oaa: label {labels[e]:g} {what}", batch.source,
                                   batch.first_line + int(batch.lines[e]) + 1)
-        low = 1 if indexing == 1 else 0
-        high = self.k - 1 if indexing == 0 else self.k
+        low, high = self.label_range(indexing)
         outside = labeled & ((labels < low) | (labels > high))
         if not outside.any():
             return []
@@ -251,5 +256,8 @@ class OneAgainstAll:
         count = int(outside.sum())
         more = f" ({count - 1} more in this block)" if count > 1 else ""
         return [f"{prefix}{batch.source}:{batch.first_line + int(batch.lines[e]) + 1}: label "
-                f"{labels[e]:g} is not in {{{low}..{high}}}; learned as a negative for every "
-                f"class{more}"]
+                f"{labels[e]:g} is not in {{{low}..{high}}}; {self.NOT_LEARNED}{more}"]
+
+    def label_range(self, indexing: float) -> tuple[int, int]:
+        """The lowest and highest class label under ``indexing``."""
+        return (1 if indexing == 1 else 0), (self.k - 1 if indexing == 0 else self.k)

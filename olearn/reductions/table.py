@@ -4,15 +4,17 @@
 reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
 reductions/marginal.py ``MarginalState``, reductions/nn.py ``NeuralState``,
-reductions/lrq.py ``LowRankState``): each one's kernels, which kernel/reducing.py puts into the
-loop when numba compiles it.
+reductions/lrq.py ``LowRankState``, reductions/ect.py ``EctState``, reductions/log_multi.py
+``LogMultiState``): each one's kernels, which kernel/reducing.py puts into the loop when numba
+compiles it.
 
 A reduction's kernels (one module each; the class reductions take --oaa's ``room``:
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
 reductions/autolink_kernels.py, reductions/marginal_kernels.py,
-reductions/nn_kernels.py, reductions/lrq_kernels.py):
+reductions/nn_kernels.py, reductions/lrq_kernels.py, reductions/ect_kernels.py,
+reductions/log_multi_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -31,7 +33,9 @@ from olearn.reductions import (
     boosting_kernels,
     bootstrap_kernels,
     csoaa_kernels,
+    ect_kernels,
     ldf_kernels,
+    log_multi_kernels,
     lrq_kernels,
     marginal_kernels,
     multilabel_kernels,
@@ -44,7 +48,9 @@ from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
+from olearn.reductions.ect import EctState
 from olearn.reductions.ldf import LdfState
+from olearn.reductions.log_multi import LogMultiState
 from olearn.reductions.lrq import LowRankState
 from olearn.reductions.marginal import MarginalState
 from olearn.reductions.multilabel import MultilabelState
@@ -94,4 +100,9 @@ REDUCTIONS = {
                                   nn_kernels.score, nn_kernels.learn, True),
     LowRankState: ReductionKernels(lrq_kernels.fits, lrq_kernels.room, lrq_kernels.predict,
                                    one_problem.score, lrq_kernels.learn, True),
+    EctState: ReductionKernels(ect_kernels.fits, oaa_kernels.room, ect_kernels.predict,
+                               ect_kernels.score, ect_kernels.learn, False),
+    LogMultiState: ReductionKernels(log_multi_kernels.fits, oaa_kernels.room,
+                                    log_multi_kernels.predict, log_multi_kernels.score,
+                                    log_multi_kernels.learn, False),
 }

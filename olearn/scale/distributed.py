@@ -109,6 +109,8 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                                  "rule yet",
                "boosting": "--boosting's weak learners (their sums, α and v, and its "
                            "generator) have no merge rule yet",
+               "ect": "--ect's per-problem normalizer sums have no merge rule yet",
+               "log_multi": "--log_multi's tree has no merge rule yet",
                "marginal": "--marginal's sums and experts have no merge rule yet"}
 
 # How each field combines, as its layout declares it (olearn/core/fields.py): the weight columns
