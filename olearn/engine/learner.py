@@ -433,7 +433,7 @@ class OnlineLearner:
         class's raw score."""
         if isinstance(self.reduction, LabelDependent):
             return self.reduction.prediction_lines(preds, batch, raw)
-        if self.config.bootstrap is not None and not raw:
+        if not self.reduction.MULTICLASS and self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
         if self.config.multilabel_oaa is not None and not raw:

@@ -52,7 +52,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    copies = config.bootstrap is not None
+    copies = config.bootstrap is not None and config.oaa is None
     boosts = config.boosting is not None
     network = config.nn is not None
     multiclass = class_count(config) > 0 and not copies and not boosts and not network
@@ -68,6 +68,8 @@ def header(config: Config, data_lines: list[str]) -> str:
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + (f"{reduction} ({count}), " if class_count(config) else "")
+              + (f"bootstrap ({config.bootstrap} copies of each class, {config.bs_type}), "
+                 if config.bootstrap is not None and not copies else "")
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
@@ -181,6 +183,7 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},
                    {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
+                   {"bootstrap": 2, "oaa": 3},
                    {"boosting": 2, "alg": "adaptive", "raw_predictions": TEMPORARY},
                    {"nn": 2, "dropout": True, "final_regressor": TEMPORARY},
                    {"nn": 2, "inpass": True, "quadratic": ["ab"]},
