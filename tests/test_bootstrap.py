@@ -2,7 +2,7 @@
 bootstrap, its Poisson draws and its vote."""
 import numpy as np
 import pytest
-from conftest import run_olearn
+from conftest import olearn_here, readable_body, run_olearn
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -94,8 +94,107 @@ def test_vote_reports_the_error_of_labeled_examples(tmp_path):
     assert code == 0 and "average loss = 0.600000" in err
 
 
+# --bootstrap over --oaa's classes: numeric feature names of the default namespace are their
+# own indices (VW's hashing), so the reference needs no hash
+CLASS_LINES = ("2 | 1:0.5 3:1\n1 | 2:1 3:-0.5\n3 2 | 1:1 2:0.25\n| 3:1\n2 | 1:-1 2:0.5\n"
+               "1 | 2:1 3:-0.5\n3 | 1:0.75 3:0.5\n")
+
+
+def reference_bootstrap_classes(lines, k, b, eta, seed, shift, mask):
+    """VW's oaa over bs with plain SGD (--sgd --power_t 0, squared loss), in plain Python:
+    each class's copies draw and predict (mean of clipped predictions, first best class), then
+    each class learns ±1 through its copies, each drawing again (the squared loss's gradient
+    2 (y - p)); returns the predicted classes
+    and the weights by slot."""
+    weights, low, high, state = {}, 0.0, 0.0, seed
+    predicted = []
+
+    def draw():
+        nonlocal state
+        state = (0xEECE66D5DEECE66D * state + 2147483647) % 2 ** 64
+        u = ((state >> 25) & 0x7FFFFF) / 2 ** 23
+        return next((j for j, edge in enumerate(POISSON) if u <= edge), len(POISSON))
+
+    def clipped(slot_of, features):
+        raw = sum(weights.get(slot_of(h), 0.0) * x for h, x in features)
+        return min(max(raw, low), high)
+
+    for line in lines.splitlines():
+        label, features = line.split("|")
+        features = [(int(h), float(x)) for h, x in (f.split(":") for f in features.split())]
+        scores = []
+        for c in range(k):
+            copies = []
+            for i in range(b):
+                draw()
+                copies.append(clipped(lambda h: ((h << shift) + c * b + i) & mask, features))
+            scores.append(sum(copies) / b)
+        predicted.append(1 + scores.index(max(scores)))
+        if not label.strip():
+            continue
+        y, *importance = [float(v) for v in label.split()]
+        for c in range(k):
+            yk = 1.0 if y == c + 1 else -1.0
+            for i in range(b):
+                m = draw() * (importance[0] if importance else 1.0)
+                low, high = min(low, yk), max(high, yk)
+
+                def slot(h):
+                    return ((h << shift) + c * b + i) & mask
+                p = clipped(slot, features)
+                for h, x in features:
+                    weights[slot(h)] = weights.get(slot(h), 0.0) + 2 * eta * m * (yk - p) * x
+    return predicted, weights
+
+
+@pytest.mark.parametrize("seed", [0, 9])
+def test_bootstrap_over_classes_is_the_reference(tmp_path, seed):
+    data, preds, model = tmp_path / "d.vw", tmp_path / "p", tmp_path / "m.txt"
+    data.write_text(CLASS_LINES)
+    olearn_here("-d", data, "--bootstrap", 2, "--oaa", 3, "--sgd", "--power_t", 0, "-l", 0.1,
+                "--noconstant", "--random_seed", seed, "-b", 10, "-p", preds,
+                "--readable_model", model, "--quiet")
+    expected, weights = reference_bootstrap_classes(CLASS_LINES, 3, 2, 0.1, seed, 3, 1023)
+    assert [int(v) for v in preds.read_text().split()] == expected
+    got = {int(i): float(w) for i, w in (line.split(":")[:2]
+                                         for line in readable_body(model.read_text()))}
+    assert got.keys() == {s for s, w in weights.items() if w != 0}
+    assert all(got[s] == pytest.approx(weights[s], rel=1e-5) for s in got)
+
+
+def test_bootstrap_over_classes_saves_and_loads(tmp_path):
+    data, model, saved, loaded = (tmp_path / n for n in ("d.vw", "m", "r1", "r2"))
+    data.write_text(CLASS_LINES)
+    olearn_here("-d", data, "--bootstrap", 3, "--oaa", 3, "-f", model, "--readable_model", saved,
+                "--quiet")
+    olearn_here("-d", data, "-i", model, "-t", "--readable_model", loaded, "--quiet")
+    assert readable_body(loaded.read_text()) == readable_body(saved.read_text())
+    assert len(readable_body(saved.read_text())) > 3 * 3
+
+
+def test_bootstrap_over_classes_matches_vw(vw, tmp_path):
+    """VW's test 158 (bootstrap over oaa, every pair of the namespace, two passes), then the
+    saved model's test-only predictions."""
+    data, model, vw_model, ours_p, theirs_p = (tmp_path / n for n in (
+        "multiclass", "m", "vm", "p1", "p2"))
+    data.write_text("".join(f"{c} | {w}\n" for c, w in enumerate(
+        "one two three four five six seven eight nine ten".split(), 1)))
+    args = ("-d", data, "--bootstrap", 4, "--oaa", 10, "-q", "::",
+            "--leave_duplicate_interactions", "-c", "-k", "--passes", 2, "--holdout_off", "-P1")
+    (code, _, ours), (_, _, theirs) = run_olearn(*args, "-f", model), vw(*args, "-f", vw_model)
+    table = [line for line in ours.splitlines() if line[:1].isdigit()]
+    assert code == 0 and table == [line for line in theirs.splitlines() if line[:1].isdigit()]
+    assert len(table) == 20 and "average loss = 0.450000" in ours
+    vw("-d", data, "-t", "-i", vw_model, "-p", theirs_p)
+    run_olearn("-d", data, "-t", "-i", model, "-p", ours_p)
+    assert ours_p.read_text() == theirs_p.read_text()
+
+
 @pytest.mark.parametrize(("options", "message"), [
-    ({"bootstrap": 2, "oaa": 3}, "--bootstrap does not take --oaa"),
+    ({"bootstrap": 2, "oaa": 3, "raw_predictions": "r"},
+     "--bootstrap with --oaa does not take --raw_predictions"),
+    ({"bootstrap": 2, "oaa": 3, "oaa_subsample": 1}, "--bootstrap does not take --oaa_subsample"),
+    ({"bootstrap": 16, "oaa": 5, "bit_precision": 6}, "--bootstrap 16 needs at least 7 bits"),
     ({"bs_type": "vote", "explicit": frozenset({"bs_type"})}, "--bs_type needs --bootstrap"),
 ])
 def test_bootstrap_refuses_what_it_cannot_aggregate(options, message):

@@ -40,6 +40,7 @@ def test_scopes_of_the_model_and_the_cache():
     assert set(PARSING_OPTIONS) == {"bit_precision", "hash", "hash_seed", "noconstant", "format",
                                     "ignore", "keep", "redefine", "ngram", "skips", "csoaa",
                                     "named_labels", "multilabel_oaa", "feature_limit", "affix",
+                                    "dictionary", "dictionary_path",
                                     "csv", "csv_header", "csv_no_file_header", "csv_separator",
                                     "csv_ns_value", "csoaa_ldf", "wap_ldf"}
     assert {"loss_function", "quantile_tau", "quadratic", "l1", "stage_poly", "saew_grid_B",

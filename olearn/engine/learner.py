@@ -21,6 +21,7 @@ from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.affixes import Affixes
+from olearn.features.dictionary import DEFAULT_NAMESPACE, Dictionaries
 from olearn.features.feature_limit import FeatureLimit
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
@@ -120,6 +121,22 @@ class OnlineLearner:
         self._ns_hash = {FORMAT_SVMLIGHT: namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all),
                          FORMAT_VW: namespace_hash(b" ", config.hash_seed, hash_all),
                          FORMAT_CSV: 0}  # unused: a CSV column brings its namespace's hash
+        # --dictionary: read once, looked up on the parse threads
+        self.dictionaries = Dictionaries.of(config, self._default_features)
+
+    def _default_features(self, lines: list[bytes]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each of ``lines`` (VW text without a label) parsed as this learner hashes: its
+        default namespace's indices and values (a --dictionary's entries)."""
+        cfg = self.config
+        text = np.frombuffer(b"".join(line + b"\n" for line in lines), dtype=np.uint8)
+        batch = parse(text, FORMAT_VW, cfg.mask, cfg.hash_seed, cfg.hash == "all", False, False,
+                      self._ns_hash[FORMAT_VW], "dictionary")
+        rows = []
+        for e in range(len(batch)):
+            lo, hi = batch.offsets[e], batch.offsets[e + 1]
+            default = batch.namespace[lo:hi] == DEFAULT_NAMESPACE
+            rows.append((batch.index[lo:hi][default], batch.value[lo:hi][default]))
+        return rows
 
     @classmethod
     def start(cls, config: Config) -> "OnlineLearner":
@@ -250,13 +267,16 @@ class OnlineLearner:
             raise OlearnError("--csoaa_ldf and --wap_ldf read multi-line examples of VW text",
                               block.source)
         affixing = self._affixes is not None and fmt == FORMAT_VW
-        batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all",
-                      not cfg.noconstant, self.parse_names or affixing, self._ns_hash[fmt],
+        looking_up = self.dictionaries is not None and fmt == FORMAT_VW
+        batch = parse(text, fmt, cfg.mask, cfg.hash_seed, cfg.hash == "all", not cfg.noconstant,
+                      self.parse_names or affixing or looking_up, self._ns_hash[fmt],
                       block.source,
                       index_of=selection.index_of if selection else IDENTITY,
                       labels=self.labels,
                       csv=header.block(text, block.starts_source) if header else NO_CSV)
         batch.bytes_read = block.bytes_read
+        if looking_up:  # VW's text parser looks words up as it reads them: before --ignore
+            batch = self.dictionaries.apply(batch, not cfg.noconstant, cfg.hash_seed)
         if selection is not None:
             # VW's text parser applies --redefine itself, its CSV reader not at all (VW's)
             batch = selection.apply(batch, not cfg.noconstant,
@@ -264,8 +284,8 @@ class OnlineLearner:
         if affixing:  # from the names (parsed for them), after --ignore, before --ngram: VW's
             batch = self._affixes.apply(batch, not cfg.noconstant, cfg.mask, cfg.hash_seed,
                                         cfg.hash == "all", self._ns_hash[fmt])
-            if not self.parse_names:
-                batch = dataclasses.replace(batch, audit=batch.audit[:0])
+        if (affixing or looking_up) and not self.parse_names:
+            batch = dataclasses.replace(batch, audit=batch.audit[:0])
         if self._grams is not None:  # --ngram, --skips: after --ignore, as VW
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         if self._limit is not None:  # --feature_limit: after the constant, as VW
@@ -436,7 +456,7 @@ class OnlineLearner:
             return self.reduction.prediction_lines(preds, batch, raw)
         if raw and self.reduction.on and not self.reduction.RAW_LINES:
             return np.empty(0, dtype=np.uint8)
-        if self.config.bootstrap is not None and not raw:
+        if not self.reduction.MULTICLASS and self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
         if self.config.multilabel_oaa is not None and not raw:

@@ -20,7 +20,9 @@ from olearn.persistence import readable, regularizer
 from olearn.reductions.oaa import class_count
 
 
-def header(config: Config, data_lines: list[str]) -> str:
+def header(config: Config, data_lines: list[str], notes: tuple[str, ...] = ()) -> str:
+    """VW's header: the options, the data, ``notes`` (the dictionaries read) and the
+    learners."""
     lines = []
     names = names_of(config)
     if names is not None and class_count(config):
@@ -56,7 +58,8 @@ def header(config: Config, data_lines: list[str]) -> str:
               f"power_t = {config.power_t:g}"]
     if config.passes > 1:
         lines.append(f"decay_learning_rate = {config.decay_learning_rate:g}")
-    copies = config.bootstrap is not None
+    lines += notes
+    copies = config.bootstrap is not None and config.oaa is None
     boosts = config.boosting is not None
     network = config.nn is not None
     multiclass = class_count(config) > 0 and not copies and not boosts and not network
@@ -76,6 +79,8 @@ def header(config: Config, data_lines: list[str]) -> str:
     lines += [f"Enabled learners: {family_of(config).describe(config)}, "
               + (f"stage_poly ({config.poly_heuristic}), " if config.stage_poly else "")
               + (f"{reduction} ({count}), " if class_count(config) else "")
+              + (f"bootstrap ({config.bootstrap} copies of each class, {config.bs_type}), "
+                 if config.bootstrap is not None and not copies else "")
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
               + (f"lrq ({' '.join(config.lrq)}), " if config.lrq else "")
@@ -110,7 +115,8 @@ def run(config: Config) -> OnlineLearner:
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
     table = learner.family.PROGRESS_TABLE
-    console.print(header(config, plan.header_lines()) + TABLE_HEADER.rstrip("\n") * table)
+    notes = learner.dictionaries.lines if learner.dictionaries else ()
+    console.print(header(config, plan.header_lines(), notes) + TABLE_HEADER.rstrip("\n") * table)
     names = NameCollector(config) if config.invert_hash else None
     outputs = [(AtomicOutput(path), raw) for path, raw in
                ((config.predictions, False), (config.raw_predictions, True)) if path]
@@ -172,10 +178,12 @@ def run(config: Config) -> OnlineLearner:
 
 # Warm-up runs: between them they call every kernel entry point with every argument type the
 # command line uses (text and cache input, -p and -r, audit and names, regularization, experts).
-# A value of TEMPORARY names a new file in a temporary folder; --oaa reads a file of classes,
+# A value of TEMPORARY names a new file in a temporary folder (FOLDER: the folder, where the
+# input files are); --oaa reads a file of classes,
 # --csoaa one of named classes and costs, --multilabel_oaa one of lists of classes, --csoaa_ldf
 # and --wap_ldf one of multi-line examples.
 TEMPORARY = "<temporary file>"
+FOLDER = ["<temporary folder>"]  # a list of that folder (--dictionary_path)
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"audit": True, "feature_limit": ["1", "b3"]},
                    {"affix": "+2,-1a", "quadratic": ["ab"]}, {"affix": "-3", "audit": True},
@@ -192,6 +200,7 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                     "cache": True, "passes": 2},
                    {"multilabel_oaa": 3, "probabilities": True},
                    {"bootstrap": 2, "bs_type": "vote", "raw_predictions": TEMPORARY},
+                   {"bootstrap": 2, "oaa": 3},
                    {"boosting": 2, "alg": "adaptive", "raw_predictions": TEMPORARY},
                    {"nn": 2, "dropout": True, "final_regressor": TEMPORARY},
                    {"nn": 2, "inpass": True, "quadratic": ["ab"]},
@@ -208,7 +217,8 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"lrq": ["ab2"], "lrqdropout": True, "final_regressor": TEMPORARY},
                    {"lrqfa": "ab2"},
                    {"ect": 3, "error": 1, "raw_predictions": TEMPORARY},
-                   {"log_multi": 3, "final_regressor": TEMPORARY})
+                   {"log_multi": 3, "final_regressor": TEMPORARY},
+                   {"dictionary": ["a:warm.dict", "warm.dict"], "dictionary_path": FOLDER})
 
 
 WARM_UP_CLASSES = b"1 |a x\n3 2 'tag |b y\n|c z\n"
@@ -223,7 +233,8 @@ WARM_UP_INPUTS = ((None, "warm.vw", b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c
                   ("multilabel_oaa", "warm-lists.vw", b"0,2 |a x\n1 'tag |b y\n|c z\n"),
                   ("csoaa_ldf", "warm-actions.vw", WARM_UP_ACTIONS),
                   ("wap_ldf", "warm-pairs.vw", WARM_UP_ACTIONS),
-                  ("csv", "warm.csv", b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n'))
+                  ("csv", "warm.csv", b'_tag,_label,a|x,|,b|y\nt,1 2,0.5,3,"s ""q"""\n,-1,,1,z\n'),
+                  ("<dictionary>", "warm.dict", b"x d:0.5 e\nw 3\n"))
 
 
 def warm_cache() -> None:
@@ -241,8 +252,8 @@ def warm_cache() -> None:
         with open(os.devnull, "w") as sys.stdout:
             try:
                 for options in WARM_UP_OPTIONS:
-                    files = {name: os.path.join(tmp, name) for name, value in options.items()
-                             if value == TEMPORARY}
+                    files = {name: os.path.join(tmp, name) if value == TEMPORARY else [tmp]
+                             for name, value in options.items() if value in (TEMPORARY, FOLDER)}
                     data = next((paths for option, paths in inputs.items()
                                  if option and options.get(option)), inputs[None])
                     run(Config(**{"data": data, "quiet": True,

@@ -49,6 +49,7 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.ngrams", "add_grams"),
                 ("olearn.features.feature_limit", "limited"),
                 ("olearn.features.affixes", "add_affixes"),
+                ("olearn.features.dictionary", "add_entries"),
                 ("olearn.data.multiline", "merged"),
                 ("olearn.learners.oja_newton", "initial_sketch"),
                 ("olearn.learners.oja_newton", "most_rows"))

@@ -58,7 +58,7 @@ LINKS = {"identity": 0, "logistic": 1, "glf1": 2, "poisson": 3}
 
 def _constant(config) -> int:
     """The constant feature's index: VW's, widened as --oaa widens every index."""
-    return (((CONSTANT_HASH & config.mask) << oaa.index_shift(oaa.class_count(config)))
+    return (((CONSTANT_HASH & config.mask) << oaa.index_shift(oaa.slot_count(config)))
             & config.mask)
 
 

@@ -16,6 +16,7 @@ from olearn.data import csv_header, formats, hashing, labels
 from olearn.errors import OptionError
 from olearn.features import (
     affixes,
+    dictionary,
     feature_limit,
     interactions,
     namespaces,
@@ -49,7 +50,8 @@ from olearn.reductions import (
 GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("CSV input", csv_header.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
-           + affixes.OPTIONS + feature_limit.OPTIONS + interactions.OPTIONS),
+           + affixes.OPTIONS + dictionary.OPTIONS + feature_limit.OPTIONS
+           + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
           *families.option_groups(),
           ("Loss", losses.OPTIONS),

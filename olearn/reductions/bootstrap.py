@@ -6,10 +6,11 @@ its importance times a Poisson(1) draw (VW's table of the draw from its generato
 --random_seed; the draws are taken for every example, learned or not). The prediction is the
 copies' mean (``--bs_type mean``, the default) or their majority vote of rounded predictions
 (``vote``); -p writes it with the lowest and highest copy's prediction, -r each copy's raw
-score.
+score. Under --oaa K (VW's oaa over bs), each class's ±1 problem has B copies
+(:class:`BootstrapClasses`) and the prediction is --oaa's class.
 
-:class:`Bootstrap` holds the configuration, per-copy state and the generator's state; the
-kernels are reductions/bootstrap_kernels.py.
+:class:`Bootstrap` and :class:`BootstrapClasses` hold the configuration, per-copy state and
+the generator's state; the kernels are reductions/bootstrap_kernels.py.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ OPTIONS = (
 LOW_COLUMN, HIGH_COLUMN, COPY_COLUMN = 2, 3, 4
 
 BootstrapState = namedtuple("BootstrapState", ["classes", "random"])
+BootstrapClassesState = namedtuple("BootstrapClassesState", ["classes", "random", "copies"])
 
 
 def check(config) -> None:
@@ -43,8 +45,16 @@ def check(config) -> None:
             raise OptionError("--bs_type needs --bootstrap")
         return
     oaa.refuse(config, "bootstrap", (
-        ("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-        ("multilabel_oaa", config.multilabel_oaa is not None), ("stage_poly", config.stage_poly)))
+        ("csoaa", config.csoaa is not None),
+        ("multilabel_oaa", config.multilabel_oaa is not None), ("stage_poly", config.stage_poly),
+        ("oaa_subsample", config.oaa is not None and config.oaa_subsample is not None)))
+    if config.oaa is not None:
+        # VW writes a -r line of each class's copies between --oaa's, and audits each copy
+        for name, given in (("raw_predictions", config.raw_predictions is not None),
+                            ("audit", config.audit)):
+            if given:
+                raise OptionError(f"--bootstrap with --oaa does not take --{name}")
+        oaa.need_bits(config, "bootstrap", oaa.slot_count(config))
 
 
 class Bootstrap(OneAgainstAll):
@@ -86,3 +96,48 @@ class Bootstrap(OneAgainstAll):
     def check_labels(self, batch, indexing: float, prefix: str) -> list[str]:
         """Any label: the copies learn it as it is."""
         return []
+
+
+class BootstrapClasses(OneAgainstAll):
+    """``--bootstrap B --oaa K``: VW's stack of oaa over bs. Each class's problem has B
+    copies, class k's copy i at slot ``k · B + i`` (the feature width is K·B's), each with its
+    own normalizer sums (a row of ``classes`` per copy); a class's score is its copies' mean
+    (or vote) of clipped predictions, each copy drawing its Poisson multiplier as it predicts
+    and again as it learns (VW's bs under its oaa); the prediction is --oaa's first best
+    class."""
+
+    BUNDLE = BootstrapClassesState
+
+    def __init__(self, config):
+        super().__init__(config, config.oaa)
+        self.copies = config.bootstrap
+        self.shift = oaa.index_shift(self.k * self.copies)
+        self.classes = np.repeat(self.classes, self.copies, axis=0)
+        self.random = np.array([config.random_seed], dtype=np.uint64)
+
+    def bundle(self) -> tuple:
+        return self.BUNDLE(self.classes, self.random, self.copies)
+
+    def prediction_columns(self) -> int:
+        """--oaa's columns, then the copies' predictions of the last class (scratch)."""
+        return oaa.CLASS_COLUMN + self.k + self.copies
+
+    def class_scores(self, preds: np.ndarray) -> np.ndarray:
+        """Each class's score, the aggregate of its copies."""
+        return preds[:, oaa.CLASS_COLUMN:oaa.CLASS_COLUMN + self.k]
+
+    def feature_names(self, names: dict[int, str]) -> dict[int, str]:
+        """VW's --invert_hash names: every copy's slot of every class, ``[k · B + i]``."""
+        slots = self.k * self.copies
+        return {((index << self.shift) + k) & self.mask: name + (f"[{k}]" if k else "")
+                for index, name in names.items() for k in range(slots)}
+
+    def class_slots(self, index: np.ndarray) -> np.ndarray:
+        """Each class's first copy's slots of features ``index``, a row per class."""
+        widened = self.widen(index).astype(np.int64)
+        return (widened[None, :] + self.copies * np.arange(self.k)[:, None]) & self.mask
+
+    @staticmethod
+    def check(arrays: dict, config) -> None:
+        """A model's per-copy sums: a row per copy of each class."""
+        OneAgainstAll.check_classes(arrays, oaa.slot_count(config))

@@ -7,6 +7,12 @@ and (when the example is learned) learns right away with its own normalizer sums
 per-class state): the label joins the range, the copy's clipped score is its prediction, and
 it learns the label with the example's importance times the draw (a draw of 0 learns
 nothing). The copies' mean, or their vote, is the prediction.
+
+Under --oaa K (bundle type ``BootstrapClassesState``), as VW's oaa over bs: each class's score
+is its B copies' mean (or vote), each copy drawing its multiplier as it predicts (and using it
+for nothing); the prediction is --oaa's first best class; then each class learns ±1 through
+its copies, each drawing again, learning at once with the example's importance times the
+draw.
 """
 from __future__ import annotations
 
@@ -15,11 +21,17 @@ from numba import njit
 
 from olearn.kernel import dispatch
 from olearn.kernel.bundles import Predicted
-from olearn.kernel.layouts import P
+from olearn.kernel.layouts import S_INDEXING, P
 from olearn.learners.losses import loss_value_shared, shared_term
 from olearn.learners.weights import merand48
-from olearn.reductions import bootstrap
-from olearn.reductions.oaa_kernels import _class_features, fits_classes, learn_class
+from olearn.reductions import bootstrap, oaa
+from olearn.reductions.oaa_kernels import (
+    _class_features,
+    class_numbering,
+    fits_classes,
+    learn_class,
+    predict_class,
+)
 from olearn.reductions.one_problem import clipped
 
 # VW's Poisson(1) table: the draw is the first k whose cumulative probability reaches u
@@ -41,6 +53,18 @@ def fits(reduction, model, out):
     k = model.params[P.classes]
     return (fits_classes(reduction, model) and reduction.random.shape[0] >= 1
             and out.preds.shape[1] >= bootstrap.COPY_COLUMN + k)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def fits_copies(reduction, model, out):
+    """Under --oaa: the sums of every class's copies, the generator's state, each class's
+    column and a column per copy."""
+    k = model.params[P.classes]
+    b = reduction.copies
+    return (k == np.floor(k) and 1 <= k and 1 <= b and k * b <= model.W.shape[0]
+            and reduction.classes.shape[0] >= k * b and reduction.classes.shape[1] >= 2
+            and reduction.random.shape[0] >= 1
+            and out.preds.shape[1] >= oaa.CLASS_COLUMN + k + b)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -170,3 +194,51 @@ def score(reduction, model, predicted, ex, s, scratch):
 def learn(reduction, family, model, expander, features, predicted, scored, ex, s, scratch,
           expanded):
     """Nothing: each copy learned as it was predicted (:func:`predict`)."""
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def aggregate(predictions, n, vote_on):
+    """The copies' vote, or their mean (VW's: the float32 of the sum, over the count)."""
+    if vote_on:
+        return np.float64(vote(predictions, n))
+    total = 0.0
+    for i in range(n):
+        total += predictions[i]
+    return np.float64(np.float32(total) / np.float32(n))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def predict_copies(reduction, family, model, expander, features, ex, s, scratch, pred,
+                   expanded):
+    """Each class's copies draw and predict (their clipped predictions, kept after the class
+    columns of ``pred``), the class's score is their aggregate; then --oaa's first best
+    class."""
+    raw_first, first = class_numbering(model, ex)
+    k_classes = np.int64(model.params[P.classes])
+    b = np.int64(reduction.copies)
+    copies = pred[oaa.CLASS_COLUMN + k_classes:oaa.CLASS_COLUMN + k_classes + b]
+    scores = scratch.classes.scores
+    for k in range(k_classes):
+        for i in range(b):
+            poisson_draw(reduction.random)
+            class_features = _class_features(k * b + i, features, s, expander, False, scratch)
+            copies[i] = clipped(dispatch.predict(family, model, class_features, ex.initial,
+                                                 ex.imp, s, False), model.state)
+        scores[k] = aggregate(copies, b, model.params[P.vote] != 0)
+    return predict_class(model, scratch, pred, raw_first, first, features.hi - features.lo)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def learn_copies(reduction, family, model, expander, features, predicted, scored, ex, s,
+                 scratch, expanded):
+    """Each class learns ±1 (+1 for the label's class) through its copies: each draws its
+    multiplier, then predicts and learns at once with its own sums."""
+    first = 0 if model.state[S_INDEXING] == 0 else 1
+    b = np.int64(reduction.copies)
+    for k in range(np.int64(model.params[P.classes])):
+        yk = 1.0 if ex.y == k + first else -1.0
+        for i in range(b):
+            imp = ex.imp * poisson_draw(reduction.random)
+            class_features = _class_features(k * b + i, features, s, expander, True, scratch)
+            learn_class(k * b + i, yk, imp, reduction, family, model, class_features, ex, s,
+                        scratch)

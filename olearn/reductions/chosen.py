@@ -4,7 +4,7 @@ from __future__ import annotations
 from olearn.reductions import ldf, lrq
 from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
-from olearn.reductions.bootstrap import Bootstrap
+from olearn.reductions.bootstrap import Bootstrap, BootstrapClasses
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.ect import ErrorCorrectingTournament
 from olearn.reductions.log_multi import LogMulti
@@ -16,15 +16,16 @@ from olearn.reductions.subsample import Subsampled, on
 
 
 def reduction_of(config) -> type[OneAgainstAll]:
-    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, --lrq's and --lrqfa's, --marginal's,
-    --ect's, --log_multi's, or --oaa's (one scalar problem without --oaa)."""
+    """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's
+    (alone or over --oaa's classes), --oaa_subsample's, --boosting's, --autolink's, --nn's,
+    --lrq's and --lrqfa's, --marginal's, --ect's, --log_multi's, or --oaa's (one scalar problem
+    without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
         return CostSensitive
     if config.bootstrap is not None:
-        return Bootstrap
+        return Bootstrap if config.oaa is None else BootstrapClasses
     if on(config):
         return Subsampled
     if config.boosting is not None:

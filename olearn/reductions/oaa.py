@@ -73,6 +73,13 @@ def class_count(config) -> int:
             or config.boosting or network or tournament or tree)
 
 
+def slot_count(config) -> int:
+    """The weight slots each feature spans: :func:`class_count`, times --bootstrap's copies
+    under --oaa (each class's problem learned by B copies, VW's bootstrap below its oaa)."""
+    copies = config.bootstrap if config.bootstrap is not None and config.oaa is not None else 1
+    return class_count(config) * copies
+
+
 def feature_width(classes: int) -> int:
     """VW's feature width for K classes: the smallest power of two >= K."""
     return 1 << max(classes - 1, 0).bit_length()
@@ -90,10 +97,15 @@ def refuse(config, option: str, refused: tuple[tuple[str, bool], ...]) -> None:
     for name, given in refused:
         if given:
             raise OptionError(f"--{option} does not take --{name}")
-    k = getattr(config, option)
-    if feature_width(k) > 1 << config.bit_precision:
-        raise OptionError(f"--{option} {k} needs at least "
-                          f"{feature_width(k).bit_length() - 1} bits (-b)")
+    need_bits(config, option, getattr(config, option))
+
+
+def need_bits(config, option: str, slots: int) -> None:
+    """Refuse a table too small for the feature width of ``slots`` slots per feature."""
+    from olearn.errors import OptionError
+    if feature_width(slots) > 1 << config.bit_precision:
+        raise OptionError(f"--{option} {getattr(config, option)} needs at least "
+                          f"{feature_width(slots).bit_length() - 1} bits (-b)")
 
 
 def check(config) -> None:

@@ -100,29 +100,30 @@ def see_indexing(state, ex, k_classes):
             state[S_INDEXING] = 1.0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
-    """Every class's clipped score; writes the first best class, its score, the first class's
-    number for -r and for the class lists, then each class's score or (--probabilities)
-    probability to ``pred``. A learned label 0 or K decides the classes' indexing, once
-    (VW's rule): the predicted class and -r are numbered as before the label, the class lists
-    of --scores and --probabilities (and their errors) as after it, as VW writes them."""
+@njit(cache=True, nogil=True, _nrt=False)
+def class_numbering(model, ex):
+    """The first class's number for -r and for the class lists. A learned label 0 or K
+    decides the classes' indexing, once (VW's rule): the predicted class and -r are numbered
+    as before the label, the class lists of --scores and --probabilities (and their errors)
+    as after it, as VW writes them."""
     state = model.state
-    k_classes = np.int64(model.params[P.classes])
     raw_first = 0 if state[S_INDEXING] == 0 else 1
     if ex.learn:
-        see_indexing(state, ex, k_classes)
+        see_indexing(state, ex, np.int64(model.params[P.classes]))
     first = raw_first if model.params[P.class_lists] == 0 else (
         0 if state[S_INDEXING] == 0 else 1)
+    return raw_first, first
+
+
+@njit(cache=True, nogil=True, inline="always")
+def predict_class(model, scratch, pred, raw_first, first, n_features):
+    """The first best of the classes' clipped scores (``scratch.classes.scores``): writes it,
+    its score, the first class's numbers (:func:`class_numbering`), then each class's score
+    or (--probabilities) probability to ``pred``."""
+    k_classes = np.int64(model.params[P.classes])
     scores = scratch.classes.scores
     best = 0
-    n_features = 0
-    for k in range(k_classes):
-        class_features = _class_features(k, features, s, expander, False, scratch)
-        if k == 0:
-            n_features = class_features.hi - class_features.lo
-        scores[k] = clipped(dispatch.predict(family, model, class_features, ex.initial, ex.imp,
-                                             s, False), state)
+    for k in range(1, k_classes):
         if scores[k] > scores[best]:
             best = k
     shown = np.float64(best + first)
@@ -146,6 +147,21 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     pred[0] = shown
     pred[1] = scores[best]
     return Predicted(shown, probability, n_features, 0)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
+    """Every class's clipped score, then the first best class (:func:`predict_class`)."""
+    raw_first, first = class_numbering(model, ex)
+    scores = scratch.classes.scores
+    n_features = 0
+    for k in range(np.int64(model.params[P.classes])):
+        class_features = _class_features(k, features, s, expander, False, scratch)
+        if k == 0:
+            n_features = class_features.hi - class_features.lo
+        scores[k] = clipped(dispatch.predict(family, model, class_features, ex.initial, ex.imp,
+                                             s, False), model.state)
+    return predict_class(model, scratch, pred, raw_first, first, n_features)
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -1,7 +1,8 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
+reductions/bootstrap.py ``BootstrapState`` and ``BootstrapClassesState``, reductions/ldf.py
+``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
 reductions/marginal.py ``MarginalState``, reductions/nn.py ``NeuralState``,
 reductions/lrq.py ``LowRankState``, reductions/ect.py ``EctState``, reductions/log_multi.py
@@ -46,7 +47,7 @@ from olearn.reductions import (
 )
 from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.boosting import BoostingState
-from olearn.reductions.bootstrap import BootstrapState
+from olearn.reductions.bootstrap import BootstrapClassesState, BootstrapState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ect import EctState
 from olearn.reductions.ldf import LdfState
@@ -81,6 +82,10 @@ REDUCTIONS = {
     BootstrapState: ReductionKernels(bootstrap_kernels.fits, oaa_kernels.room,
                                      bootstrap_kernels.predict, bootstrap_kernels.score,
                                      bootstrap_kernels.learn, True),
+    BootstrapClassesState: ReductionKernels(bootstrap_kernels.fits_copies, oaa_kernels.room,
+                                            bootstrap_kernels.predict_copies,
+                                            oaa_kernels.score, bootstrap_kernels.learn_copies,
+                                            False),
     LdfState: ReductionKernels(ldf_kernels.fits, ldf_kernels.room, ldf_kernels.predict,
                                ldf_kernels.score, ldf_kernels.learn, False,
                                ldf_kernels.unit_end, False),
