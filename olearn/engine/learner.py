@@ -24,7 +24,7 @@ from olearn.features.affixes import Affixes
 from olearn.features.feature_limit import FeatureLimit
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
-from olearn.learners import gd
+from olearn.learners import gd, regularize
 from olearn.learners.families import family_of
 from olearn.learners.weights import W_G, W_W, WIDTH, initialize
 from olearn.options.config import Config
@@ -185,7 +185,13 @@ class OnlineLearner:
         return state
 
     def _apply_fixed_options(self, state: np.ndarray) -> None:
-        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes."""
+        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes;
+        --l1_state/--l2_state, unless at their defaults, the pending regularization (VW's rule:
+        the command line's, else the model's)."""
+        if self.config.l1_state != 0.0:
+            state[layouts.S_L1_STATE] = self.config.l1_state
+        if self.config.l2_state != 1.0:
+            state[layouts.S_L2_STATE] = self.config.l2_state
         if self.config.min_prediction is not None:
             state[layouts.S_MIN] = self.config.min_prediction
         if self.config.max_prediction is not None:
@@ -208,6 +214,14 @@ class OnlineLearner:
         self.family.sync(self.weights, self.state)
         self._exported = True
 
+    def settle(self) -> None:
+        """Apply the pending regularization (--l1_state/--l2_state) to the weights, as VW's
+        before its first example; none is pending afterwards."""
+        state = self.state
+        self.weights[:, W_W] = regularize.settled(self.weights[:, W_W], state[layouts.S_L1_STATE],
+                                                  state[layouts.S_L2_STATE])
+        state[layouts.S_L1_STATE], state[layouts.S_L2_STATE] = 0.0, 1.0
+
     def save(self, path: str) -> None:
         """Write the model file (olearn/persistence/model.py) of the state as it is now; a state
         that is not finite (inputs of too large a magnitude) is refused rather than saved."""
@@ -219,6 +233,9 @@ class OnlineLearner:
         counters = report.counters_of(self.stats, self.passes_before + self.passes_done)
         if self.config.predict_only_model:  # VW's: the weights and label range, no resume state
             weights, state = model.without_resume_state(weights, self.config), self._fresh_state()
+            # no resume state to keep a pending regularization in: the weights take it
+            weights[:, W_W] = regularize.settled(weights[:, W_W], self.state[layouts.S_L1_STATE],
+                                                 self.state[layouts.S_L2_STATE])
             for field in (layouts.S_MIN, layouts.S_MAX, layouts.S_INDEXING):
                 state[field] = self.state[field]
             counters = None
@@ -508,7 +525,10 @@ class OnlineLearner:
 
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
-        """loop.learn_batch's arguments: its bundles (kernel/bundles.py)."""
+        """loop.learn_batch's arguments: its bundles (kernel/bundles.py). The pending
+        regularization (--l1_state/--l2_state) reaches the weights first."""
+        if self.state[layouts.S_L1_STATE] != 0.0 or self.state[layouts.S_L2_STATE] != 1.0:
+            self.settle()
         numbers = batch.numbers
         if self.class_weights is not None and params[layouts.P.test_only] == 0:
             numbers = self.class_weights.weighted(numbers, ~self._held_out(batch, params))

@@ -21,9 +21,10 @@ STATE = Layout(
     Field("t", "initial_t plus the weight of all examples seen", merge="mean"),
     Field("min", "bottom of the label range predictions are clipped to", merge="min"),
     Field("max", "top of that range", merge="max"),
-    *regularize.ACCUMULATORS, *oaa.STATE_FIELDS)
+    *regularize.ACCUMULATORS, *oaa.STATE_FIELDS, *regularize.PENDING)
 S_NORM, S_TOTAL, S_T, S_MIN, S_MAX, S_INDEXING = STATE.indices("norm", "total", "t", "min", "max",
                                                                "indexing")
+S_L1_STATE, S_L2_STATE = STATE.indices("l1_state", "l2_state")
 S_REG = STATE.index(regularize.ACCUMULATORS[0].name)  # where the accumulators start
 STATE_SIZE = len(STATE)
 
