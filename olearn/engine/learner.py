@@ -34,6 +34,7 @@ from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
 from olearn.outputs.predictions import (
     format_class_sets,
+    format_confidence,
     format_intervals,
     format_names,
     format_pairs,
@@ -41,7 +42,7 @@ from olearn.outputs.predictions import (
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
 from olearn.persistence import model, regularizer
-from olearn.reductions import bootstrap, ldf, multilabel
+from olearn.reductions import bootstrap, confidence, ldf, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
 from olearn.reductions.ldf import LabelDependent
@@ -434,7 +435,8 @@ class OnlineLearner:
 
     def prediction_columns(self) -> int:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
-        return self.reduction.prediction_columns() if self.reduction.on else 2
+        return (self.reduction.prediction_columns() if self.reduction.on or self.config.confidence
+                else 2)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The raw scores in a prediction array; with classes, a column per class."""
@@ -453,6 +455,9 @@ class OnlineLearner:
         if self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
+        if self.config.confidence and not raw:
+            return format_confidence(preds[:, 0], preds[:, confidence.CONFIDENCE_COLUMN],
+                                     batch.tags, batch.text)
         if self.config.multilabel_oaa is not None and not raw:
             return format_class_sets(preds[:, multilabel.OUTPUT_COLUMN:],
                                      preds[:, multilabel.THRESHOLD_COLUMN],

@@ -70,6 +70,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               + (f"{reduction} ({count}), " if class_count(config) else "")
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
+              + ("confidence, " if config.confidence else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -190,7 +191,9 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"csoaa_ldf": "m", "csoaa_rank": True, "quadratic": ["ab"],
                     "predictions": TEMPORARY},
                    {"wap_ldf": "m"},
-                   {"autolink": 2})
+                   {"autolink": 2},
+                   {"confidence": True, "confidence_after_training": True,
+                    "predictions": TEMPORARY})
 
 
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"

@@ -108,6 +108,8 @@ PARAMS = Parameters(
     Param("classes", oaa.class_count, int,
           "--oaa's, --csoaa's or --multilabel_oaa's class count K, --bootstrap's copies, "
           "--boosting's weak learners (0: one scalar problem)"),
+    Param("confidence_after", lambda c: c.confidence_after_training, bool,
+          "--confidence: the sensitivity after the example is learned"),
     Param("vote", lambda c: c.bootstrap is not None and c.bs_type == "vote", bool,
           "--bootstrap: the copies vote"),
     Param("boost_alg", lambda c: boosting.ALGORITHMS[c.alg], int,

@@ -31,6 +31,7 @@ from olearn.reductions import (
     boosting,
     bootstrap,
     classweight,
+    confidence,
     csoaa,
     ldf,
     multilabel,
@@ -59,6 +60,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
+          ("Confidence", confidence.OPTIONS),
           ("Neural network", nn.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
@@ -102,6 +104,7 @@ class _Checked:
         family = families.family_of(self)  # the last, gradient descent, is the default
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
+        confidence.check(self)
         nn.check(self)
         labels.check(self)
         formats.check(self)

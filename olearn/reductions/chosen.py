@@ -5,6 +5,7 @@ from olearn.reductions import ldf
 from olearn.reductions.autolink import Autolink
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
+from olearn.reductions.confidence import Confidence
 from olearn.reductions.csoaa import CostSensitive
 from olearn.reductions.multilabel import Multilabel
 from olearn.reductions.nn import NeuralNetwork
@@ -14,8 +15,8 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, or --oaa's (one scalar problem
-    without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, --confidence's, or --oaa's (one
+    scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -30,4 +31,6 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return Autolink
     if config.nn is not None:
         return NeuralNetwork
+    if config.confidence:
+        return Confidence
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

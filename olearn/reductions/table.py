@@ -1,7 +1,8 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState``, reductions/ldf.py ``LdfState``,
+reductions/bootstrap.py ``BootstrapState``, reductions/confidence.py ``ConfidenceState``,
+reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
 reductions/nn.py ``NeuralState``): each one's kernels, which kernel/reducing.py puts into the
 loop when numba compiles it.
@@ -10,7 +11,7 @@ A reduction's kernels (one module each; the class reductions take --oaa's ``room
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
-reductions/autolink_kernels.py, reductions/nn_kernels.py):
+reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/confidence_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -28,6 +29,7 @@ from olearn.reductions import (
     autolink_kernels,
     boosting_kernels,
     bootstrap_kernels,
+    confidence_kernels,
     csoaa_kernels,
     ldf_kernels,
     multilabel_kernels,
@@ -39,6 +41,7 @@ from olearn.reductions import (
 from olearn.reductions.autolink import AutolinkState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
+from olearn.reductions.confidence import ConfidenceState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ldf import LdfState
 from olearn.reductions.multilabel import MultilabelState
@@ -83,4 +86,7 @@ REDUCTIONS = {
                                     one_problem.learn, True),
     NeuralState: ReductionKernels(nn_kernels.fits, nn_kernels.room, nn_kernels.predict,
                                   nn_kernels.score, nn_kernels.learn, True),
+    ConfidenceState: ReductionKernels(confidence_kernels.fits, one_problem.room,
+                                      confidence_kernels.predict, one_problem.score,
+                                      confidence_kernels.learn, True),
 }
