@@ -71,6 +71,7 @@ def header(config: Config, data_lines: list[str]) -> str:
               + (f"{ldf_name} ({ldf_mode}), " if ldf_mode else "")
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
               + ("confidence, " if config.confidence else "")
+              + ("baseline, " if config.baseline else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -193,7 +194,9 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"wap_ldf": "m"},
                    {"autolink": 2},
                    {"confidence": True, "confidence_after_training": True,
-                    "predictions": TEMPORARY})
+                    "predictions": TEMPORARY},
+                   {"baseline": True}, {"baseline": True, "global_only": True,
+                                        "check_enabled": True, "lr_multiplier": 0.0})
 
 
 WARM_UP_ACTIONS = b"shared |a s\n1:1 |b x\n2:0 'tag |b y\n\n1:0 |b x\n3 |a z\n"

@@ -11,7 +11,7 @@ from olearn.core.fields import Field, Layout, Param, Parameters
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.features import stage_poly
 from olearn.learners import regularize
-from olearn.reductions import boosting, oaa
+from olearn.reductions import baseline, boosting, oaa
 
 # Learner state (float64 array).
 STATE = Layout(
@@ -110,6 +110,13 @@ PARAMS = Parameters(
           "--boosting's weak learners (0: one scalar problem)"),
     Param("confidence_after", lambda c: c.confidence_after_training, bool,
           "--confidence: the sensitivity after the example is learned"),
+    Param("baseline_global", lambda c: c.global_only, bool,
+          "--baseline: the baseline is a global constant of its own"),
+    Param("baseline_check", lambda c: c.check_enabled, bool,
+          "--baseline: only flagged examples take the baseline"),
+    Param("baseline_rate", baseline.rate, float,
+          "--baseline: the baseline's learning-rate multiplier (0: from the label range)"),
+    Param("baseline_row", baseline.global_row, int, "--global_only's constant's weight row"),
     Param("vote", lambda c: c.bootstrap is not None and c.bs_type == "vote", bool,
           "--bootstrap: the copies vote"),
     Param("boost_alg", lambda c: boosting.ALGORITHMS[c.alg], int,

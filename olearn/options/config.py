@@ -28,6 +28,7 @@ from olearn.learners.losses import Loss
 from olearn.options import frontend
 from olearn.reductions import (
     autolink,
+    baseline,
     boosting,
     bootstrap,
     classweight,
@@ -61,6 +62,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
           ("Confidence", confidence.OPTIONS),
+          ("Baseline", baseline.OPTIONS),
           ("Neural network", nn.OPTIONS),
           ("Output", frontend.OUTPUTS),
           ("Passes", frontend.PASSES),
@@ -105,6 +107,7 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         confidence.check(self)
+        baseline.check(self)
         nn.check(self)
         labels.check(self)
         formats.check(self)

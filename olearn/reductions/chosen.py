@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from olearn.reductions import ldf
 from olearn.reductions.autolink import Autolink
+from olearn.reductions.baseline import Baseline
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.bootstrap import Bootstrap
 from olearn.reductions.confidence import Confidence
@@ -15,8 +16,8 @@ from olearn.reductions.subsample import Subsampled, on
 
 def reduction_of(config) -> type[OneAgainstAll]:
     """--csoaa's class, --csoaa_ldf's and --wap_ldf's, --multilabel_oaa's, --bootstrap's,
-    --oaa_subsample's, --boosting's, --autolink's, --nn's, --confidence's, or --oaa's (one
-    scalar problem without --oaa)."""
+    --oaa_subsample's, --boosting's, --autolink's, --nn's, --confidence's, --baseline's, or
+    --oaa's (one scalar problem without --oaa)."""
     if ldf.chosen(config):
         return ldf.LabelDependent
     if config.csoaa is not None:
@@ -33,4 +34,6 @@ def reduction_of(config) -> type[OneAgainstAll]:
         return NeuralNetwork
     if config.confidence:
         return Confidence
+    if config.baseline:
+        return Baseline
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll

@@ -2,6 +2,7 @@
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
 reductions/bootstrap.py ``BootstrapState``, reductions/confidence.py ``ConfidenceState``,
+reductions/baseline.py ``BaselineState``,
 reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
 reductions/nn.py ``NeuralState``): each one's kernels, which kernel/reducing.py puts into the
@@ -11,7 +12,8 @@ A reduction's kernels (one module each; the class reductions take --oaa's ``room
 reductions/one_problem.py, reductions/oaa_kernels.py,
 reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
-reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/confidence_kernels.py):
+reductions/autolink_kernels.py, reductions/nn_kernels.py, reductions/confidence_kernels.py,
+reductions/baseline_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -27,6 +29,7 @@ from collections import namedtuple
 from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
     autolink_kernels,
+    baseline_kernels,
     boosting_kernels,
     bootstrap_kernels,
     confidence_kernels,
@@ -39,6 +42,7 @@ from olearn.reductions import (
     subsample_kernels,
 )
 from olearn.reductions.autolink import AutolinkState
+from olearn.reductions.baseline import BaselineState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapState
 from olearn.reductions.confidence import ConfidenceState
@@ -89,4 +93,7 @@ REDUCTIONS = {
     ConfidenceState: ReductionKernels(confidence_kernels.fits, one_problem.room,
                                       confidence_kernels.predict, one_problem.score,
                                       confidence_kernels.learn, True),
+    BaselineState: ReductionKernels(baseline_kernels.fits, baseline_kernels.room,
+                                    baseline_kernels.predict, one_problem.score,
+                                    baseline_kernels.learn, True),
 }
