@@ -25,7 +25,7 @@ from olearn.features.dictionary import DEFAULT_NAMESPACE, Dictionaries
 from olearn.features.feature_limit import FeatureLimit
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
-from olearn.learners import gd
+from olearn.learners import gd, regularize
 from olearn.learners.families import family_of
 from olearn.learners.weights import W_G, W_W, WIDTH, initialize
 from olearn.options.config import Config
@@ -35,6 +35,7 @@ from olearn.outputs.history import History
 from olearn.outputs.metrics import AucMeter
 from olearn.outputs.predictions import (
     format_class_sets,
+    format_confidence,
     format_intervals,
     format_names,
     format_pairs,
@@ -42,7 +43,7 @@ from olearn.outputs.predictions import (
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
 from olearn.persistence import model, regularizer
-from olearn.reductions import bootstrap, ldf, multilabel
+from olearn.reductions import bootstrap, confidence, ldf, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
 from olearn.reductions.ldf import LabelDependent
@@ -203,7 +204,13 @@ class OnlineLearner:
         return state
 
     def _apply_fixed_options(self, state: np.ndarray) -> None:
-        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes."""
+        """--min_prediction/--max_prediction fix the clipping range, --indexing the classes;
+        --l1_state/--l2_state, unless at their defaults, the pending regularization (VW's rule:
+        the command line's, else the model's)."""
+        if self.config.l1_state != 0.0:
+            state[layouts.S_L1_STATE] = self.config.l1_state
+        if self.config.l2_state != 1.0:
+            state[layouts.S_L2_STATE] = self.config.l2_state
         if self.config.min_prediction is not None:
             state[layouts.S_MIN] = self.config.min_prediction
         if self.config.max_prediction is not None:
@@ -226,6 +233,14 @@ class OnlineLearner:
         self.family.sync(self.weights, self.state)
         self._exported = True
 
+    def settle(self) -> None:
+        """Apply the pending regularization (--l1_state/--l2_state) to the weights, as VW's
+        before its first example; none is pending afterwards."""
+        state = self.state
+        self.weights[:, W_W] = regularize.settled(self.weights[:, W_W], state[layouts.S_L1_STATE],
+                                                  state[layouts.S_L2_STATE])
+        state[layouts.S_L1_STATE], state[layouts.S_L2_STATE] = 0.0, 1.0
+
     def save(self, path: str) -> None:
         """Write the model file (olearn/persistence/model.py) of the state as it is now; a state
         that is not finite (inputs of too large a magnitude) is refused rather than saved."""
@@ -237,6 +252,9 @@ class OnlineLearner:
         counters = report.counters_of(self.stats, self.passes_before + self.passes_done)
         if self.config.predict_only_model:  # VW's: the weights and label range, no resume state
             weights, state = model.without_resume_state(weights, self.config), self._fresh_state()
+            # no resume state to keep a pending regularization in: the weights take it
+            weights[:, W_W] = regularize.settled(weights[:, W_W], self.state[layouts.S_L1_STATE],
+                                                 self.state[layouts.S_L2_STATE])
             for field in (layouts.S_MIN, layouts.S_MAX, layouts.S_INDEXING):
                 state[field] = self.state[field]
             counters = None
@@ -438,7 +456,8 @@ class OnlineLearner:
 
     def prediction_columns(self) -> int:
         """The width of the prediction array :meth:`learn` and :meth:`predict` fill."""
-        return self.reduction.prediction_columns() if self.reduction.on else 2
+        return (self.reduction.prediction_columns() if self.reduction.on or self.config.confidence
+                else 2)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The raw scores in a prediction array; with classes, a column per class."""
@@ -459,6 +478,9 @@ class OnlineLearner:
         if not self.reduction.MULTICLASS and self.config.bootstrap is not None and not raw:
             return format_intervals(preds[:, 0], preds[:, bootstrap.LOW_COLUMN],
                                     preds[:, bootstrap.HIGH_COLUMN], batch.tags, batch.text)
+        if self.config.confidence and not raw:
+            return format_confidence(preds[:, 0], preds[:, confidence.CONFIDENCE_COLUMN],
+                                     batch.tags, batch.text)
         if self.config.multilabel_oaa is not None and not raw:
             return format_class_sets(preds[:, multilabel.OUTPUT_COLUMN:],
                                      preds[:, multilabel.THRESHOLD_COLUMN],
@@ -531,7 +553,10 @@ class OnlineLearner:
 
     def _arguments(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                    params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
-        """loop.learn_batch's arguments: its bundles (kernel/bundles.py)."""
+        """loop.learn_batch's arguments: its bundles (kernel/bundles.py). The pending
+        regularization (--l1_state/--l2_state) reaches the weights first."""
+        if self.state[layouts.S_L1_STATE] != 0.0 or self.state[layouts.S_L2_STATE] != 1.0:
+            self.settle()
         numbers = batch.numbers
         if self.class_weights is not None and params[layouts.P.test_only] == 0:
             numbers = self.class_weights.weighted(numbers, ~self._held_out(batch, params))

@@ -85,6 +85,8 @@ def header(config: Config, data_lines: list[str], notes: tuple[str, ...] = ()) -
               + (f"autolink ({config.autolink}), " if config.autolink is not None else "")
               + (f"lrq ({' '.join(config.lrq)}), " if config.lrq else "")
               + (f"lrqfa ({config.lrqfa}), " if config.lrqfa is not None else "")
+              + ("confidence, " if config.confidence else "")
+              + ("baseline, " if config.baseline else "")
               + f"loss = {config.loss.describe(config.loss_param)}"
               + (f", link = {config.link}" if config.link != "identity" else "")
               + (", binary" if config.binary else ""),
@@ -218,7 +220,11 @@ WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "n
                    {"lrqfa": "ab2"},
                    {"ect": 3, "error": 1, "raw_predictions": TEMPORARY},
                    {"log_multi": 3, "final_regressor": TEMPORARY},
-                   {"dictionary": ["a:warm.dict", "warm.dict"], "dictionary_path": FOLDER})
+                   {"dictionary": ["a:warm.dict", "warm.dict"], "dictionary_path": FOLDER},
+                   {"confidence": True, "confidence_after_training": True,
+                    "predictions": TEMPORARY},
+                   {"baseline": True}, {"baseline": True, "global_only": True,
+                                        "check_enabled": True, "lr_multiplier": 0.0})
 
 
 WARM_UP_CLASSES = b"1 |a x\n3 2 'tag |b y\n|c z\n"

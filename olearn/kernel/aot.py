@@ -40,6 +40,7 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.outputs.predictions", "format_names"),
                 ("olearn.outputs.predictions", "format_class_sets"),
                 ("olearn.outputs.predictions", "format_intervals"),
+                ("olearn.outputs.predictions", "format_confidence"),
                 ("olearn.learners.regularize", "flush"),
                 ("olearn.learners.experts.saew", "export"),
                 ("olearn.features.interactions", "expand_example"),

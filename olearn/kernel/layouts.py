@@ -11,7 +11,7 @@ from olearn.core.fields import Field, Layout, Param, Parameters
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.features import stage_poly
 from olearn.learners import regularize
-from olearn.reductions import boosting, oaa
+from olearn.reductions import baseline, boosting, oaa
 
 # Learner state (float64 array).
 STATE = Layout(
@@ -21,9 +21,10 @@ STATE = Layout(
     Field("t", "initial_t plus the weight of all examples seen", merge="mean"),
     Field("min", "bottom of the label range predictions are clipped to", merge="min"),
     Field("max", "top of that range", merge="max"),
-    *regularize.ACCUMULATORS, *oaa.STATE_FIELDS)
+    *regularize.ACCUMULATORS, *oaa.STATE_FIELDS, *regularize.PENDING)
 S_NORM, S_TOTAL, S_T, S_MIN, S_MAX, S_INDEXING = STATE.indices("norm", "total", "t", "min", "max",
                                                                "indexing")
+S_L1_STATE, S_L2_STATE = STATE.indices("l1_state", "l2_state")
 S_REG = STATE.index(regularize.ACCUMULATORS[0].name)  # where the accumulators start
 STATE_SIZE = len(STATE)
 
@@ -107,6 +108,15 @@ PARAMS = Parameters(
     Param("classes", oaa.class_count, int,
           "--oaa's, --csoaa's or --multilabel_oaa's class count K, --bootstrap's copies, "
           "--boosting's weak learners (0: one scalar problem)"),
+    Param("confidence_after", lambda c: c.confidence_after_training, bool,
+          "--confidence: the sensitivity after the example is learned"),
+    Param("baseline_global", lambda c: c.global_only, bool,
+          "--baseline: the baseline is a global constant of its own"),
+    Param("baseline_check", lambda c: c.check_enabled, bool,
+          "--baseline: only flagged examples take the baseline"),
+    Param("baseline_rate", baseline.rate, float,
+          "--baseline: the baseline's learning-rate multiplier (0: from the label range)"),
+    Param("baseline_row", baseline.global_row, int, "--global_only's constant's weight row"),
     Param("vote", lambda c: c.bootstrap is not None and c.bs_type == "vote", bool,
           "--bootstrap: the copies vote"),
     Param("boost_alg", lambda c: boosting.ALGORITHMS[c.alg], int,

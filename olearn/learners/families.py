@@ -51,7 +51,9 @@ def check(config) -> None:
         for name, on in (("sparse_l2", config.sparse_l2 > 0),
                          ("feature_mask", config.feature_mask is not None),
                          ("autolink", config.autolink is not None),
-                         ("lrq", bool(config.lrq)), ("lrqfa", config.lrqfa is not None)):
+                         ("lrq", bool(config.lrq)), ("lrqfa", config.lrqfa is not None),
+                         ("l1_state", config.l1_state != 0.0),
+                         ("l2_state", config.l2_state != 1.0)):
             if on:
                 raise OptionError(f"--{name} works with gradient descent, not with "
                                   f"{family.flag(config)}")

@@ -17,7 +17,7 @@ from olearn.core.vmath import prefetch_row
 from olearn.kernel.layouts import LINKS, S_NORM, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
 from olearn.learners.family import Kernels, LearnerFamily
-from olearn.learners.losses import derivative_shared, invariant_update_shared
+from olearn.learners.losses import derivative_shared, invariant_update_shared, shared_term
 from olearn.learners.weights import W_G, W_N, W_RATE, W_W
 
 OPTIONS = (
@@ -262,9 +262,16 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y,
 def _multiplier(adaptive, normalized, sqrt_rate, neg_norm_power, state):
     """The normalized rule's factor of every step, from the normalizer's sums in ``state``
     (VW's update multiplier); 1 without the rule, 0 while no example had a feature."""
+    return _multiplier_of(adaptive, normalized, sqrt_rate, neg_norm_power, state[S_NORM],
+                          state[S_TOTAL])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _multiplier_of(adaptive, normalized, sqrt_rate, neg_norm_power, norm, total):
+    """:func:`_multiplier` of the normalizer's sums ``norm`` and ``total``."""
     if not normalized:
         return 1.0
-    avg = state[S_NORM] / state[S_TOTAL] if state[S_TOTAL] > 0.0 else 0.0
+    avg = norm / total if total > 0.0 else 0.0
     if avg <= 0.0:
         return 0.0
     if sqrt_rate:
@@ -286,6 +293,56 @@ def _step(W, index, value, lo, hi, u, stateful, masked, prefetch):
             W[j, W_W] += u * value[k] * W[j, W_RATE]
         else:
             W[j, W_W] += u * value[k]
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def sensitivity(model, index, value, lo, hi, p, y, imp, work):
+    """How far a unit update would move the prediction of the features ``index``/``value``
+    rows ``lo:hi`` (VW's gd sensitivity, which --confidence divides by): the update's
+    prediction-per-update with the sums it would add for (``p``, ``y``, ``imp``) counted but
+    not stored, times the learning rate of an example of importance 1. Writes only ``work``
+    (as :func:`update`'s scratch); each feature sees the stored sums alone, a repeated one
+    not its earlier occurrences (VW's stateless pass)."""
+    W, state, params = model
+    adaptive = params[P.adaptive] != 0
+    normalized = params[P.normalized] != 0
+    power_t = params[P.power_t]
+    sqrt_rate = power_t == 0.5
+    masked = params[P.feature_mask] != 0
+    neg_norm_power = power_t - 1.0 if adaptive else -1.0
+    scale = params[P.eta] if adaptive else params[P.eta] * (state[S_T] + 1.0) ** -power_t
+    loss = int(params[P.loss])
+    d1 = derivative_shared(loss, params[P.loss_param], p, y, shared_term(loss, p, y))
+    g2 = imp * d1 * d1
+    ppu = 0.0
+    norm_x = 0.0
+    for first in range(lo, hi, work.shape[1]):
+        n = min(work.shape[1], hi - first)
+        for k in range(n):
+            j = index[first + k]
+            x = np.float64(value[first + k])
+            x2 = x * x
+            if masked and W[j, W_W] == 0.0:  # no share, as in the update
+                work[0, k] = 0.0
+                work[1, k] = 1.0
+                work[2, k] = 1.0
+                continue
+            if x2 < X2_MIN:
+                x = X_MIN if x > 0 else -X_MIN
+                x2 = X2_MIN
+            work[0, k] = x2
+            work[1, k] = np.float32(W[j, W_G] + np.float32(g2 * x2)) if adaptive else 1.0
+            work[2, k] = max(np.float64(W[j, W_N]), abs(x)) if normalized else 1.0
+        if adaptive or normalized:
+            _rates(adaptive, normalized, sqrt_rate, power_t, neg_norm_power, work, n)
+        for k in range(n):
+            if normalized:
+                norm_x += work[2, k]
+            ppu += work[0, k] * (work[1, k] if adaptive or normalized else 1.0)
+    multiplier = _multiplier_of(adaptive, normalized, sqrt_rate, neg_norm_power,
+                                np.float32(state[S_NORM]) + imp * norm_x,
+                                np.float32(state[S_TOTAL]) + imp)
+    return scale * ppu * multiplier
 
 
 @njit(cache=True, nogil=True, _nrt=False)

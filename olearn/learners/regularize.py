@@ -39,11 +39,28 @@ ACCUMULATORS = (
 PHI, SUM, STEPS = range(3)
 SIZE = len(ACCUMULATORS)
 
+# VW's pending regularization (its gravity and contraction): a truncation by l1_state and a
+# factor l2_state that the weights have not had yet. olearn's own steps never leave any
+# pending; --l1_state/--l2_state set them (VW's model files keep them), and the learner applies
+# them to the weights before its first example (``settled``).
+PENDING = (
+    Field("l1_state", "L1 truncation pending on every weight (VW's gravity)", merge="mean"),
+    Field("l2_state", "factor pending on every weight (VW's contraction)", merge="mean",
+          default=1.0))
+
 OPTIONS = (
     number("--l1", kind=float, default=0.0, low=0.0, model=True,
            help="L1 regularization, applied lazily as exact proximal (FOBOS) steps."),
     number("--l2", kind=float, default=0.0, low=0.0, model=True,
            help="L2 regularization (λ/2·‖w‖²), applied lazily as exact proximal steps."),
+    number("--l1_state", kind=float, default=0.0,
+           help="L1 regularization accumulated but not yet applied (VW's): every weight is "
+                "truncated towards 0 by this amount before the first example; overrides the "
+                "model's (-i) unless 0."),
+    number("--l2_state", kind=float, default=1.0,
+           help="L2 regularization accumulated but not yet applied (VW's): every weight is "
+                "multiplied by this factor before the first example; overrides the model's "
+                "(-i) unless 1."),
 )
 
 # Columns of the per-coordinate snapshots (``lazy``): S_j, and with L2 Φ_j.
@@ -55,6 +72,14 @@ PHI_LIMIT = 30.0
 # S is at most STEPS times the largest step it holds: below 2^26 steps, float64 keeps a step's
 # share of S - S_j to 2^-27 of the step.
 STEPS_LIMIT = 1 << 26
+
+
+def settled(w: np.ndarray, l1_state: float, l2_state: float) -> np.ndarray:
+    """The weights ``w`` with the pending regularization applied, in float32 as VW's: each
+    truncated towards 0 by ``l1_state`` (0 if within it), then multiplied by ``l2_state``."""
+    gravity, factor = np.float32(l1_state), np.float32(l2_state)
+    kept = np.where(np.abs(w) > gravity, w - np.sign(w) * gravity, np.float32(0.0))
+    return (kept * factor).astype(np.float32)
 
 
 @njit(cache=True, nogil=True)

@@ -29,9 +29,11 @@ from olearn.learners.losses import Loss
 from olearn.options import frontend
 from olearn.reductions import (
     autolink,
+    baseline,
     boosting,
     bootstrap,
     classweight,
+    confidence,
     csoaa,
     ect,
     ldf,
@@ -65,6 +67,8 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("Bootstrap", bootstrap.OPTIONS),
           ("Boosting", boosting.OPTIONS),
           ("Autolink", autolink.OPTIONS),
+          ("Confidence", confidence.OPTIONS),
+          ("Baseline", baseline.OPTIONS),
           ("Neural network", nn.OPTIONS),
           ("Error-correcting tournament", ect.OPTIONS),
           ("Logarithmic-time multiclass tree", log_multi.OPTIONS),
@@ -112,6 +116,8 @@ class _Checked:
         family = families.family_of(self)  # the last, gradient descent, is the default
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
+        confidence.check(self)
+        baseline.check(self)
         nn.check(self)
         ect.check(self)
         log_multi.check(self)

@@ -47,9 +47,6 @@ OUTPUTS = (
               "training (needs matplotlib: pip install 'olearn[plot]')."),
     flag("--predict_only_model",
          help="Text models hold only the weights, not the optimizer state."),
-    flag("--confidence_after_training",
-         help="Accepted for VW's command lines: it modifies VW's --confidence, which olearn "
-              "has not; alone it changes nothing, as in VW."),
     flag("--save_resume",
          help="Accepted for VW's command lines: model files keep the optimizer state "
               "unless --predict_only_model (VW 9's default too)."),

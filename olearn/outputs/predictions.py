@@ -236,6 +236,29 @@ def format_intervals(preds, low, high, tags, text):
 
 
 @njit(cache=True, nogil=True)
+def format_confidence(preds, confidence, tags, text):
+    """--confidence's -p lines (VW's): the prediction and its confidence with 6 decimals, a
+    space, then the tag if any."""
+    n = preds.shape[0]
+    if confidence.shape[0] < n:
+        raise ValueError("format_confidence: fewer confidences than predictions")
+    out = np.empty(n * 70 + _tag_room(tags, text, n), dtype=np.uint8)
+    o = 0
+    for e in range(n):
+        o = _fixed6(out, o, np.float64(preds[e]))
+        out[o] = 32
+        o = _fixed6(out, o + 1, np.float64(confidence[e]))
+        out[o] = 32
+        o += 1
+        for k in range(tags[e, 0], tags[e, 1]):
+            out[o] = text[k]
+            o += 1
+        out[o] = 10
+        o += 1
+    return out[:o]
+
+
+@njit(cache=True, nogil=True)
 def format_class_sets(outputs, cut, probabilities, tags, text):
     """--multilabel_oaa's -p lines (VW's): the classes whose ``outputs[e, k]`` exceed
     ``cut[e]``, comma-separated, then a space and `` tag``; with ``probabilities`` every class's

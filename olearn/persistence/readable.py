@@ -44,9 +44,10 @@ def _kept_options(config: Config) -> str:
 
 
 def _resume_lines(learner, passes: int, table: bool) -> list[str]:
-    """VW's resume block: the learner's sums and the progress counters. The regularization
-    is applied to the weights written (``sync``), so nothing of it is pending: VW's l1_state
-    (gravity) 0 and l2_state (contraction) 1. VW advances its table's counters only when it
+    """VW's resume block: the learner's sums and the progress counters. olearn's own
+    regularization is applied to the weights written (``sync``); l1_state and l2_state are
+    what --l1_state/--l2_state left pending (VW's gravity and contraction, in float32), which
+    the first example applies. VW advances its table's counters only when it
     prints the table: with --quiet (or no ``table`` kept in the stats) they stay at their
     start. VW's t counts the held-out examples too (its rate subtracts them)."""
     config, state, stats = learner.config, learner.state, learner.stats
@@ -70,7 +71,8 @@ def _resume_lines(learner, passes: int, table: bool) -> list[str]:
             f"total_features {stats[layouts.R_FEATURES]:g}",
             f"total_weight {total:g}",
             f"sd::oec.weighted_labeled_examples {counters[layouts.R_LAST_W_LABELED]:g}",
-            f"current_pass {passes}", "l1_state 0", "l2_state 1"]
+            f"current_pass {passes}", f"l1_state {np.float32(state[layouts.S_L1_STATE]):g}",
+            f"l2_state {np.float32(state[layouts.S_L2_STATE]):g}"]
 
 
 def header_lines(config: Config, state: np.ndarray, values: np.ndarray, options: str

@@ -1,8 +1,9 @@
 """The reductions the example loop knows, by their bundle's type (kernel/bundles.py
 ``NoReduction``, reductions/oaa.py ``OneAgainstAllState``, reductions/csoaa.py
 ``CostSensitiveState``, reductions/multilabel.py ``MultilabelState``,
-reductions/bootstrap.py ``BootstrapState`` and ``BootstrapClassesState``, reductions/ldf.py
-``LdfState``,
+reductions/bootstrap.py ``BootstrapState`` and ``BootstrapClassesState``,
+reductions/confidence.py ``ConfidenceState``, reductions/baseline.py ``BaselineState``,
+reductions/ldf.py ``LdfState``,
 reductions/boosting.py ``BoostingState``, reductions/autolink.py ``AutolinkState``,
 reductions/marginal.py ``MarginalState``, reductions/nn.py ``NeuralState``,
 reductions/lrq.py ``LowRankState``, reductions/ect.py ``EctState``, reductions/log_multi.py
@@ -15,7 +16,8 @@ reductions/csoaa_kernels.py, reductions/multilabel_kernels.py,
 reductions/bootstrap_kernels.py, reductions/boosting_kernels.py,
 reductions/autolink_kernels.py, reductions/marginal_kernels.py,
 reductions/nn_kernels.py, reductions/lrq_kernels.py, reductions/ect_kernels.py,
-reductions/log_multi_kernels.py):
+reductions/log_multi_kernels.py, reductions/confidence_kernels.py,
+reductions/baseline_kernels.py):
 ``fits(reduction, model, out)`` checks its state once per call; per example,
 ``room(reduction, features, s, scratch)`` gives the scratch rows its problems need beyond the
 scratch's (the loop stops and grows them), ``predict(...)`` predicts and writes the prediction
@@ -31,8 +33,10 @@ from collections import namedtuple
 from olearn.kernel.bundles import NoReduction
 from olearn.reductions import (
     autolink_kernels,
+    baseline_kernels,
     boosting_kernels,
     bootstrap_kernels,
+    confidence_kernels,
     csoaa_kernels,
     ect_kernels,
     ldf_kernels,
@@ -46,8 +50,10 @@ from olearn.reductions import (
     subsample_kernels,
 )
 from olearn.reductions.autolink import AutolinkState
+from olearn.reductions.baseline import BaselineState
 from olearn.reductions.boosting import BoostingState
 from olearn.reductions.bootstrap import BootstrapClassesState, BootstrapState
+from olearn.reductions.confidence import ConfidenceState
 from olearn.reductions.csoaa import CostSensitiveState
 from olearn.reductions.ect import EctState
 from olearn.reductions.ldf import LdfState
@@ -110,4 +116,10 @@ REDUCTIONS = {
     LogMultiState: ReductionKernels(log_multi_kernels.fits, oaa_kernels.room,
                                     log_multi_kernels.predict, log_multi_kernels.score,
                                     log_multi_kernels.learn, False),
+    ConfidenceState: ReductionKernels(confidence_kernels.fits, one_problem.room,
+                                      confidence_kernels.predict, one_problem.score,
+                                      confidence_kernels.learn, True),
+    BaselineState: ReductionKernels(baseline_kernels.fits, baseline_kernels.room,
+                                    baseline_kernels.predict, one_problem.score,
+                                    baseline_kernels.learn, True),
 }
