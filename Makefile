@@ -32,11 +32,12 @@ test: $(STAMP)
 
 # Everything, as CI runs it: the lint, then --warm-cache (which compiles the kernels and builds
 # the ahead-of-time ones the CLI starts with), the whole suite, and the suite again with
-# numba's bounds checks on.
+# numba's bounds checks on. The kernel fuzzers (the slowest tests by far) run in the second only:
+# they are there to give the bounds checks odd input, and unchecked they catch nothing more.
 check: lint $(STAMP)
-	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
+	@echo "Compiling olearn's kernels, once (a few minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
-	$(PYTEST)
+	$(PYTEST) --ignore=tests/test_kernel_fuzz.py
 	$(MAKE) test-boundscheck
 
 lint: $(STAMP)
@@ -44,11 +45,14 @@ lint: $(STAMP)
 
 # The suite with numba's bounds checks on, so that an out-of-bounds access in a kernel fails a
 # test instead of corrupting memory. numba's cache does not tell bounds-checked code apart, hence
-# its own cache directory (no AOT module there: the CLI runs the checked JIT code). Dask (a
-# cluster of processes), VW's oracle and the AOT build add no kernel path of their own.
+# its own cache directory (no AOT module there: the CLI runs the checked JIT code), filled first
+# by --warm-cache on every core (each pytest worker would otherwise compile the command line's
+# kernels itself). Dask (a cluster of processes), VW's oracle and the AOT build add no kernel path
+# of their own.
+BOUNDSCHECK := NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck
 test-boundscheck: $(STAMP)
-	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(CURDIR)/$(VENV)/numba-boundscheck $(PYTEST) \
-		-m "not oracle and not dask" --ignore=tests/test_aot.py
+	$(BOUNDSCHECK) OLEARN_NO_BUILD=1 $(BIN)/olearn --warm-cache --quiet
+	$(BOUNDSCHECK) $(PYTEST) -m "not oracle and not dask" --ignore=tests/test_aot.py
 
 bench: $(STAMP)
 	$(BIN)/pip install -q -e '.[bench]'

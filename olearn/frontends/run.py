@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 
 from olearn.core.atomic import AtomicOutput
 from olearn.data import sources
@@ -243,10 +244,9 @@ WARM_UP_INPUTS = ((None, "warm.vw", b"1 2 0.5 'tag |a x:1 y |b:2 z:abc :3\n-1 |c
                   ("<dictionary>", "warm.dict", b"x d:0.5 e\nw 3\n"))
 
 
-def warm_cache() -> None:
-    """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
-    byte-compile olearn and build the ahead-of-time kernels the command line starts with
-    (olearn/kernel/aot.py)."""
+def warm_up(runs: Iterable[int]) -> None:
+    """The warm-up runs numbered ``runs``: WARM_UP_OPTIONS' in order, then (the last number)
+    the Python API's kept calls (olearn/kernel/kept.py), about 10 s each to compile."""
     import tempfile  # only here: it would cost every run ~9 ms of start-up
     with tempfile.TemporaryDirectory() as tmp:
         inputs = {}  # the warm-up's files, by the option whose labels or format they hold
@@ -257,7 +257,11 @@ def warm_cache() -> None:
         stdout = sys.stdout
         with open(os.devnull, "w") as sys.stdout:
             try:
-                for options in WARM_UP_OPTIONS:
+                for i in runs:
+                    if i == len(WARM_UP_OPTIONS):
+                        _kept_calls()
+                        continue
+                    options = WARM_UP_OPTIONS[i]
                     files = {name: os.path.join(tmp, name) if value == TEMPORARY else [tmp]
                              for name, value in options.items() if value in (TEMPORARY, FOLDER)}
                     data = next((paths for option, paths in inputs.items()
@@ -266,15 +270,44 @@ def warm_cache() -> None:
                                   "predictions": os.path.join(tmp, "p"), **options, **files}))
             finally:
                 sys.stdout = stdout
-    from olearn.frontends.api import (
-        Learner,  # the Python API's kept calls (olearn/kernel/kept.py): ~10 s each
-    )
+
+
+def _kept_calls() -> None:
+    from olearn.frontends.api import Learner  # only here: the API is not the command line's
     one = Learner()
     one.learn_one({"x": 1.0, "y": 2.0}, 1.0)
     one.predict_one({"x": 1.0, "y": 2.0})
+
+
+def compile_in_parallel(runs: Iterable[int], jobs: int) -> None:
+    """Each of ``runs`` in one of ``jobs`` processes: numba compiles one function at a time per
+    process, so the processes fill its on-disk cache together in a fraction of the time. A run
+    that fails here fails again, with its message, when the caller runs it."""
+    import concurrent.futures  # only here: the command line's start-up does not need them
+    import multiprocessing
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+        # The slowest first (the kept calls), so that no process is left with a long run last.
+        futures = [pool.submit(warm_up, [i]) for i in reversed(runs)]
+        concurrent.futures.wait(futures)
+
+
+def warm_cache() -> None:
+    """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
+    byte-compile olearn and build the ahead-of-time kernels the command line starts with
+    (olearn/kernel/aot.py); with OLEARN_NO_BUILD set, compile the kernels only."""
+    runs = range(len(WARM_UP_OPTIONS) + 1)
+    jobs = min(len(os.sched_getaffinity(0)), 4)
+    if jobs > 1:
+        compile_in_parallel(runs, jobs)
+    # Again in this process, from numba's cache now: the ahead-of-time build exports the
+    # signatures this process has called.
+    warm_up(runs)
     # Environments with PYTHONDONTWRITEBYTECODE never cache olearn's bytecode: do it here.
     import compileall  # only here: its import costs every run ~2 ms
     compileall.compile_dir(os.path.dirname(os.path.abspath(__file__)), quiet=1)
+    if os.environ.get(aot.NO_BUILD):
+        return
     try:
         aot.build()
     except Exception as exc:  # no C compiler, say: the command line keeps using numba
