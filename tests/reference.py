@@ -1695,6 +1695,7 @@ def oja_newton_predictions(examples, sketch, epoch=1, alpha=1.0, rate_count=2.0,
             b[:] = 0
             Z = Z @ A.T
             A = np.eye(m)
+    return out
 
 
 def _low_rank_copy(gd, feats, pairs, width, field_aware, which, learn, mask, pushed):
