@@ -210,3 +210,23 @@ def test_closed_output_pipe_is_one_line_exit_141_and_no_model(tmp_path, output):
     lines = _error_lines(proc.stderr.read())
     assert code == 141 and len(lines) == 1 and "broken pipe" in lines[0], lines
     assert [path.name for path in tmp_path.iterdir()] == ["big.vw"]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"ect": 3, "confidence": True}, "--ect does not take --confidence"),
+    ({"marginal": "a", "ect": 3}, "--marginal does not take --ect"),
+    ({"nn": 2, "boosting": 2}, "--boosting does not take --nn"),
+    ({"nn": 2, "autolink": 2}, "--autolink does not take --nn"),
+    ({"lrq": ["ab2"], "baseline": True}, "--lrq does not take --baseline"),
+    ({"oaa": 3, "bootstrap": 2, "oaa_subsample": 1}, "--bootstrap does not take --oaa_subsample"),
+], ids=["ect-confidence", "marginal-ect", "nn-boosting", "nn-autolink", "lrq-baseline",
+        "three"])
+def test_two_reductions_are_refused_unless_olearn_stacks_them(options, message):
+    """One reduction class runs: a second reduction option would go unread (silently)."""
+    with pytest.raises(OptionError, match=message):
+        Config(**options)
+
+
+@pytest.mark.parametrize("options", [{"oaa": 3, "bootstrap": 2}, {"oaa": 3, "oaa_subsample": 1}])
+def test_the_stacks_of_reductions_are_taken(options):
+    Config(**options)

@@ -49,6 +49,8 @@ from olearn.reductions import (
 # --help's groups, in order; each option is declared beside the code that uses it. VW's
 # groups where VW has the options: "Feature options" holds hashing, namespace control, n-grams
 # and interactions, "Weight options" the initial weights (VW lists --random_seed apart).
+# The stacks of reductions olearn runs: any other two reduction options together are refused.
+REDUCTION_STACKS = ({"oaa", "bootstrap"}, {"oaa", "oaa_subsample"})
 GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("CSV input", csv_header.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
@@ -117,12 +119,13 @@ class _Checked:
         boosting.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         autolink.check(self)
         confidence.check(self)
-        baseline.check(self)
+        baseline.check(self, None if family is families.FAMILIES[-1] else family.flag(self))
         nn.check(self)
         ect.check(self)
         log_multi.check(self)
         lrq.check(self)
         marginal.check(self)
+        self._check_one_reduction()  # the pairs of reductions no check above refuses
         labels.check(self)
         formats.check(self)
         csv_header.check(self)
@@ -171,6 +174,25 @@ class _Checked:
             if on:
                 raise OptionError(f"--metric auc is for binary tasks in one process, not with "
                                   f"--{name}")
+
+    def _check_one_reduction(self) -> None:
+        """At most one reduction option, or one of REDUCTION_STACKS: one reduction class runs
+        (reductions/chosen.py), and another option would go unread."""
+        options = (("csoaa_ldf", self.csoaa_ldf is not None),
+                   ("wap_ldf", self.wap_ldf is not None), ("csoaa", self.csoaa is not None),
+                   ("multilabel_oaa", self.multilabel_oaa is not None),
+                   ("bootstrap", self.bootstrap is not None),
+                   ("oaa_subsample", self.oaa_subsample is not None),
+                   ("boosting", self.boosting is not None),
+                   ("autolink", self.autolink is not None), ("nn", self.nn is not None),
+                   ("lrq", lrq.chosen(self)), ("marginal", self.marginal is not None),
+                   ("ect", self.ect is not None), ("log_multi", self.log_multi is not None),
+                   ("confidence", self.confidence), ("baseline", self.baseline),
+                   ("oaa", self.oaa is not None))
+        given = [name for name, on in options if on]
+        if len(given) > 1 and set(given) not in REDUCTION_STACKS:
+            other = next(name for name in given[1:] if {given[0], name} not in REDUCTION_STACKS)
+            raise OptionError(f"--{given[0]} does not take --{other}")
 
     def _check_daemon(self) -> None:
         """--daemon reads its clients' lines, one pass, and answers them on the sockets: no data

@@ -50,18 +50,17 @@ def rate(config) -> float:
     return 1.0 if config.loss_function == "logistic" else config.lr_multiplier
 
 
-def check(config) -> None:
-    """--baseline's options need it; it refuses other reductions and learners."""
+def check(config, other_family: str | None) -> None:
+    """--baseline's options need it; it refuses other reductions and learners
+    (``other_family``: the flag of the learner family chosen, None for gradient descent)."""
     from olearn.errors import OptionError
-    from olearn.learners.families import FAMILIES, family_of
     if not config.baseline:
         for name in ("lr_multiplier", "global_only", "check_enabled"):
             if name in config.explicit:
                 raise OptionError(f"--{name} needs --baseline")
         return
-    if family_of(config) is not FAMILIES[-1]:
-        raise OptionError(f"--baseline works with gradient descent, not with "
-                          f"{family_of(config).flag(config)}")
+    if other_family is not None:
+        raise OptionError(f"--baseline works with gradient descent, not with {other_family}")
     for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
                      ("multilabel_oaa", config.multilabel_oaa is not None),
                      ("bootstrap", config.bootstrap is not None),

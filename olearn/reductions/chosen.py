@@ -49,3 +49,4 @@ def reduction_of(config) -> type[OneAgainstAll]:
     if config.baseline:
         return Baseline
     return Multilabel if config.multilabel_oaa is not None else OneAgainstAll
+
