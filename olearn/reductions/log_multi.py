@@ -131,7 +131,7 @@ class LogMulti(OneAgainstAll):
             self.labels[:] = arrays["log_labels"]
             self.counters[:] = arrays["log_counters"]
 
-    def readable_lines(self) -> list[str]:
+    def readable_lines(self, names: dict[int, str] | None = None) -> list[str]:
         """VW's text of the tree: the sizes, then each node (its links and margins when
         internal, its most frequent label when a leaf) followed by its labels' statistics."""
         counters, tree = self.counters, self.tree
