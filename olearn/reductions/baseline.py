@@ -61,16 +61,8 @@ def check(config, other_family: str | None) -> None:
         return
     if other_family is not None:
         raise OptionError(f"--baseline works with gradient descent, not with {other_family}")
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("multilabel_oaa", config.multilabel_oaa is not None),
-                     ("bootstrap", config.bootstrap is not None),
-                     ("boosting", config.boosting is not None),
-                     ("csoaa_ldf", config.csoaa_ldf is not None),
-                     ("wap_ldf", config.wap_ldf is not None),
-                     ("autolink", config.autolink is not None), ("nn", config.nn is not None),
-                     ("confidence", config.confidence), ("stage_poly", config.stage_poly)):
-        if on:
-            raise OptionError(f"--baseline does not take --{name}")
+    if config.stage_poly:  # (another reduction: Config's check of one reduction refuses it)
+        raise OptionError("--baseline does not take --stage_poly")
 
 
 class Baseline(OneAgainstAll):

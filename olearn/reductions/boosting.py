@@ -22,7 +22,7 @@ from olearn.core.checks import require
 from olearn.core.fields import Field, Layout
 from olearn.core.option import choice, number
 from olearn.reductions import oaa
-from olearn.reductions.oaa import OneAgainstAll
+from olearn.reductions.oaa import OneAgainstAll, OneScore
 
 # The weak learners are at most this many: BBM's weights take a binomial coefficient per
 # learner, O(N) each, so O(N^2) per example.
@@ -72,7 +72,7 @@ def check(config, family: str | None) -> None:
         raise OptionError(f"--boosting works with gradient descent, not with {family}")
 
 
-class Boosting(OneAgainstAll):
+class Boosting(OneScore):
     """--boosting's configuration and state: --oaa's per-learner sums and feature width, α
     and v per weak learner, the count of learned examples (VW's t, per run) and VW's
     generator (its state, a uint64, starts at --random_seed)."""
@@ -96,12 +96,6 @@ class Boosting(OneAgainstAll):
     def bundle(self) -> tuple:
         return self.BUNDLE(self.classes, self.learners, self.clock, self.random)
 
-    def prediction_columns(self) -> int:
-        """Output and the last weak learner's raw score (VW's -r)."""
-        return 2
-
-    def class_scores(self, preds: np.ndarray) -> np.ndarray:
-        return preds[:, 1]
 
     def model_arrays(self) -> dict:
         return {**super().model_arrays(), "boost_learners": self.learners,

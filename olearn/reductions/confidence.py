@@ -40,14 +40,8 @@ def check(config) -> None:
     if family_of(config) is not FAMILIES[-1]:
         raise OptionError(f"--confidence works with gradient descent, not with "
                           f"{family_of(config).flag(config)}")
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("multilabel_oaa", config.multilabel_oaa is not None),
-                     ("bootstrap", config.bootstrap is not None),
-                     ("boosting", config.boosting is not None),
-                     ("csoaa_ldf", config.csoaa_ldf is not None),
-                     ("wap_ldf", config.wap_ldf is not None),
-                     ("autolink", config.autolink is not None), ("nn", config.nn is not None),
-                     ("stage_poly", config.stage_poly), ("testonly", config.testonly)):
+    # (another reduction: Config's check of one reduction refuses it)
+    for name, on in (("stage_poly", config.stage_poly), ("testonly", config.testonly)):
         if on:
             raise OptionError(f"--confidence does not take --{name}")
 

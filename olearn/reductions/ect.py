@@ -25,7 +25,7 @@ import numpy as np
 
 from olearn.core.option import number
 from olearn.reductions import oaa
-from olearn.reductions.oaa import OneAgainstAll
+from olearn.reductions.oaa import OneAgainstAll, OneScore
 
 OPTIONS = (
     number("--ect", kind=int, default=None, low=2, high=oaa.MAX_CLASSES, model=True,
@@ -97,14 +97,8 @@ def check(config) -> None:
         if "error" in config.explicit:
             raise OptionError("--error needs --ect")
         return
-    refused = (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-               ("multilabel_oaa", config.multilabel_oaa is not None),
-               ("bootstrap", config.bootstrap is not None),
-               ("boosting", config.boosting is not None), ("nn", config.nn is not None),
-               ("autolink", config.autolink is not None),
-               ("log_multi", config.log_multi is not None),
-               ("csoaa_ldf", config.csoaa_ldf is not None),
-               ("wap_ldf", config.wap_ldf is not None), ("stage_poly", config.stage_poly),
+    # (another reduction: Config's check of one reduction refuses it)
+    refused = (("stage_poly", config.stage_poly),
                ("named_labels", config.named_labels is not None),
                ("link", config.link != "identity"), ("binary", config.binary))
     for name, given in refused:
@@ -116,7 +110,7 @@ def check(config) -> None:
                           f"{width.bit_length() - 1} bits (-b)")
 
 
-class ErrorCorrectingTournament(OneAgainstAll):
+class ErrorCorrectingTournament(OneScore):
     """--ect's configuration and state: --oaa's per-problem sums and feature width over the
     tournament's binary problems, the circuit, and the label range 1..K."""
 
@@ -139,12 +133,6 @@ class ErrorCorrectingTournament(OneAgainstAll):
     def bundle(self) -> tuple:
         return self.BUNDLE(self.classes, self.nodes, self.finals, self.sizes, self.won)
 
-    def prediction_columns(self) -> int:
-        """Output (the class) and the last problem's raw score."""
-        return 2
-
-    def class_scores(self, preds: np.ndarray) -> np.ndarray:
-        return preds[:, 1]
 
     @staticmethod
     def check(arrays: dict, config) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from olearn.core.checks import require
 from olearn.core.option import flag, number
-from olearn.reductions.oaa import OneAgainstAll, feature_width
+from olearn.reductions.oaa import OneAgainstAll, OneScore, feature_width
 
 # Each node keeps a row per label: at most this many labels (nodes × labels rows)
 MAX_LABELS = 1 << 10
@@ -64,13 +64,8 @@ def check(config) -> None:
             if name in config.explicit:
                 raise OptionError(f"--{name} needs --log_multi")
         return
-    refused = (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-               ("multilabel_oaa", config.multilabel_oaa is not None),
-               ("bootstrap", config.bootstrap is not None),
-               ("boosting", config.boosting is not None), ("nn", config.nn is not None),
-               ("ect", config.ect is not None), ("autolink", config.autolink is not None),
-               ("csoaa_ldf", config.csoaa_ldf is not None),
-               ("wap_ldf", config.wap_ldf is not None), ("stage_poly", config.stage_poly),
+    # (another reduction: Config's check of one reduction refuses it)
+    refused = (("stage_poly", config.stage_poly),
                ("named_labels", config.named_labels is not None),
                ("link", config.link != "identity"), ("binary", config.binary))
     for name, given in refused:
@@ -84,7 +79,7 @@ def check(config) -> None:
     config.quantile_tau = 0.5
 
 
-class LogMulti(OneAgainstAll):
+class LogMulti(OneScore):
     """--log_multi's configuration and state: --oaa's per-problem sums and feature width over
     its K - 1 problems, and the tree (``tree``, ``margins``, ``labels``, ``counters``)."""
 
@@ -112,12 +107,6 @@ class LogMulti(OneAgainstAll):
     def bundle(self) -> tuple:
         return self.BUNDLE(self.classes, self.tree, self.margins, self.labels, self.counters)
 
-    def prediction_columns(self) -> int:
-        """Output (the class) and the last problem's raw score."""
-        return 2
-
-    def class_scores(self, preds: np.ndarray) -> np.ndarray:
-        return preds[:, 1]
 
     def model_arrays(self) -> dict:
         return {**super().model_arrays(), "log_tree": self.tree, "log_margins": self.margins,

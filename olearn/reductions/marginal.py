@@ -92,14 +92,8 @@ def check(config) -> None:
         return
     if ":" in config.marginal:
         raise OptionError("--marginal: cannot use the wildcard ':' with marginal")
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("multilabel_oaa", config.multilabel_oaa is not None),
-                     ("bootstrap", config.bootstrap is not None),
-                     ("boosting", config.boosting is not None),
-                     ("autolink", config.autolink is not None), ("nn", config.nn is not None),
-                     ("csoaa_ldf", config.csoaa_ldf is not None),
-                     ("wap_ldf", config.wap_ldf is not None),
-                     ("stage_poly", config.stage_poly),
+    # (another reduction: Config's check of one reduction refuses it)
+    for name, on in (("stage_poly", config.stage_poly),
                      ("quadratic", bool(config.quadratic)), ("cubic", bool(config.cubic)),
                      ("interactions", bool(config.interactions)),
                      ("ignore_linear", bool(config.ignore_linear))):

@@ -31,7 +31,7 @@ from olearn.core.option import flag, number
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.kernel.layouts import PARAMS_SIZE
 from olearn.reductions import oaa
-from olearn.reductions.oaa import OneAgainstAll
+from olearn.reductions.oaa import OneAgainstAll, OneScore
 
 OPTIONS = (
     number("--nn", kind=int, default=None, low=1, high=oaa.MAX_CLASSES - 1, model=True,
@@ -84,7 +84,7 @@ def stride_shift(config) -> int:
     return 2 if adaptive or normalized else 0
 
 
-class NeuralNetwork(OneAgainstAll):
+class NeuralNetwork(OneScore):
     """--nn's configuration and state: --oaa's per-offset sums and feature width for K + 1
     offsets, the generators' states (the shared one, then dropout's), the output layer's
     features and the hidden units' scores (scratch the kernels refill per example), and the
@@ -117,13 +117,6 @@ class NeuralNetwork(OneAgainstAll):
         return self.BUNDLE(self.classes, self.random, self.out_index, self.out_value,
                            self.one_index, self.one_value, self.hidden, self.params)
 
-    def prediction_columns(self) -> int:
-        """Output and raw score, as one scalar problem."""
-        return 2
-
-    def class_scores(self, preds: np.ndarray) -> np.ndarray:
-        """The raw score (a scalar prediction's)."""
-        return preds[:, 1]
 
     @staticmethod
     def check(arrays: dict, config) -> None:

@@ -273,3 +273,14 @@ class OneAgainstAll:
     def label_range(self, indexing: float) -> tuple[int, int]:
         """The lowest and highest class label under ``indexing``."""
         return (1 if indexing == 1 else 0), (self.k - 1 if indexing == 0 else self.k)
+
+
+class OneScore(OneAgainstAll):
+    """A reduction whose prediction rows hold its output and one raw score (its last binary
+    problem's, or the network's): -r writes that score, and no class lists."""
+
+    def prediction_columns(self) -> int:
+        return 2
+
+    def class_scores(self, preds: np.ndarray) -> np.ndarray:
+        return preds[:, 1]
