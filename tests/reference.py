@@ -566,6 +566,8 @@ def log_multi_predictions(examples, classes, bits, swap_resistance=4, eta=0.5, p
                 a, b = nodes[leaf]["left"], nodes[leaf]["right"]
                 leaf = a if nodes[a]["count"] < nodes[b]["count"] else b
             parent = nodes[leaf]["parent"]
+            if leaf == i or parent == 0:  # VW would loop forever: olearn keeps the leaf
+                return False
             grand = nodes[parent]["parent"]
             sibling = nodes[parent]["left" if leaf == nodes[parent]["right"] else "right"]
             nodes[grand]["left" if parent == nodes[grand]["left"] else "right"] = sibling

@@ -13,7 +13,8 @@ from test_vw_oracle import _both, _table_and_summary, assert_same_layout
 from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
-from olearn.reductions.log_multi import K_NODES, K_SWAPS, T_INTERNAL, T_MAX_LABEL
+from olearn.reductions.log_multi import (K_NODES, K_SWAPS, T_INTERNAL, T_LEFT, T_MAX_LABEL,
+                                         T_RIGHT)
 
 BITS = 10
 
@@ -33,8 +34,7 @@ def _class_examples(seed=11, n=400, classes=6):
     return examples
 
 
-@pytest.mark.parametrize("resistance", [4, pytest.param(0, marks=pytest.mark.skip(
-    reason="tests/reference.py's tree walk loops after a swap at resistance 0: to fix"))])
+@pytest.mark.parametrize("resistance", [4, 0])
 def test_log_multi_kernel_equals_the_reference_tree(resistance):
     examples = _class_examples()
     config = Config(bit_precision=BITS, log_multi=6, swap_resistance=resistance, quiet=True)
@@ -50,6 +50,23 @@ def test_log_multi_kernel_equals_the_reference_tree(resistance):
     assert len(set(want)) > 3
     if resistance == 0:
         assert learner.reduction.counters[K_SWAPS] > 0
+
+
+def test_a_swap_never_makes_a_node_its_own_child():
+    """At resistance 0 this stream asks a leaf to take the problem of the swap walk's leaf,
+    itself (VW then walks a cycle forever): the node stays a leaf and the tree stays a tree."""
+    config = Config(bit_precision=BITS, log_multi=6, swap_resistance=0, quiet=True)
+    learner = OnlineLearner(config)
+    kernel_outputs(_class_examples(), config, learner)
+    tree, used = learner.reduction.tree, learner.reduction.counters[K_NODES]
+    reached, todo = set(), [0]
+    while todo:
+        node = todo.pop()
+        assert node not in reached
+        reached.add(node)
+        if tree[node, T_INTERNAL]:
+            todo += [tree[node, T_LEFT], tree[node, T_RIGHT]]
+    assert len(reached) == used
 
 
 def test_a_saved_model_keeps_the_tree(tmp_path):

@@ -155,7 +155,7 @@ def new_scratch(terms, params):
     --stage_poly's synthetic example (one row per slot of the table: the walk keeps each slot
     at most once; none without it) and its walk's stack, and --oaa's per-class scratch (a
     class's copy of an example, 16 rows grown as examples need; a score and a probability per
-    class)."""
+    class, the scores grown to one per line of a multi-line example)."""
     synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
     k = np.int64(params[P.classes])
     rows = 16 if k > 0 else 0
@@ -301,6 +301,12 @@ def _count_example(stats, rows, nrows, params, e, y, shown, probability, n_featu
     return nrows + 1
 
 
+@njit(cache=True, nogil=True)
+def _at_least(scores, rows):
+    """``scores``, or zeros of ``rows`` rows if it has fewer."""
+    return scores if scores.shape[0] >= rows else np.zeros(rows)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _learn_examples(expanded, model, family, expander, reduction, examples, out, scratch):
     """:func:`learn_batch` over a batch: runs :func:`_examples` (which runs without numba's
@@ -324,7 +330,8 @@ def _learn_examples(expanded, model, family, expander, reduction, examples, out,
             grown = max(class_rows_needed, 2 * classes.index.shape[0])
             scratch = Scratch(scratch.work, scratch.expansion, scratch.synthetic,
                               Classes(np.empty(grown, dtype=np.uint32),
-                                      np.empty(grown, dtype=np.float32), classes.scores,
+                                      np.empty(grown, dtype=np.float32),
+                                      _at_least(classes.scores, grown),
                                       classes.probabilities))
         elif stage:
             stage_poly.run_stage(model.W, flags, ssm, min_depth, counters, s.constant,
@@ -384,6 +391,8 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
         if rows_needed > 0:
             return e, nrows, rows_needed, 0, False
         class_rows_needed = reducing.room(reduction, features, s, scratch)
+        if class_rows_needed == 0 and end > e + 1 and end - e > scratch.classes.scores.shape[0]:
+            class_rows_needed = end - e  # a score per line of a multi-line example
         if class_rows_needed > 0:
             return e, nrows, 0, class_rows_needed, False
         if expanded and s.stage_poly and learn:

@@ -179,11 +179,11 @@ def _learn_pairs(family, model, expander, unit, s, scratch, interacting):
     first, end = unit.first, unit.end
     examples = unit.examples
     ranges, pos, x_idx, x_val, no_src = scratch.expansion
+    values = scratch.classes.scores  # the loop gives a multi-line example a score per line
+    _wap_values(unit, values)
     for j in range(first, end):
         for k in range(j + 1, end):
-            value_j = _wap_value(j, unit)
-            value_k = _wap_value(k, unit)
-            diff = abs(value_k - value_j)
+            diff = abs(values[k - first] - values[j - first])
             if diff < WAP_SAME:
                 continue
             theirs = _action(k, unit, expander, s, scratch, interacting)
@@ -205,15 +205,15 @@ def _learn_pairs(family, model, expander, unit, s, scratch, interacting):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _wap_value(j, unit):
-    """Action ``j``'s weighted-all-pairs value: over the costs sorted increasingly, c_(0) ..
-    c_(i) = j's, the sum of (c_(r) - c_(r-1)) / r for r = 1..i (ties: by line)."""
+def _wap_values(unit, values):
+    """Each action's weighted-all-pairs value, into ``values`` (by line from the first): over
+    the costs sorted increasingly, c_(0) .. c_(i) = the action's, the sum of
+    (c_(r) - c_(r-1)) / r for r = 1..i (ties: by line)."""
     examples = unit.examples
     value = 0.0
     previous = -1
     previous_cost = 0.0
-    rank = 0
-    while True:  # the actions in increasing (cost, line) order, up to j
+    for rank in range(unit.end - unit.first):  # the actions in increasing (cost, line) order
         nxt = -1
         nxt_cost = np.inf
         for k in range(unit.first, unit.end):
@@ -223,7 +223,10 @@ def _wap_value(j, unit):
                 nxt, nxt_cost = k, c
         if rank > 0:
             value += (nxt_cost - previous_cost) / rank
-        if nxt == j or nxt < 0:
-            return value
+        if nxt < 0:  # the rest have NaN costs, which sort nowhere
+            for k in range(unit.first, unit.end):
+                if not _cost_of(k, examples) >= -np.inf:
+                    values[k - unit.first] = value
+            return
+        values[nxt - unit.first] = value
         previous, previous_cost = nxt, nxt_cost
-        rank += 1

@@ -134,16 +134,22 @@ def _clear_leaf(reduction, node):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _swap_leaves(reduction):
-    """The leaf reached by always taking the child with fewer examples, and its parent, freed:
-    the leaf's sibling takes the parent's place. Returns (the leaf, the parent, its problem)."""
-    tree = reduction.tree
+def _swap_leaf(tree):
+    """The leaf reached from the root by always taking the child with fewer examples."""
     leaf = 0
     for _ in range(tree.shape[0]):
         if tree[leaf, T_INTERNAL] == 0:
             break
         left, right = tree[leaf, T_LEFT], tree[leaf, T_RIGHT]
         leaf = left if tree[left, T_MIN_COUNT] < tree[right, T_MIN_COUNT] else right
+    return leaf
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _swap_leaves(reduction, leaf):
+    """``leaf`` and its parent freed: the leaf's sibling takes the parent's place. Returns
+    (the leaf, the parent, the parent's problem)."""
+    tree = reduction.tree
     parent = tree[leaf, T_PARENT]
     grandparent = tree[parent, T_PARENT]
     reduction.counters[K_SWAPS] += 1
@@ -192,7 +198,12 @@ def _see_label(reduction, node, label, swap_resistance):
     elif spare:  # no room: the tree's arrays were not sized for K (fits refuses that)
         return False
     else:
-        left, right, problem = _swap_leaves(reduction)
+        leaf = _swap_leaf(tree)
+        if leaf == node or tree[leaf, T_PARENT] == 0:
+            # VW would make the node its own child, or free the root, and then walk the
+            # cycle forever (docs/vw-differences.md): the node stays a leaf
+            return False
+        left, right, problem = _swap_leaves(reduction, leaf)
         tree[node, T_PREDICTOR] = problem
     for child in (left, right):
         tree[child, T_PARENT] = node
