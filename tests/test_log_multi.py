@@ -13,8 +13,7 @@ from test_vw_oracle import _both, _table_and_summary, assert_same_layout
 from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
 from olearn.options.config import Config
-from olearn.reductions.log_multi import (K_NODES, K_SWAPS, T_INTERNAL, T_LEFT, T_MAX_LABEL,
-                                         T_RIGHT)
+from olearn.reductions.log_multi import K_NODES, K_SWAPS, T_INTERNAL, T_LEFT, T_MAX_LABEL, T_RIGHT
 
 BITS = 10
 

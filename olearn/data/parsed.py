@@ -37,6 +37,9 @@ W_CSV_CELLS = 14      # a line whose cells are not as many as the header's colum
 W_CSV_UNCLOSED = 15   # a quoted cell without its closing quote
 W_CSV_QUOTE = 16      # a quote inside a quoted cell that is neither doubled nor closing
 FATAL = (W_CSV_EMPTY, W_CSV_CELLS, W_CSV_UNCLOSED, W_CSV_QUOTE)
+# --interact (features/interact.py), after parsing
+W_INTERACT_ANCHOR = 17  # a namespace's first value is not 1 (example learned as it is)
+W_INTERACT_ORDER = 18   # offsets from the anchor that fall (later features left out)
 
 AUDIT_COLS = 6  # name start/end, string value start/end, namespace name start/end
 

@@ -23,6 +23,7 @@ from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.affixes import Affixes
 from olearn.features.dictionary import DEFAULT_NAMESPACE, Dictionaries
 from olearn.features.feature_limit import FeatureLimit
+from olearn.features.interact import Interact
 from olearn.kernel import layouts, loop
 from olearn.kernel.bundles import Examples, Expander, Model, Out
 from olearn.learners import gd, regularize
@@ -109,6 +110,7 @@ class OnlineLearner:
         self._selection = namespaces.Selection.of(config)
         self._grams = ngrams.Grams.of(config)
         self._limit = FeatureLimit.of(config)
+        self._interact = Interact.of(config)
         self._affixes = Affixes.of(config)
         self._grouping = Grouping.of(config)
         self.linear = namespaces.linear_terms(config)
@@ -308,6 +310,8 @@ class OnlineLearner:
             batch = self._grams.apply(batch, not cfg.noconstant, cfg.mask)
         if self._limit is not None:  # --feature_limit: after the constant, as VW
             batch = self._limit.apply(batch)
+        if self._interact is not None:  # VW's interact reduction: before learning
+            batch = self._interact.apply(batch)
         if self._grouping is not None:  # --csoaa_ldf: shared features merged, as VW's merger
             batch = self._grouping.apply(batch)
         return batch

@@ -189,6 +189,7 @@ TEMPORARY = "<temporary file>"
 FOLDER = ["<temporary folder>"]  # a list of that folder (--dictionary_path)
 WARM_UP_OPTIONS = ({}, {"audit": True, "keep": ["ab "], "redefine": ["z:=a"], "ngram": ["2"]},
                    {"audit": True, "feature_limit": ["1", "b3"]},
+                   {"audit": True, "interact": "ab"},
                    {"affix": "+2,-1a", "quadratic": ["ab"]}, {"affix": "-3", "audit": True},
                    {"sgd": True, "raw_predictions": TEMPORARY, "ngram": ["a3"], "skips": ["1"]},
                    {"invert_hash": TEMPORARY, "l1": 1e-6, "stage_poly": True,

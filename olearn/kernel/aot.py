@@ -49,6 +49,7 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.reductions.marginal_kernels", "new_pairs"),
                 ("olearn.features.ngrams", "add_grams"),
                 ("olearn.features.feature_limit", "limited"),
+                ("olearn.features.interact", "interacted"),
                 ("olearn.features.affixes", "add_affixes"),
                 ("olearn.features.dictionary", "add_entries"),
                 ("olearn.data.multiline", "merged"),

@@ -18,6 +18,7 @@ from olearn.features import (
     affixes,
     dictionary,
     feature_limit,
+    interact,
     interactions,
     namespaces,
     ngrams,
@@ -55,7 +56,7 @@ GROUPS = (("Input options", frontend.DATA + formats.OPTIONS),
           ("CSV input", csv_header.OPTIONS),
           ("Feature options", hashing.OPTIONS + namespaces.OPTIONS + ngrams.OPTIONS
            + affixes.OPTIONS + dictionary.OPTIONS + feature_limit.OPTIONS
-           + interactions.OPTIONS),
+           + interact.OPTIONS + interactions.OPTIONS),
           ("Weight options", weights.OPTIONS),
           *families.option_groups(),
           ("Loss", losses.OPTIONS),
@@ -134,6 +135,7 @@ class _Checked:
         self._check_metric()
         namespaces.check(self)
         feature_limit.check(self)
+        interact.check(self)
         affixes.codes_of(self)  # refuses a malformed --affix
         ngrams.Grams.of(self)  # refuses malformed --ngram/--skips
         self.progress_add, self.progress_arg = self._parse_progress(self.progress)

@@ -46,6 +46,9 @@ _WARNING_TEXT = {
     parsed.W_CSV_UNCLOSED: ("malformed CSV: a quote is not closed: {token}", ""),
     parsed.W_CSV_QUOTE: ("malformed CSV: a quote inside a quoted cell must be doubled: "
                          "{token}", ""),
+    parsed.W_INTERACT_ANCHOR: ("--interact: a namespace misses its anchor feature of value 1",
+                               "example learned without the products"),
+    parsed.W_INTERACT_ORDER: ("--interact: features out of order", "later features skipped"),
 }
 
 
