@@ -132,7 +132,7 @@ def test_the_header_names_the_pairs(tmp_path):
     ({"lrq": ["a:2"]}, "wildcards"), ({"lrqfa": "ab:"}, "wildcards"),
     ({"lrqdropout": True}, "needs --lrq"), ({"lrqfa": "ab2", "lrqdropout": True}, "needs --lrq"),
     ({"lrq": ["ab2"], "lrqfa": "ab2"}, "do not go together"),
-    ({"lrqfa": "abc2", "nn": 2}, "--lrqfa does not take --nn"),
+    ({"lrqfa": "abc2", "nn": 2}, "--nn does not take --lrqfa"),
     ({"lrq": ["ab2"], "quadratic": ["ab"]}, "--lrq does not take --quadratic"),
     ({"lrq": ["ab2"], "oaa": 3}, "--lrq does not take --oaa"),
     ({"lrqfa": "ab2", "invert_hash": "h"}, "--lrqfa does not take --invert_hash"),

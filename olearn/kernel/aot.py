@@ -250,7 +250,7 @@ def install() -> bool:
 
 # --- the first run: build the module before running ----------------------------------------------
 
-BUILD_MINUTES = 2  # olearn --warm-cache on a 2-core machine, numba's cache empty
+BUILD_MINUTES = 15  # olearn --warm-cache on a 2-core machine, numba's cache empty (16 min measured)
 FAILED = f"{MODULE}.failed"  # the reason the build failed, for these sources
 NO_BUILD = "OLEARN_NO_BUILD"  # set: never build on a first run (numba only, as before)
 NO_KERNELS = ("-h", "--help", "--version", "--warm-cache")  # commands that run no kernel

@@ -30,18 +30,13 @@ AutolinkState = namedtuple("AutolinkState", ["rows"])
 
 
 def check(config) -> None:
-    """The options --autolink refuses (its features are the scalar prediction's powers)."""
+    """The options --autolink refuses besides the other reductions (its features are the
+    scalar prediction's powers)."""
     from olearn.errors import OptionError
     if config.autolink is None:
         return
-    for name, on in (("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-                     ("multilabel_oaa", config.multilabel_oaa is not None),
-                     ("bootstrap", config.bootstrap is not None),
-                     ("csoaa_ldf", config.csoaa_ldf is not None),
-                     ("wap_ldf", config.wap_ldf is not None),
-                     ("stage_poly", config.stage_poly)):
-        if on:
-            raise OptionError(f"--autolink does not take --{name}")
+    if config.stage_poly:
+        raise OptionError("--autolink does not take --stage_poly")
 
 
 def rows_of(degree: int, mask: int) -> np.ndarray:

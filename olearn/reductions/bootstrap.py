@@ -45,8 +45,7 @@ def check(config) -> None:
             raise OptionError("--bs_type needs --bootstrap")
         return
     oaa.refuse(config, "bootstrap", (
-        ("csoaa", config.csoaa is not None),
-        ("multilabel_oaa", config.multilabel_oaa is not None), ("stage_poly", config.stage_poly),
+        ("stage_poly", config.stage_poly),
         ("oaa_subsample", config.oaa is not None and config.oaa_subsample is not None)))
     if config.oaa is not None:
         # VW writes a -r line of each class's copies between --oaa's, and audits each copy

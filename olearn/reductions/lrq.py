@@ -124,14 +124,7 @@ def check(config) -> None:
     for other, on in (("quadratic", bool(config.quadratic)), ("cubic", bool(config.cubic)),
                       ("interactions", bool(config.interactions)),
                       ("ignore_linear", bool(config.ignore_linear)),
-                      ("stage_poly", config.stage_poly), ("oaa", config.oaa is not None),
-                      ("csoaa", config.csoaa is not None),
-                      ("multilabel_oaa", config.multilabel_oaa is not None),
-                      ("bootstrap", config.bootstrap is not None),
-                      ("boosting", config.boosting is not None),
-                      ("autolink", config.autolink is not None), ("nn", config.nn is not None),
-                      ("csoaa_ldf", config.csoaa_ldf is not None),
-                      ("wap_ldf", config.wap_ldf is not None), ("audit", config.audit),
+                      ("stage_poly", config.stage_poly), ("audit", config.audit),
                       ("invert_hash", config.invert_hash is not None),
                       ("audit_regressor", config.audit_regressor is not None)):
         if on:

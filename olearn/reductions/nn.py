@@ -66,11 +66,7 @@ def check(config) -> None:
     if config.meanfield:
         config.dropout = False
     oaa.refuse(config, "nn", (
-        ("oaa", config.oaa is not None), ("csoaa", config.csoaa is not None),
-        ("multilabel_oaa", config.multilabel_oaa is not None),
-        ("bootstrap", config.bootstrap is not None), ("stage_poly", config.stage_poly),
-        ("named_labels", config.named_labels is not None),
-        ("csoaa_ldf", config.csoaa_ldf is not None), ("wap_ldf", config.wap_ldf is not None),
+        ("stage_poly", config.stage_poly), ("named_labels", config.named_labels is not None),
         ("l1", config.l1 > 0), ("l2", config.l2 > 0),
         ("raw_predictions", bool(config.raw_predictions))))
     if family_of(config).__name__ != "GradientDescent":
