@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
-	$(BIN)/python -m compileall -q olearn  # bytecode even under PYTHONDONTWRITEBYTECODE
+	$(BIN)/python -m compileall -q olearn  # bytecode even under PYTHONDONTWRITEBYTECODE (tests)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -312,12 +312,7 @@ def python_path() -> str:
 
 
 def find_tools(no_vw: bool) -> list[Tool]:
-    """olearn next to this interpreter (else on PATH) and, if importable here, VW.
-
-    olearn's bytecode is compiled first, as a non-editable ``pip install`` does: under
-    PYTHONDONTWRITEBYTECODE an editable install would otherwise compile its ~120 modules from
-    source in every run (~0.25 s of each start-up, more than VW's whole start-up)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "olearn")], check=True)
+    """olearn next to this interpreter (else on PATH) and, if importable here, VW."""
     olearn = Path(python_path()).parent / "olearn"
     tools = [Tool("olearn", (str(olearn) if olearn.exists() else "olearn",))]
     if not no_vw and importlib.util.find_spec("vowpalwabbit") is not None:
