@@ -187,7 +187,8 @@ class _Checked:
                    ("oaa_subsample", self.oaa_subsample is not None),
                    ("boosting", self.boosting is not None),
                    ("autolink", self.autolink is not None), ("nn", self.nn is not None),
-                   ("lrqfa" if self.lrqfa is not None else "lrq", lrq.chosen(self)), ("marginal", self.marginal is not None),
+                   ("lrqfa" if self.lrqfa is not None else "lrq", lrq.chosen(self)),
+                   ("marginal", self.marginal is not None),
                    ("ect", self.ect is not None), ("log_multi", self.log_multi is not None),
                    ("confidence", self.confidence), ("baseline", self.baseline),
                    ("oaa", self.oaa is not None))
