@@ -36,7 +36,7 @@ test: $(STAMP)
 # numba's bounds checks on. The kernel fuzzers (the slowest tests by far) run in the second only:
 # they are there to give the bounds checks odd input, and unchecked they catch nothing more.
 check: lint $(STAMP)
-	@echo "Compiling olearn's kernels, once (a few minutes on 2 cores)..."
+	@echo "Compiling olearn's kernels, once (about 15 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
 	$(PYTEST) --ignore=tests/test_kernel_fuzz.py
 	$(MAKE) test-boundscheck
