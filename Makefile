@@ -22,7 +22,7 @@ install: $(STAMP)
 # Generates a small regression dataset, warms numba's kernel cache, then trains on it.
 demo: $(STAMP)
 	$(BIN)/python scripts/make_data.py --examples 20000 --features 40 --out data/demo.vw.gz
-	@echo "Compiling olearn's kernels, once (about 2 minutes on 2 cores)..."
+	@echo "Compiling olearn's kernels, once (about 15 minutes on 2 cores)..."
 	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
