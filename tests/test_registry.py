@@ -42,7 +42,7 @@ def test_scopes_of_the_model_and_the_cache():
                                     "named_labels", "multilabel_oaa", "feature_limit", "affix",
                                     "dictionary", "dictionary_path",
                                     "csv", "csv_header", "csv_no_file_header", "csv_separator",
-                                    "csv_ns_value", "csoaa_ldf", "wap_ldf"}
+                                    "csv_ns_value", "csoaa_ldf", "wap_ldf", "interact"}
     assert {"loss_function", "quantile_tau", "quadratic", "l1", "stage_poly", "saew_grid_B",
             "link", "binary"} <= set(MODEL_OPTIONS)
     assert not {"passes", "predictions", "final_regressor", "data", "quiet"} & set(MODEL_OPTIONS)
