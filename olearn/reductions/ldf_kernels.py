@@ -179,7 +179,9 @@ def _learn_pairs(family, model, expander, unit, s, scratch, interacting):
     first, end = unit.first, unit.end
     examples = unit.examples
     ranges, pos, x_idx, x_val, no_src = scratch.expansion
-    values = scratch.classes.scores  # the loop gives a multi-line example a score per line
+    if end - first < 2:  # no pair (the loop grows the scores for two lines and more)
+        return
+    values = scratch.classes.scores  # a score per line of a multi-line example
     _wap_values(unit, values)
     for j in range(first, end):
         for k in range(j + 1, end):
