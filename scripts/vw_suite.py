@@ -205,9 +205,9 @@ def text_lines(text: str) -> list[str]:
     return [line.strip() for line in text.strip().splitlines()]
 
 
-# A readable model's (--readable_model, --invert_hash) header lines that olearn writes
-# differently on purpose (docs/vw-reference.md, 6.1): its own version, and a CRC-32 of the
-# weights instead of VW's checksum. They are left out of the comparison.
+# A readable model's (--readable_model, --invert_hash) header lines left out of the comparison:
+# the version of VW that wrote it (a reference file's may be an older VW's), and the checksum,
+# a hash of the header's lines, which are compared themselves (docs/vw-reference.md, 6.1).
 OWN_HEADER = re.compile(r"^(Version|Checksum:) ")
 
 
@@ -849,8 +849,9 @@ def markdown(report: dict[str, Any], tests: dict[int, dict[str, Any]]) -> str:
         f"(`--fuzzy_compare`, epsilon {meta['epsilon']:g} as in VW's CI: floats agree when "
         "their difference, or for |x| > 1 their ratio's distance from 1, is below epsilon)",
         "- a readable model (`--readable_model`, `--invert_hash`) is compared without its "
-        "`Version` and `Checksum` lines, which olearn writes its own way "
-        "([vw-reference.md](vw-reference.md#61---readable_model----invert_hash-layout)); "
+        "`Version` line (a reference file's may be an older VW's) and its `Checksum` line (a "
+        "hash of the header lines, which are compared themselves: "
+        "[vw-reference.md](vw-reference.md#61---readable_model----invert_hash-layout)); "
         "its weights are compared apart from its header, and a difference in the weights is "
         "reported first",
         "- VW runs as `python -m vowpalwabbit` (pyvw), which rejects the `vw` binary's "

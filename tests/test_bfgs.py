@@ -5,6 +5,8 @@ reference (tests/reference.py), the optimum the passes reach, the feature regula
 tests/test_contract.py's family contract does not apply as it stands: a batch method
 continued from a model of half the data is not one run over all of it (its state between
 passes is not kept: VW's bfgs loads and saves weights alone)."""
+import struct
+
 import numpy as np
 import pytest
 from conftest import olearn_here
@@ -15,11 +17,10 @@ from olearn import Learner
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import run_passes
 from olearn.errors import OptionError
-from olearn.kernel import layouts
 from olearn.learners.bfgs import C_COND, C_DIR, C_G, K_CURVATURE, K_IMPORTANCE, K_LOSS, K_STORED
 from olearn.learners.weights import W_W
 from olearn.options.config import Config
-from olearn.persistence import regularizer
+from olearn.persistence import regularizer, vw_binary
 
 BITS = 8
 
@@ -119,9 +120,8 @@ def test_regularizer_files_hold_the_same_prior(tmp_path):
 def test_binary_header_checksum_is_vws():
     """VW 9.11.9's checksum of a -b 7 --bfgs regularizer's header with labels in [0, 1]."""
     config = Config(bfgs=True, bit_precision=7)
-    state = layouts.STATE.defaults()
-    state[layouts.S_MIN], state[layouts.S_MAX] = 0.0, 1.0
-    assert regularizer._checksum(regularizer._header_fields(config, state)) == 0x64E4AD6B
+    header = vw_binary.header_bytes(0.0, 1.0, 7, regularizer.header_options(config))
+    assert header[-4:] == struct.pack("<I", 0x64E4AD6B)
 
 
 def test_input_regularizer_sets_weights_and_precisions(tmp_path):

@@ -137,7 +137,8 @@ def test_corrupted_model_is_refused(tmp_path, halves):
 
 def test_other_file_as_model_is_refused(tmp_path, halves):
     first, _, _ = halves
-    assert "not an olearn model" in _error_line(olearn("-t", "-i", first, "-d", first, "--quiet"))
+    line = _error_line(olearn("-t", "-i", first, "-d", first, "--quiet"))
+    assert "neither an olearn nor a VW model" in line
 
 
 def _rewritten(model, change) -> None:

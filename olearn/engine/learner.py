@@ -43,7 +43,7 @@ from olearn.outputs.predictions import (
     format_predictions,
 )
 from olearn.outputs.report import format_row, summary, warning_lines, warning_text
-from olearn.persistence import model, regularizer
+from olearn.persistence import model, regularizer, vw_model
 from olearn.reductions import bootstrap, confidence, ldf, multilabel
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.classweight import ClassWeights
@@ -62,6 +62,7 @@ class OnlineLearner:
     """Weights and optimizer state for one configuration, and the streaming loop over data."""
 
     def __init__(self, config: Config):
+        vw_model.check_writable(config)  # before any learning: -f's format must hold the model
         self.config = config
         adaptive, normalized, invariant = config.update_rule
         self.weights = np.zeros((1 << config.bit_precision, WIDTH), dtype=np.float32)
@@ -243,13 +244,18 @@ class OnlineLearner:
                                                   state[layouts.S_L2_STATE])
         state[layouts.S_L1_STATE], state[layouts.S_L2_STATE] = 0.0, 1.0
 
-    def save(self, path: str) -> None:
-        """Write the model file (olearn/persistence/model.py) of the state as it is now; a state
-        that is not finite (inputs of too large a magnitude) is refused rather than saved."""
+    def save(self, path: str, model_format: str | None = None) -> None:
+        """Write the model file of the state as it is now, in ``model_format`` (olearn's,
+        persistence/model.py, or VW's, persistence/vw_model.py; default: --model_format's); a
+        state that is not finite (inputs of too large a magnitude) is refused rather than
+        saved."""
         self.sync()
         if not (self.family.storable(self.weights) and np.isfinite(self.state).all()):
             raise OlearnError("the model holds NaN or infinite weights (feature values or labels "
                               "too large?); not saved", path)
+        if (model_format or self.config.model_format) == "vw":
+            vw_model.write(path, self, self.passes_done)
+            return
         weights, state = self.weights, self.state
         counters = report.counters_of(self.stats, self.passes_before + self.passes_done)
         if self.config.predict_only_model:  # VW's: the weights and label range, no resume state

@@ -198,7 +198,7 @@ class Learner:
         import tempfile
         with self._locked(), tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "model.olearn")
-            self._learner.save(path)
+            self._learner.save(path, "olearn")  # the whole state, whatever -f's format
             with open(path, "rb") as f:
                 return {"config": self.config, "model": f.read(), "namespaces": self._namespaces,
                         "names": self._names}

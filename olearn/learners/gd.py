@@ -88,13 +88,14 @@ class GradientDescent(LearnerFamily):
         return f"gd ({', '.join(rule)})"
 
     def readable_rows(self, weights: np.ndarray, predict_only: bool) -> tuple:
-        """Every nonzero weight, with its G and N under an adaptive or normalized rule (VW's
-        resume form) unless --predict_only_model."""
-        nonzero, w = super().readable_rows(weights, predict_only)
+        """VW's: with --predict_only_model or plain SGD every nonzero weight, its value only;
+        else each row where the weight, G (adaptive) or N (normalized) is nonzero, with those
+        of them the rule keeps (VW's resume form)."""
         adaptive, normalized, _ = self.config.update_rule
-        if predict_only or not (adaptive or normalized):
-            return nonzero, w
-        return nonzero, weights[nonzero][:, [W_W, W_G, W_N]]
+        columns = [W_W] if predict_only else [W_W, *[W_G] * adaptive, *[W_N] * normalized]
+        values = weights[:, columns]
+        listed = np.flatnonzero(np.any(values != 0, axis=1))
+        return listed, values[listed]
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Apply every pending regularization step, so that ``weights`` hold the model."""

@@ -32,6 +32,15 @@ def storable(rows: np.ndarray) -> bool:
     which its rate is 0 and its weight no longer moves; VW saves such models too."""
     return bool(np.isfinite(rows[:, W_W]).all() and np.all(rows[:, [W_G, W_N]] >= 0))
 
+def default_row(config) -> np.ndarray:
+    """The row of a coordinate never updated (G starts at initial_t in adaptive mode, as
+    VW's)."""
+    row = COLUMNS.defaults().astype(np.float32)
+    if config.update_rule[0] and config.t0 > 0:
+        row[W_G] = config.t0
+    return row
+
+
 OPTIONS = (
     number("--initial_weight", kind=float, default=0.0,
            help="Start every weight at this value (gradient descent)."),

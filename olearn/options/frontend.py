@@ -38,6 +38,11 @@ OUTPUTS = (
          help="File to output raw scores to (before clipping and link)."),
     text("-f", "--final_regressor", metavar="FILE",
          help="Save the model (state and options) to FILE after training."),
+    choice("--model_format", choices=("olearn", "vw"), default="olearn",
+           help="The format -f writes: olearn's (every learner's whole state) or VW's binary "
+                "model file, which VW's -i loads (gradient descent, the feature options and "
+                "--oaa; others are refused before learning). -i reads both, by their "
+                "content."),
     text("--readable_model", metavar="FILE",
          help="Write the model as text (index:weight and its state) after training."),
     text("--invert_hash", metavar="FILE",

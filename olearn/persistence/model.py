@@ -27,9 +27,10 @@ from olearn.features.stage_poly import StagePoly
 from olearn.kernel import layouts
 from olearn.learners import regularize
 from olearn.learners.families import FAMILIES, family_of
-from olearn.learners.weights import COLUMNS, W_G, W_W
+from olearn.learners.weights import COLUMNS, W_W, default_row
 from olearn.options.config import EXPERT_LEARNERS, MODEL_OPTIONS, REGISTRY, Config, default
 from olearn.outputs import report
+from olearn.persistence import vw_binary, vw_model
 from olearn.reductions.boosting import Boosting
 from olearn.reductions.chosen import reduction_of
 from olearn.reductions.log_multi import LogMulti
@@ -80,17 +81,9 @@ def _sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def _default_row(config: Config) -> np.ndarray:
-    """The state row of a coordinate never updated (G starts at initial_t in adaptive mode)."""
-    row = COLUMNS.defaults().astype(np.float32)
-    if config.update_rule[0] and config.t0 > 0:
-        row[W_G] = config.t0
-    return row
-
-
 def without_resume_state(weights: np.ndarray, config: Config) -> np.ndarray:
     """A copy of ``weights`` whose optimizer sums are a fresh learner's (--predict_only_model)."""
-    fresh = np.tile(_default_row(config), (weights.shape[0], 1))
+    fresh = np.tile(default_row(config), (weights.shape[0], 1))
     fresh[:, W_W] = weights[:, W_W]
     return fresh
 
@@ -101,7 +94,7 @@ def save(path: str, config: Config, weights: np.ndarray, state: np.ndarray,
     what ``owners`` keep of their state (``model_arrays``: the --stage_poly expander's
     monomials, the learner family's own state), and the progress ``counters`` if given."""
     saved = COLUMNS.saved
-    changed = np.flatnonzero(np.any(weights[:, saved] != _default_row(config)[saved], axis=1))
+    changed = np.flatnonzero(np.any(weights[:, saved] != default_row(config)[saved], axis=1))
     arrays = {"index": changed, "rows": weights[changed], "state": state}
     if counters is not None:
         arrays["counters"] = counters
@@ -145,7 +138,7 @@ class Model:
         return self.arrays["state"]
 
     def weights(self, config: Config) -> np.ndarray:
-        weights = np.tile(_default_row(config), (1 << config.bit_precision, 1))
+        weights = np.tile(default_row(config), (1 << config.bit_precision, 1))
         weights[self.arrays["index"]] = self.arrays["rows"]
         return weights
 
@@ -166,8 +159,28 @@ def load(path: str) -> Model:
         raise OlearnError("no such model file", path) from None
     except OSError as exc:
         raise OlearnError(f"cannot read model: {exc.strerror or exc}", path) from None
-    if not data.startswith(MAGIC):
-        raise OlearnError("not an olearn model file (bad magic bytes)", path)
+    if vw_binary.version_of(data) is not None:
+        options, arrays = vw_model.read(data, path, _option_defaults())
+        what = "VW model file"
+    elif data.startswith(MAGIC):
+        options, arrays = _olearn_parts(data, path)
+        what = "model file"
+    else:
+        raise OlearnError("neither an olearn nor a VW model file", path)
+    try:
+        config = _config(options)
+        _check_table(arrays, config)
+        StagePoly.check(arrays, config)
+        reduction_of(config).check(arrays, config)
+        family_of(config).check(arrays, config)
+    except Invalid as exc:
+        raise OlearnError(f"corrupted {what} ({exc})", path) from None
+    return Model(options, arrays)
+
+
+def _olearn_parts(data: bytes, path: str) -> tuple[dict, dict]:
+    """The options and arrays of an olearn model file's bytes, its checksum and layout
+    checked."""
     start = len(MAGIC) + 4
     if len(data) < start + _DIGEST:
         raise OlearnError("truncated model file", path)
@@ -197,13 +210,9 @@ def load(path: str) -> Model:
         arrays = _arrays(header["arrays"], body[start + header_len:], _names(config),
                          OPTIONAL_ARRAYS)
         _name_fields(arrays, header.get("fields"), version, config)
-        _check_table(arrays, config)
-        StagePoly.check(arrays, config)
-        reduction_of(config).check(arrays, config)
-        family_of(config).check(arrays, config)
     except Invalid as exc:
         raise OlearnError(f"corrupted model file ({exc})", path) from None
-    return Model(options, arrays)
+    return options, arrays
 
 
 def _header(text: bytes) -> dict:
@@ -261,7 +270,7 @@ def _name_fields(arrays: dict, fields: object, version: int, config: Config) -> 
             require(missing == 0 or (version == 3 and name == "state" and missing == 1),
                      f"{name}: {values.shape[axis]} fields, not {len(LEGACY_FIELDS[name])}")
         require(values.shape[axis] == len(names), f"{name}: not one value per field")
-        fill = _default_row(config) if name == "rows" else layout.defaults()
+        fill = default_row(config) if name == "rows" else layout.defaults()
         try:
             arrays[name] = layout.from_names(names, values, fill, axis)
         except KeyError as exc:

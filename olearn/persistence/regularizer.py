@@ -2,16 +2,14 @@
 --input_feature_regularizer): per coordinate i, a Gaussian prior as two float32 entries,
 2i (its precision) and 2i + 1 (its mean), only the nonzero ones written, in VW's layouts.
 
-The binary file is a VW model file (docs/vw-reference.md): VW's header (version, id, label
-range, bits, options, a checksum of the header) and then ``reg_vector`` 1 and (uint32 index,
-float32 value) pairs. The text file is olearn's text-model header (persistence/readable.py),
-":1", then a line ``index:value`` per entry.
+The binary file is a VW model file (persistence/vw_binary.py): VW's header and then
+``reg_vector`` 1 and (uint32 index, float32 value) pairs. The text file is the text models'
+header (persistence/readable.py), ":1", then a line ``index:value`` per entry.
 """
 from __future__ import annotations
 
-import struct
+import dataclasses
 
-import mmh3
 import numpy as np
 
 from olearn.core.atomic import write_whole
@@ -19,9 +17,8 @@ from olearn.errors import OlearnError
 from olearn.kernel import layouts
 from olearn.learners.bfgs import Bfgs
 from olearn.persistence import readable
-
-# The VW version whose model layout the binary file follows.
-VW_LAYOUT = "9.11.9"
+from olearn.persistence.vw_binary import Reader, header_bytes, read_header
+from olearn.persistence.vw_state import kept_options
 
 
 def write_outputs(learner) -> None:
@@ -36,68 +33,25 @@ def write_outputs(learner) -> None:
     if config.output_feature_regularizer_text:
         prior = family.prior_to_write(learner.weights)
         listed = np.flatnonzero(prior)
-        lines = readable.header_lines(config, learner.state, prior[listed],
-                                      readable.vw_kept_options(config))
+        lines = readable.header_lines(config, learner.state, header_options(config))
         lines += [":1", *(f"{i}:{v:g}" for i, v in zip(listed.tolist(),
                                                       prior[listed].tolist()))]
         write_whole(config.output_feature_regularizer_text, ("\n".join(lines) + "\n").encode())
 
 
-def _string(text: str) -> bytes:
-    data = text.encode() + b"\0"
-    return struct.pack("<I", len(data)) + data
-
-
-def _header_fields(config, state) -> list[bytes]:
-    """VW's binary header after its version, field by field (its checksum chains a hash of
-    each)."""
-    return [struct.pack("<I", 1), b"\0", b"m", struct.pack("<f", state[layouts.S_MIN]),
-            struct.pack("<f", state[layouts.S_MAX]), struct.pack("<I", config.bit_precision),
-            struct.pack("<I", 0), struct.pack("<I", 0), struct.pack("<I", 0),
-            *_split_string(" " + readable.vw_kept_options(config))]
-
-
-def _split_string(text: str) -> list[bytes]:
-    data = _string(text)
-    return [data[:4], data[4:]]
-
-
-def _checksum(fields: list[bytes]) -> int:
-    """VW's: a murmur hash of each field, seeded by the hash of those before."""
-    h = 0
-    for field in fields:
-        h = mmh3.hash(field, h, signed=False)
-    return h
+def header_options(config) -> str:
+    """The options a regularizer file's header keeps: the model's, but --l1 and --l2 (VW's)."""
+    return kept_options(dataclasses.replace(config, l1=0.0, l2=0.0))
 
 
 def write_binary(path: str, learner, prior: np.ndarray) -> None:
-    fields = _header_fields(learner.config, learner.state)
+    config, state = learner.config, learner.state
     listed = np.flatnonzero(prior)
     pairs = np.empty(len(listed), dtype=[("i", "<u4"), ("v", "<f4")])
     pairs["i"], pairs["v"] = listed, prior[listed]
-    data = b"".join([_string(VW_LAYOUT), *fields, struct.pack("<II", 4, _checksum(fields)), b"\1",
-                     pairs.tobytes()])
-    write_whole(path, data)
-
-
-class _Reader:
-    """Reads VW's binary fields, refusing a file that ends early."""
-
-    def __init__(self, data: bytes, path: str):
-        self.data, self.path, self.at = data, path, 0
-
-    def take(self, size: int) -> bytes:
-        if self.at + size > len(self.data):
-            raise OlearnError("not a VW feature regularizer file (it ends early)", self.path)
-        part = self.data[self.at:self.at + size]
-        self.at += size
-        return part
-
-    def number(self, fmt: str):
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
-
-    def string(self) -> bytes:
-        return self.take(self.number("<I"))
+    header = header_bytes(state[layouts.S_MIN], state[layouts.S_MAX], config.bit_precision,
+                          header_options(config), config.ngram, config.skips)
+    write_whole(path, header + b"\1" + pairs.tobytes())
 
 
 def read_binary(path: str, bits: int) -> np.ndarray:
@@ -108,19 +62,13 @@ def read_binary(path: str, bits: int) -> np.ndarray:
             data = f.read()
     except OSError as exc:
         raise OlearnError(f"cannot read the feature regularizer: {exc.strerror}", path) from None
-    reader = _Reader(data, path)
-    reader.string()  # VW's version
-    reader.string()  # the model id
-    reader.take(1)  # 'm'
-    reader.take(8)  # the label range
-    if reader.number("<I") != bits:
+    reader = Reader(data, path)
+    header = read_header(reader)
+    if header.bits != bits:
         raise OlearnError(f"the feature regularizer is not of -b {bits}", path)
-    reader.take(4)  # lda
-    if reader.number("<I") or reader.number("<I"):
+    if header.ngram or header.skips:
         raise OlearnError("a feature regularizer with --ngram or --skips is not supported",
                           path)
-    reader.string()  # the options
-    reader.string()  # the checksum
     if reader.take(1) != b"\1":
         raise OlearnError("not a feature regularizer (a model file of weights)", path)
     rest = data[reader.at:]
