@@ -41,8 +41,8 @@ OUTPUTS = (
     choice("--model_format", choices=("olearn", "vw"), default="olearn",
            help="The format -f writes: olearn's (every learner's whole state) or VW's binary "
                 "model file, which VW's -i loads (gradient descent, the feature options and "
-                "--oaa; others are refused before learning). -i reads both, by their "
-                "content."),
+                "the reductions whose state is all in the weights: --oaa, --csoaa, --nn, ...; "
+                "others are refused before learning). -i reads both, by their content."),
     text("--readable_model", metavar="FILE",
          help="Write the model as text (index:weight and its state) after training."),
     text("--invert_hash", metavar="FILE",

@@ -3,9 +3,11 @@ content) and ``-f FILE --model_format vw`` writes them (docs/vw-model-files.md).
 
 What crosses: VW's gradient descent (the weights and, with VW's resume state, their adaptive
 sums and normalizers, the learner's sums and the progress counters), the options of the
-features and their hashing, and --oaa (VW keeps the normalizer sums of class 0 only, so the
-other classes' start afresh, in VW as in olearn). A VW model of anything else is refused,
-naming the option; so is a write of a model VW's format cannot hold, before any learning.
+features and their hashing, and the reductions of which VW's file holds no state of their own
+(vw_state.VW_KEPT: --oaa, --csoaa, --nn, ...; VW keeps the normalizer sums of their first class
+or copy only, so the others start afresh, in VW as in olearn). A VW model of anything else is
+refused, naming the option; so is a write of a model VW's format cannot hold, before any
+learning.
 
 After the header (persistence/vw_binary.py), a VW 9 model of these options holds one byte (1
 when the resume state follows), the resume block (persistence/vw_state.py ``RESUME``), and then
@@ -39,6 +41,8 @@ _FLAGS = {flag: option for option in REGISTRY.values() for flag in option.flags}
 _STATE_OPTIONS = {"l1_state": layouts.S_L1_STATE, "l2_state": layouts.S_L2_STATE}
 _IGNORED = ("random_seed",)
 READS = frozenset(VW_KEPT + VW_UNKEPT + tuple(_STATE_OPTIONS) + _IGNORED)
+_CARRIED = ("VW's format carries gradient descent, the feature options and the reductions "
+            "whose state is all in the weights: docs/vw-model-files.md")
 # The counters (outputs/report.py COUNTERS) from the resume block's fields.
 _COUNTED = {"sum_loss": "sum_loss", "weighted_labeled_examples": "w_labeled",
             "weighted_unlabeled_examples": "w_unlabeled", "weighted_labels": "w_label_sum",
@@ -59,8 +63,7 @@ def check_writable(config: Config) -> None:
     for name in MODEL_OPTIONS:
         if name not in VW_KEPT + VW_UNKEPT and getattr(config, name) != default(REGISTRY[name]):
             raise OptionError(f"--model_format vw: VW's model files cannot hold --{name} "
-                              "(olearn writes gradient descent with the feature options and "
-                              "--oaa)")
+                              f"({_CARRIED})")
     for grams in (config.ngram, config.skips):
         if any(len(gram) > 3 for gram in grams):
             raise OptionError("--model_format vw: VW's model files hold --ngram and --skips "
@@ -161,8 +164,8 @@ def _options(header: Header, defaults: dict, path: str) -> tuple[dict, dict]:
 
 
 def _unread(flag: str, path: str) -> OlearnError:
-    return OlearnError(f"the VW model uses {flag}: olearn reads VW models of gradient descent, "
-                       "the feature options and --oaa", path)
+    return OlearnError(f"the VW model uses {flag}, which olearn does not read from VW's "
+                       f"files ({_CARRIED})", path)
 
 
 def _value(option, text: str, path: str):

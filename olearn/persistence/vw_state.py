@@ -16,12 +16,17 @@ _DEFAULTS = Config()
 # VW writes these last, each one's namespaces merged, deduplicated and sorted.
 _MERGED = ("ignore", "ignore_linear", "keep")
 
-# The options VW's binary models keep (its options string) that olearn reads and writes; the
-# bits, --ngram and --skips travel in header fields of their own.
+# The options VW's binary models keep (its options string) that olearn reads and writes: the
+# features' and gradient descent's, and those of the reductions of which VW's file holds no
+# state (their weights are gradient descent's; docs/vw-model-files.md). The bits, --ngram and
+# --skips travel in header fields of their own.
 VW_KEPT = ("adaptive", "affix", "binary", "cubic", "hash", "hash_seed", "ignore",
            "ignore_linear", "indexing", "interactions", "invariant", "keep", "learning_rate",
-           "link", "named_labels", "noconstant", "normalized", "oaa", "power_t", "quadratic",
-           "redefine", "sgd")
+           "link", "named_labels", "noconstant", "normalized", "power_t", "quadratic",
+           "redefine", "sgd",
+           "oaa", "csoaa", "multilabel_oaa", "ect", "error", "bootstrap", "bs_type", "nn",
+           "inpass", "multitask", "dropout", "lrq", "lrqfa", "lrqdropout", "boosting",
+           "csoaa_ldf", "wap_ldf", "baseline")
 # Model options VW does not keep whose effect a VW model still carries, or which VW asks for
 # again on its command line: the label range (the header's), initial_t (the resume block's),
 # the loss and the regularization (a continued run names them, as VW's).
