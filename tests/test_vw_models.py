@@ -110,6 +110,16 @@ def test_vw_format_predicts_as_olearns_own(tmp_path, extra):
     assert (tmp_path / "vw.p").read_text() == (tmp_path / "olearn.p").read_text()
 
 
+def test_python_learner_saves_and_loads_vws_format(tmp_path):
+    from olearn import Learner
+    path = tmp_path / "m.vw"
+    learner = Learner(model_format="vw", quadratic=["ab"]).fit(str(TRAIN))
+    learner.save(path)
+    assert vw_binary.version_of(path.read_bytes()) == (9, 11, 9)
+    np.testing.assert_allclose(Learner.load(path).predict(str(TEST)),
+                               learner.predict(str(TEST)), rtol=1e-6)
+
+
 def _vw_file(tmp_path: Path, options: str, body: bytes = b"\0") -> Path:
     path = tmp_path / "m.vw"
     path.write_bytes(vw_binary.header_bytes(-1.0, 1.0, 10, options) + body)
