@@ -76,6 +76,7 @@ def test_vw_8_options_give_the_pending_l1_and_l2_state():
 
 
 OWN_CASES = {"default": [], "sgd": ["--sgd", "-l", "0.05"], "adaptive": ["--adaptive"],
+             "ftrl": ["--ftrl", "--ftrl_alpha", "0.2"], "coin": ["--coin"],
              "normalized": ["--normalized"], "quadratic": ["-q", "ab", "--l2", "1e-6"],
              "rates": ["-l", "0.1", "--power_t", "0.3", "--initial_t", "2"],
              "logistic": ["--loss_function", "logistic", "--link", "logistic"]}
@@ -129,13 +130,13 @@ def _vw_file(tmp_path: Path, options: str, body: bytes = b"\0") -> Path:
 @pytest.mark.parametrize("options, named", [("--cb_adf --cb_type ips", "--cb_adf"),
                                             ("--log_multi 3", "--log_multi"),
                                             ("--boosting 2 --alg logistic", "--alg"),
-                                            ("--ftrl", "--ftrl")])
+                                            ("--bfgs", "--bfgs")])
 def test_vw_model_olearn_cannot_carry_is_refused_naming_the_option(tmp_path, options, named):
     line = _error_line(olearn("-t", "-i", _vw_file(tmp_path, options), "-d", TEST))
     assert named in line and "m.vw" in line
 
 
-@pytest.mark.parametrize("options, flag", [(["--boa"], "--boa"), (["--ftrl"], "--ftrl"),
+@pytest.mark.parametrize("options, flag", [(["--boa"], "--boa"), (["--freegrad"], "--freegrad"),
                                            (["--marginal", "b"], "--marginal"),
                                            (["--stage_poly"], "--stage_poly"),
                                            (["--feature_limit", "3"], "--feature_limit")])
@@ -272,7 +273,10 @@ VW_CASES = {"default": ([], "regression"), "predict_only": (["--predict_only_mod
             "boosting": (["--boosting", "3"], "binary"),
             "csoaa_ldf": (["--csoaa_ldf", "m"], "actions"),
             "wap_ldf": (["--wap_ldf", "mc"], "actions"),
-            "baseline": (["--baseline"], "regression")}
+            "baseline": (["--baseline"], "regression"),
+            # the learners whose state is a row per coordinate in VW's files too
+            "ftrl": (["--ftrl"], "regression"), "pistol": (["--pistol"], "regression"),
+            "coin": (["--coin"], "regression")}
 
 
 @pytest.mark.parametrize("case", sorted(VW_CASES))
@@ -306,7 +310,8 @@ def test_shared_dataset_models_cross_both_ways(vw, shared_data, tmp_path, datase
 CONTINUED = {"default": [], "sgd": ["--sgd", "-l", "0.05"], "adaptive": ["--adaptive"],
              "normalized": ["--normalized"], "quadratic_l2": ["-q", "ab", "--l2", "1e-6"],
              "rates": ["-l", "0.1", "--power_t", "0.3", "--initial_t", "2"],
-             "oaa": ["--oaa", "10"]}
+             "oaa": ["--oaa", "10"], "ftrl": ["--ftrl"], "pistol": ["--pistol"],
+             "coin": ["--coin"]}
 
 
 @pytest.mark.parametrize("case", sorted(CONTINUED))

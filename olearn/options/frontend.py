@@ -40,9 +40,10 @@ OUTPUTS = (
          help="Save the model (state and options) to FILE after training."),
     choice("--model_format", choices=("olearn", "vw"), default="olearn",
            help="The format -f writes: olearn's (every learner's whole state) or VW's binary "
-                "model file, which VW's -i loads (gradient descent, the feature options and "
-                "the reductions whose state is all in the weights: --oaa, --csoaa, --nn, ...; "
-                "others are refused before learning). -i reads both, by their content."),
+                "model file, which VW's -i loads (gradient descent, --ftrl, --pistol, --coin, "
+                "the feature options and the reductions whose state is all in the weights: "
+                "--oaa, --csoaa, --nn, ...; others are refused before learning). -i reads "
+                "both, by their content."),
     text("--readable_model", metavar="FILE",
          help="Write the model as text (index:weight and its state) after training."),
     text("--invert_hash", metavar="FILE",

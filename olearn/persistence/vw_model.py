@@ -2,7 +2,8 @@
 content) and ``-f FILE --model_format vw`` writes them (docs/vw-model-files.md).
 
 What crosses: VW's gradient descent (the weights and, with VW's resume state, their adaptive
-sums and normalizers, the learner's sums and the progress counters), the options of the
+sums and normalizers, the learner's sums and the progress counters) and --ftrl, --pistol and
+--coin (their per-coordinate state in the same records), the options of the
 features and their hashing, and the reductions of which VW's file holds no state of their own
 (vw_state.VW_KEPT: --oaa, --csoaa, --nn, ...; VW keeps the normalizer sums of their first class
 or copy only, so the others start afresh, in VW as in olearn). A VW model of anything else is
@@ -11,8 +12,9 @@ learning.
 
 After the header (persistence/vw_binary.py), a VW 9 model of these options holds one byte (1
 when the resume state follows), the resume block (persistence/vw_state.py ``RESUME``), and then
-a record per weight until the end: its index (uint32 below -b 31, else uint64) and, with the
-resume state, its w, G (adaptive) and N (normalized) as float32; without it, w alone.
+a record per weight until the end: its index (uint32; uint64 from -b 31, beyond olearn's -b)
+and, with the resume state, its w, G (adaptive) and N (normalized) as float32; without it, w
+alone.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from olearn.core.atomic import write_whole
 from olearn.errors import OlearnError, OptionError
 from olearn.kernel import layouts
 from olearn.learners import regularize
+from olearn.learners.coordinates import CoordinateFamily
 from olearn.learners.families import family_of
 from olearn.learners.gd import GradientDescent
 from olearn.learners.weights import W_G, W_N, W_W, default_row
@@ -41,8 +44,9 @@ _FLAGS = {flag: option for option in REGISTRY.values() for flag in option.flags}
 _STATE_OPTIONS = {"l1_state": layouts.S_L1_STATE, "l2_state": layouts.S_L2_STATE}
 _IGNORED = ("random_seed",)
 READS = frozenset(VW_KEPT + VW_UNKEPT + tuple(_STATE_OPTIONS) + _IGNORED)
-_CARRIED = ("VW's format carries gradient descent, the feature options and the reductions "
-            "whose state is all in the weights: docs/vw-model-files.md")
+_CARRIED = ("VW's format carries gradient descent, --ftrl, --pistol, --coin, the feature "
+            "options and the reductions whose state is all in the weights: "
+            "docs/vw-model-files.md")
 # The counters (outputs/report.py COUNTERS) from the resume block's fields.
 _COUNTED = {"sum_loss": "sum_loss", "weighted_labeled_examples": "w_labeled",
             "weighted_unlabeled_examples": "w_unlabeled", "weighted_labels": "w_label_sum",
@@ -57,9 +61,10 @@ def check_writable(config: Config) -> None:
     if config.model_format != "vw":
         return
     family = family_of(config)
-    if family is not GradientDescent:
+    if not issubclass(family, (GradientDescent, CoordinateFamily)):
         raise OptionError(f"--model_format vw: VW's model files cannot hold "
-                          f"{family.flag(config)}'s state (olearn writes gradient descent's)")
+                          f"{family.flag(config)}'s state (olearn writes gradient descent's, "
+                          "--ftrl's, --pistol's and --coin's)")
     for name in MODEL_OPTIONS:
         if name not in VW_KEPT + VW_UNKEPT and getattr(config, name) != default(REGISTRY[name]):
             raise OptionError(f"--model_format vw: VW's model files cannot hold --{name} "
@@ -88,7 +93,7 @@ def write(path: str, learner, passes: int) -> None:
         block = b"\1" + b"".join(
             struct.pack("<" + field.fmt, int(value) if field.fmt == "Q" else value)
             for field, value in zip(RESUME, resume_values(learner, passes, table=True)))
-    records = np.empty(len(listed), dtype=_record(config.bit_precision, values.shape[1]))
+    records = np.empty(len(listed), dtype=_record(values.shape[1]))
     records["i"], records["v"] = listed, values
     write_whole(path, header + block + records.tobytes())
 
@@ -106,7 +111,6 @@ def read(data: bytes, path: str, defaults: dict) -> tuple[dict, dict]:
         state[_STATE_OPTIONS[name]] = value
     arrays = {"state": state}
     resume = reader.take(1) != b"\0"
-    columns = [W_W]
     if resume:
         values = {field.name: reader.number(field.fmt) for field in RESUME
                   if field.since is None or header.version >= field.since}
@@ -114,12 +118,18 @@ def read(data: bytes, path: str, defaults: dict) -> tuple[dict, dict]:
             options["initial_t"] = values["initial_t"]
             config = _config(options, path)
         arrays.update(_resume_arrays(values, state))
-        adaptive, normalized, _ = config.update_rule
-        columns += [W_G] * adaptive + [W_N] * normalized
-    else:
+    family = family_of(config)(config)
+    if not resume:
         state[layouts.S_T] = config.t0
-        GradientDescent(config).start(state)
-    arrays["index"], arrays["rows"] = _rows(reader, header, columns, default_row(config))
+        family.start(state)
+    table, slots = _columns(family, config, resume)
+    index, values = _records(reader, header, 1 + len(table) + slots)
+    arrays["index"] = index
+    arrays["rows"] = np.tile(default_row(config), (len(index), 1))
+    arrays["rows"][:, [W_W, *table]] = values[:, :1 + len(table)]
+    if slots:
+        family.slots[index] = values[:, 1:]
+    arrays.update(family.model_arrays())
     arrays.update(reduction_of(config)(config).model_arrays())
     if resume and "oaa_classes" in arrays:  # VW keeps the first class's sums only
         classes = arrays["oaa_classes"]
@@ -204,23 +214,33 @@ def _resume_arrays(values: dict, state: np.ndarray) -> dict:
     return {"counters": counters}
 
 
-def _record(bits: int, floats: int) -> np.dtype:
-    """A weight record: its index (VW's uint32 below 31 bits) and ``floats`` float32."""
-    return np.dtype([("i", "<u4" if bits < 31 else "<u8"), ("v", "<f4", (floats,))])
+def _record(floats: int) -> np.dtype:
+    """A weight record: its index and ``floats`` float32. VW's index is a uint32 below -b 31
+    (a uint64 from 31, beyond olearn's 30 bits: such a model's options are refused first)."""
+    return np.dtype([("i", "<u4"), ("v", "<f4", (floats,))])
 
 
-def _rows(reader: Reader, header: Header, columns: list[int], fresh: np.ndarray
-          ) -> tuple[np.ndarray, np.ndarray]:
+def _columns(family, config: Config, resume: bool) -> tuple[list[int], int]:
+    """What a weight record holds after w: the weight table's columns (gradient descent's G
+    and N, as its rule keeps them) and the number of the family's own (--ftrl's, --pistol's
+    and --coin's per-coordinate state); w alone without the resume state."""
+    if not resume:
+        return [], 0
+    if isinstance(family, CoordinateFamily):
+        return [], len(family.COLUMNS)
+    adaptive, normalized, _ = config.update_rule
+    return [W_G] * adaptive + [W_N] * normalized, 0
+
+
+def _records(reader: Reader, header: Header, floats: int) -> tuple[np.ndarray, np.ndarray]:
     """The weight records to the end of the file: the indices, sorted (a repeated one's last
-    record wins, as in VW), and their rows (``fresh`` where the file has no value)."""
-    record = _record(header.bits, len(columns))
+    record wins, as in VW), and their ``floats`` values each."""
+    record = _record(floats)
     if reader.left() % record.itemsize:
         raise reader.fail("a partial weight record at its end")
     records = np.frombuffer(reader.data, dtype=record, offset=reader.at)
-    index = records["i"].astype(np.uint64)
+    index = records["i"]
     if len(index) and int(index.max()) >> header.bits:
         raise reader.fail(f"a weight index outside the table of -b {header.bits}")
     unique, last = np.unique(index[::-1], return_index=True)
-    rows = np.tile(fresh, (len(unique), 1))
-    rows[:, columns] = records["v"][len(index) - 1 - last]
-    return unique.astype(np.uint32), rows
+    return unique, records["v"][len(index) - 1 - last]

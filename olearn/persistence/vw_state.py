@@ -17,21 +17,24 @@ _DEFAULTS = Config()
 _MERGED = ("ignore", "ignore_linear", "keep")
 
 # The options VW's binary models keep (its options string) that olearn reads and writes: the
-# features' and gradient descent's, and those of the reductions of which VW's file holds no
-# state (their weights are gradient descent's; docs/vw-model-files.md). The bits, --ngram and
-# --skips travel in header fields of their own.
+# features' and gradient descent's, those of the reductions of which VW's file holds no state
+# (their weights are gradient descent's), and --ftrl, --pistol and --coin, whose state VW's
+# records hold after each weight (docs/vw-model-files.md). The bits, --ngram and --skips
+# travel in header fields of their own.
 VW_KEPT = ("adaptive", "affix", "binary", "cubic", "hash", "hash_seed", "ignore",
            "ignore_linear", "indexing", "interactions", "invariant", "keep", "learning_rate",
            "link", "named_labels", "noconstant", "normalized", "power_t", "quadratic",
            "redefine", "sgd",
            "oaa", "csoaa", "multilabel_oaa", "ect", "error", "bootstrap", "bs_type", "nn",
            "inpass", "multitask", "dropout", "lrq", "lrqfa", "lrqdropout", "boosting",
-           "csoaa_ldf", "wap_ldf", "baseline")
+           "csoaa_ldf", "wap_ldf", "baseline", "ftrl", "pistol", "coin")
 # Model options VW does not keep whose effect a VW model still carries, or which VW asks for
 # again on its command line: the label range (the header's), initial_t (the resume block's),
-# the loss and the regularization (a continued run names them, as VW's).
+# the loss, the regularization and FTRL's alpha and beta (a continued run names them, as
+# VW's).
 VW_UNKEPT = ("bit_precision", "ngram", "skips", "initial_t", "min_prediction", "max_prediction",
-             "loss_function", "quantile_tau", "expectile_q", "l1", "l2", "sparse_l2")
+             "loss_function", "quantile_tau", "expectile_q", "l1", "l2", "sparse_l2",
+             "ftrl_alpha", "ftrl_beta")
 
 
 @dataclasses.dataclass(frozen=True)
