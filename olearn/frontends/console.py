@@ -6,6 +6,10 @@ import gc
 import os
 import sys
 
+# The environment variable the shell completion scripts set when they run olearn for a Tab
+# (olearn --completion bash prints one): its answer must come at once, never after a build.
+COMPLETE_VAR = "_OLEARN_COMPLETE"
+
 
 def _steady_heap() -> None:
     """Fixed malloc thresholds (glibc). By default glibc raises its mmap threshold whenever a
@@ -23,6 +27,13 @@ def _steady_heap() -> None:
         pass
 
 
+def _completes(argv: list[str]) -> bool:
+    """Whether this command completes a command line, or prints the script that does: no
+    kernel runs."""
+    return COMPLETE_VAR in os.environ or any(arg.partition("=")[0] == "--completion"
+                                              for arg in argv)
+
+
 def main() -> None:
     # numpy loads OpenBLAS, which starts a thread per core at import (~15 ms of a run's start-up);
     # olearn makes no BLAS call.
@@ -30,9 +41,10 @@ def main() -> None:
     _steady_heap()
     # The start-up imports leave no garbage cycles, yet set off ~45 cycle collections (~8 ms).
     gc.disable()
-    if "--warm-cache" not in sys.argv[1:]:
+    argv = sys.argv[1:]
+    if "--warm-cache" not in argv:
         from olearn.kernel import aot
-        if not aot.install() and aot.wants_build(sys.argv[1:]):
+        if not aot.install() and not _completes(argv) and aot.wants_build(argv):
             aot.build_first(sys.stderr)
     from olearn.frontends import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.frontends.cli import main as cli_main
