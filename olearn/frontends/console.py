@@ -27,7 +27,7 @@ def _steady_heap() -> None:
         pass
 
 
-def _completes(argv: list[str]) -> bool:
+def completes(argv: list[str]) -> bool:
     """Whether this command completes a command line, or prints the script that does: no
     kernel runs."""
     return COMPLETE_VAR in os.environ or any(arg.partition("=")[0] == "--completion"
@@ -44,7 +44,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if "--warm-cache" not in argv:
         from olearn.kernel import aot
-        if not aot.install() and not _completes(argv) and aot.wants_build(argv):
+        if not aot.install() and not completes(argv) and aot.wants_build(argv):
             aot.build_first(sys.stderr)
     from olearn.frontends import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.frontends.cli import main as cli_main
