@@ -11,7 +11,8 @@ from conftest import olearn_cmd, run_olearn
 
 from olearn.frontends import cli, console
 from olearn.options import click_command
-from olearn.options.command_line import UsageError, config_of, parse
+from olearn.options.command_line import config_of, parse
+from olearn.options.command_options import COMPLETE_VAR, UsageError
 
 
 def test_short_option_takes_its_value_attached_or_apart():
@@ -61,6 +62,12 @@ def test_prefix_of_a_long_option_is_refused_naming_the_option():
         parse(["--bit", "18"])
 
 
+def test_short_option_value_starts_right_after_it():
+    # argparse read -b=18 as 18; VW and click read the value =18
+    with pytest.raises(UsageError, match="^argument -b/--bit_precision: invalid int value: '=18'$"):
+        parse(["-b=18"])
+
+
 def test_misspelled_option_is_refused_with_the_nearest_names_first():
     with pytest.raises(UsageError, match=r"^unrecognized arguments: --pases \(did you mean "
                                          r"--passes or "):
@@ -68,6 +75,7 @@ def test_misspelled_option_is_refused_with_the_nearest_names_first():
 
 
 def test_option_is_not_the_value_of_the_option_before_it():
+    # as under argparse (VW would read a file named --quiet)
     with pytest.raises(UsageError, match="^argument -d/--data: expected one argument$"):
         parse(["-d", "--quiet"])
 
@@ -106,12 +114,12 @@ def test_help_shows_the_paths_then_the_command_options_then_the_groups(capsys):
 
 def _completions(args, incomplete):
     return [(item.type, item.value) for item in BashComplete(
-        click_command.command(), {}, "olearn", console.COMPLETE_VAR).get_completions(
+        click_command.command(), {}, "olearn", COMPLETE_VAR).get_completions(
         args, incomplete)]
 
 
 def test_completion_of_a_partial_option_name():
-    env = {**os.environ, console.COMPLETE_VAR: "bash_complete",
+    env = {**os.environ, COMPLETE_VAR: "bash_complete",
            "COMP_WORDS": "olearn -d train.vw --bit_pr", "COMP_CWORD": "3"}
     proc = subprocess.run(olearn_cmd(), env=env, capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "plain,--bit_precision\n", "")
@@ -146,7 +154,7 @@ def test_completion_of_a_value_that_is_no_file_offers_nothing():
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script_of_each_shell(capsys, shell):
     cli.command(["--completion", shell])
-    assert f"{console.COMPLETE_VAR}={shell}_complete" in capsys.readouterr().out
+    assert f"{COMPLETE_VAR}={shell}_complete" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
@@ -164,9 +172,9 @@ def test_bash_completes_an_option_with_the_script(tmp_path):
 
 @pytest.mark.parametrize("argv, env, completes", [
     (["--completion", "zsh"], {}, True), (["--completion=fish"], {}, True),
-    ([], {console.COMPLETE_VAR: "bash_complete"}, True), (["-d", "x.vw"], {}, False)])
+    ([], {COMPLETE_VAR: "bash_complete"}, True), (["-d", "x.vw"], {}, False)])
 def test_completion_builds_no_kernels(monkeypatch, argv, env, completes):
-    monkeypatch.delenv(console.COMPLETE_VAR, raising=False)
+    monkeypatch.delenv(COMPLETE_VAR, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert console.completes(argv) is completes

@@ -9,9 +9,9 @@ import sys
 from olearn.core.atomic import STDOUT
 from olearn.data import cache
 from olearn.errors import OlearnError, OptionError, OutputClosed
-from olearn.frontends.console import COMPLETE_VAR
 from olearn.options import click_command
-from olearn.options.command_line import UsageError, config_from
+from olearn.options.command_line import config_from
+from olearn.options.command_options import COMPLETE_VAR, UsageError
 from olearn.options.config import Config
 
 

@@ -6,9 +6,7 @@ import gc
 import os
 import sys
 
-# The environment variable the shell completion scripts set when they run olearn for a Tab
-# (olearn --completion bash prints one): its answer must come at once, never after a build.
-COMPLETE_VAR = "_OLEARN_COMPLETE"
+from olearn.options.command_options import COMPLETE_VAR
 
 
 def _steady_heap() -> None:
@@ -29,7 +27,7 @@ def _steady_heap() -> None:
 
 def completes(argv: list[str]) -> bool:
     """Whether this command completes a command line, or prints the script that does: no
-    kernel runs."""
+    kernel runs, and a Tab must be answered at once, never after a build."""
     return COMPLETE_VAR in os.environ or any(arg.partition("=")[0] == "--completion"
                                               for arg in argv)
 

@@ -1,13 +1,15 @@
 """The ``olearn`` command on click, generated from the option registry: its parsing, --help in
-VW's groups, and shell completion. Only the command line and option strings imports this module
+VW's groups, and shell completion. Only the command line and option strings import this module
 (olearn/options/command_line.py imports it when there are words to parse): ``import olearn``,
 the Python API's keywords and the daemon never import click.
 
-The words mean what they meant under argparse, and its one-line messages are kept: a value is
-the next word whatever it looks like (``--min_prediction -5``, ``--classweight -1:0.5``),
-unless that word is one of olearn's options (``-d --quiet`` lacks its file), as VW reads them;
-options may follow paths, and ``--`` ends them; long options are spelled in full (click, like
-VW, takes no prefix such as ``--bit``).
+The words mean what they meant under argparse, whose one-line messages are kept: a value is the
+next word whatever it looks like (``--min_prediction -5``, ``--classweight -1:0.5``), as VW reads
+it, unless that word is one of olearn's options: ``-d --quiet`` lacks its file (as under
+argparse; VW would read a file named --quiet). Options may follow paths, and ``--`` ends them.
+Where argparse took more than VW, click's reading is VW's: a long option is spelled in full
+(``--bit 18`` is refused, naming --bit_precision), and a short option's value starts right after
+it (``-b=18`` is the value ``=18``).
 """
 from __future__ import annotations
 
@@ -20,8 +22,7 @@ from click.core import ParameterSource
 from click.shell_completion import CompletionItem, get_completion_class, shell_complete
 
 from olearn.core.option import Option, metavar
-from olearn.frontends.console import COMPLETE_VAR
-from olearn.options.command_line import COMMAND_OPTIONS, UsageError
+from olearn.options.command_options import COMMAND_OPTIONS, COMPLETE_VAR, UsageError
 from olearn.options.config import GROUPS
 
 PROG = "olearn"
@@ -57,7 +58,8 @@ class _Value(click.ParamType):
         self.name = metavar(option)
         self.flags = flags  # every option's spellings: none is a value
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
         option = self.option
         if value in self.flags or value == "--":
             raise UsageError(f"argument {option.flag}: expected one argument")
@@ -118,7 +120,7 @@ def _parameter(option: Option, flags: frozenset[str], hidden: bool = False) -> c
 
 @functools.cache
 def command() -> click.Command:
-    """The ``olearn`` command, one click option per registry option (built once: ~N ms)."""
+    """The ``olearn`` command, one click option per registry option (built once, ~4 ms)."""
     flags = frozenset(spelling for _, group in GROUPS for option in group
                       for spelling in option.flags)
     flags |= {spelling for option, _ in COMMAND_OPTIONS for spelling in option.flags}
@@ -150,7 +152,8 @@ def _message(exc: click.UsageError) -> str:
     """argparse's words for what click's parser refuses."""
     if isinstance(exc, click.NoSuchOption):
         name = exc.option_name
-        # a prefix of a long option (which argparse took, VW and click do not), else a typo
+        # a prefix of a long option (argparse takes one unless told not to, VW none), else a
+        # typo
         meant = [spelling for param in command().params for spelling in param.opts
                  if spelling.startswith(name) and name.startswith("--")]
         meant = meant if 0 < len(meant) <= 3 else exc.possibilities

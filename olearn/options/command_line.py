@@ -5,23 +5,8 @@
 """
 from __future__ import annotations
 
-from olearn.core.option import Option, flag
-from olearn.errors import OptionError
+from olearn.options.command_options import COMMAND_OPTIONS
 from olearn.options.config import Config
-
-SHELLS = ("bash", "zsh", "fish")
-# The command's own options, (option, hidden from --help): they ask for something other than a
-# run, and have no Config field.
-COMMAND_OPTIONS = (
-    (flag("-h", "--help", help="Show this message and exit."), False),
-    (Option(("--completion",), str, None, choices=SHELLS,
-            help="Print the script that completes olearn's options, their values and file "
-                 "names in this shell (see README.md)."), False),
-    (flag("--warm-cache", help="Compile the kernels (olearn/kernel/aot.py)."), True))
-
-
-class UsageError(OptionError):
-    """A command line that does not parse (exit code 2, as VW and click)."""
 
 
 def parse(argv: list[str]) -> dict:
