@@ -112,6 +112,14 @@ def test_help_shows_the_paths_then_the_command_options_then_the_groups(capsys):
     assert "--warm-cache" not in text
 
 
+def test_help_fits_a_narrow_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    options = click_command.help_text().split("\nArguments:\n")[1].splitlines()
+    # only an option too long for the first column may be wider: its help starts below it
+    assert all(len(line) <= 58 or "  " not in line.strip() for line in options)
+    assert "  -d, --data PATH          Example file" in options
+
+
 def _completions(args, incomplete):
     return [(item.type, item.value) for item in BashComplete(
         click_command.command(), {}, "olearn", COMPLETE_VAR).get_completions(

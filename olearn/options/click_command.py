@@ -102,8 +102,10 @@ class _Command(click.Command):
         sections = [("Arguments", [("PATH", "Example files, read after the -d ones.")])]
         sections += [(title, [record for param in params if (record := param.get_help_record(ctx))])
                      for title, params in self.sections]
-        # One first column for all groups (click sizes each group's own), so that they line up.
-        width = min(max(len(term) for _, rows in sections for term, _ in rows), TERM_WIDTH)
+        # One first column for all groups (click sizes each group's own), so that they line up;
+        # at most 2/5 of a narrow terminal, which keeps room for the help.
+        width = min(max(len(term) for _, rows in sections for term, _ in rows), TERM_WIDTH,
+                    2 * formatter.width // 5)
         for title, rows in sections:
             with formatter.section(title):
                 formatter.write_dl([(term.ljust(width), text) for term, text in rows],
