@@ -7,7 +7,7 @@ import pytest
 
 import olearn
 from olearn.errors import OptionError
-from olearn.options import command_line
+from olearn.options import click_command, command_line
 from olearn.options.config import MODEL_OPTIONS, PARSING_OPTIONS, REGISTRY, Config
 
 
@@ -25,12 +25,12 @@ def test_every_flag_of_every_option_sets_that_option():
         value = {bool: [], int: ["3"], float: ["0.25"], list: ["ab"]}.get(
             option.kind, [option.choices[-1]] if option.choices else ["x"])
         for flag in option.flags:
-            given = vars(command_line.parser().parse_intermixed_args([flag, *value]))
+            given = command_line.parse([flag, *value])
             assert name in given and set(given) == {name, "paths"}, (flag, given)
 
 
 def test_help_shows_every_option_in_its_group():
-    text = command_line.parser().format_help()
+    text = click_command.help_text()
     for name, option in REGISTRY.items():
         assert option.flags[-1] in text, name
     assert text.index("Gradient descent:") < text.index("--power_t") < text.index("Loss:")

@@ -1,5 +1,5 @@
-"""The ``olearn`` command: options → Config (olearn/options/command_line.py) → run. No learning
-logic lives here."""
+"""The ``olearn`` command: options (olearn/options/click_command.py) → Config
+(olearn/options/command_line.py) → run. No learning logic lives here."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,9 @@ import sys
 from olearn.core.atomic import STDOUT
 from olearn.data import cache
 from olearn.errors import OlearnError, OptionError, OutputClosed
-from olearn.options.command_line import UsageError, config_from, parser
+from olearn.options import click_command
+from olearn.options.command_line import config_from
+from olearn.options.command_options import COMPLETE_VAR, UsageError
 from olearn.options.config import Config
 
 
@@ -25,10 +27,12 @@ def _terminate(signum: int, frame: object) -> None:
 
 def command(argv: list[str]) -> None:
     """Parse ``argv`` and run it."""
-    parse = parser()
-    given = vars(parse.parse_intermixed_args(argv))
+    given = click_command.parse(argv)
     if given.get("help"):
-        sys.stdout.write(parse.format_help())
+        sys.stdout.write(click_command.help_text())
+        return
+    if given.get("completion"):
+        sys.stdout.write(click_command.completion_script(given["completion"]))
         return
     from olearn.frontends.run import run, warm_cache
     if given.get("warm_cache"):
@@ -110,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     code = 0
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        command(sys.argv[1:] if argv is None else argv)
+        instruction = os.environ.get(COMPLETE_VAR)
+        if instruction:  # the shell asks for completions (olearn --completion's script)
+            code = click_command.complete(instruction)
+        else:
+            command(sys.argv[1:] if argv is None else argv)
     except OutputClosed as exc:
         code = _fail(str(exc), 141)
     except UsageError as exc:

@@ -6,6 +6,8 @@ import gc
 import os
 import sys
 
+from olearn.options.command_options import COMPLETE_VAR
+
 
 def _steady_heap() -> None:
     """Fixed malloc thresholds (glibc). By default glibc raises its mmap threshold whenever a
@@ -23,6 +25,13 @@ def _steady_heap() -> None:
         pass
 
 
+def completes(argv: list[str]) -> bool:
+    """Whether this command completes a command line, or prints the script that does: no
+    kernel runs, and a Tab must be answered at once, never after a build."""
+    return COMPLETE_VAR in os.environ or any(arg.partition("=")[0] == "--completion"
+                                              for arg in argv)
+
+
 def main() -> None:
     # numpy loads OpenBLAS, which starts a thread per core at import (~15 ms of a run's start-up);
     # olearn makes no BLAS call.
@@ -30,9 +39,10 @@ def main() -> None:
     _steady_heap()
     # The start-up imports leave no garbage cycles, yet set off ~45 cycle collections (~8 ms).
     gc.disable()
-    if "--warm-cache" not in sys.argv[1:]:
+    argv = sys.argv[1:]
+    if "--warm-cache" not in argv:
         from olearn.kernel import aot
-        if not aot.install() and aot.wants_build(sys.argv[1:]):
+        if not aot.install() and not completes(argv) and aot.wants_build(argv):
             aot.build_first(sys.stderr)
     from olearn.frontends import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.frontends.cli import main as cli_main
