@@ -294,3 +294,22 @@ def test_text_model_header_repeats_a_repeatable_option_as_vw(small, tmp_path):
     code, _, err = olearn("-d", small, "-q", "fx", "-q", "ff", "--readable_model", out, "--quiet")
     assert code == 0, err
     assert "options: --quadratic fx --quadratic ff\n" in out.read_text()
+
+
+@pytest.mark.parametrize("redirect, args", [
+    ("<&-", ["--quiet"]),                                   # stdin closed: no examples
+    (">&-", ["-d", "{data}", "-p", "/dev/stdout", "--quiet"]),
+    (">&-", ["-d", "{data}", "--audit", "--quiet"]),
+    ("2>&-", ["-d", "{data}", "-p", "{preds}"]),            # the table goes nowhere
+])
+def test_closed_standard_stream_reads_empty_or_swallows_output(tmp_path, redirect, args):
+    """As VW runs: a closed stream is the null device, not an internal error."""
+    import shlex
+    data, preds = tmp_path / "d.vw", tmp_path / "p"
+    data.write_text("".join(f"{i % 3} |a x:{i}\n" for i in range(20)))
+    words = [arg.format(data=data, preds=preds) for arg in args]
+    command = " ".join(map(shlex.quote, olearn_cmd(*words)))
+    code, _, err = run_cmd(["bash", "-c", f"{command} {redirect}"])
+    assert code == 0 and "error" not in err
+    if "{preds}" in args:
+        assert len(preds.read_text().splitlines()) == 20

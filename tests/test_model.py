@@ -135,6 +135,15 @@ def test_corrupted_model_is_refused(tmp_path, halves):
     assert "checksum" in _error_line(olearn("-t", "-i", model, "-d", first, "--quiet"))
 
 
+def test_command_line_class_count_that_disagrees_with_the_model_is_refused(tmp_path):
+    data = tmp_path / "c.vw"
+    data.write_text("".join(f"{1 + i % 5} |a x{i % 7} y:{i % 3}\n" for i in range(50)))
+    model = tmp_path / "m.olearn"
+    assert olearn("-d", data, "--oaa", "5", "-f", model, "--quiet")[0] == 0
+    line = _error_line(olearn("-t", "-i", model, "--oaa", "3", "-d", data, "--quiet"))
+    assert "--oaa 3" in line and "m.olearn" in line
+
+
 def test_other_file_as_model_is_refused(tmp_path, halves):
     first, _, _ = halves
     line = _error_line(olearn("-t", "-i", first, "-d", first, "--quiet"))

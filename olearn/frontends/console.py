@@ -25,6 +25,21 @@ def _steady_heap() -> None:
         pass
 
 
+def _closed_streams_to_null() -> None:
+    """A standard stream the caller closed (``<&-``, ``>&-``, ``2>&-``) reads as empty and
+    swallows what is written to it, as VW runs then; Python leaves it None, which no reader
+    or writer expects. The null device takes the stream's own descriptor, so that
+    ``-p /dev/stdout`` names it too."""
+    for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY),
+                            (2, "stderr", os.O_WRONLY)):
+        if getattr(sys, name) is None:
+            null = os.open(os.devnull, flags)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "r" if flags == os.O_RDONLY else "w", closefd=False))
+
+
 def completes(argv: list[str]) -> bool:
     """Whether this command completes a command line, or prints the script that does: no
     kernel runs, and a Tab must be answered at once, never after a build."""
@@ -33,6 +48,7 @@ def completes(argv: list[str]) -> bool:
 
 
 def main() -> None:
+    _closed_streams_to_null()
     # numpy loads OpenBLAS, which starts a thread per core at import (~15 ms of a run's start-up);
     # olearn makes no BLAS call.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

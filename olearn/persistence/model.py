@@ -370,10 +370,26 @@ def merged_config(config: Config, model: Model, path: str, warn) -> Config:
         merged.check_subroutine(merged=True)  # a model of gradient descent has no subroutine
     except OlearnError as exc:  # the model's options with the command line's
         raise OlearnError(exc.message, path) from None
+    _check_reduction_fits(model, merged, given, path)
     for name in given:
         warn(f"[warning] --{name} {getattr(config, name)} from the command line overrides "
              f"the model's {saved[name]}")
     return merged
+
+
+def _check_reduction_fits(model: Model, merged: Config, given: list[str], path: str) -> None:
+    """Refuse command-line options under which the model's reduction state does not fit
+    (``-i`` of an --oaa 5 model with --oaa 3: VW refuses options that disagree with the
+    model's too)."""
+    reduction = reduction_of(merged)
+    if not reduction.saved(merged) <= set(model.arrays):
+        return  # a model without the state: the reduction starts afresh
+    try:
+        reduction.check(model.arrays, merged)
+    except Invalid as exc:
+        changed = " ".join(f"--{name} {getattr(merged, name)}" for name in given)
+        raise OlearnError(f"the model's state does not fit {changed or 'the options'} "
+                          f"({exc})", path) from None
 
 
 def _learner(options: dict) -> str:
