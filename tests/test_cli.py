@@ -313,3 +313,31 @@ def test_closed_standard_stream_reads_empty_or_swallows_output(tmp_path, redirec
     assert code == 0 and "error" not in err
     if "{preds}" in args:
         assert len(preds.read_text().splitlines()) == 20
+
+
+def test_fifo_as_data_is_read_to_its_end(tmp_path):
+    """The up-front check of -d must not open a FIFO (that would end its writer's stream)."""
+    import os
+    import threading
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    lines = "".join(f"{i % 3} |a x:{i}\n" for i in range(30))
+
+    def write() -> None:
+        with open(fifo, "w") as f:
+            f.write(lines)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    code, _, err = olearn("-d", fifo, "-p", tmp_path / "p")
+    writer.join(timeout=60)
+    assert code == 0 and "number of examples = 30" in err
+
+
+@pytest.mark.parametrize("option", ["-f", "--readable_model", "--invert_hash"])
+def test_model_output_into_a_missing_folder_fails_before_learning(tmp_path, option):
+    data = tmp_path / "d.vw"
+    data.write_text("".join(f"{i % 3} |a x:{i}\n" for i in range(20)))
+    code, _, err = olearn("-d", data, option, tmp_path / "missing" / "m")
+    line = _one_error_line(code, err)  # no table: nothing was learned first
+    assert "missing" in line and "No such file or directory" in line

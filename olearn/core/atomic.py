@@ -79,6 +79,15 @@ class AtomicOutput:
             self._tmp = None
 
 
+def check_writable(path: str) -> None:
+    """Fail early, before a run, when the file ``path`` cannot be created (a missing folder,
+    no permission); a device, FIFO or stdout target is left to the run (opening one can
+    block or write)."""
+    if path in STDOUT or (os.path.exists(path) and not os.path.isfile(path)):
+        return
+    AtomicOutput(path).discard()
+
+
 def write_whole(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all."""
     out = AtomicOutput(path)

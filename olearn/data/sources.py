@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import sys
 import threading
 import zlib
@@ -40,10 +41,19 @@ def display_name(path: str) -> str:
 
 
 def check_readable(paths: Iterable[str]) -> None:
-    """Fail early, before any output, when a source cannot be opened."""
+    """Fail early, before any output, when a source cannot be opened. A FIFO is only checked
+    for permission: opening it and closing it again would end its writer's stream."""
     for path in paths:
-        if path != "-":
+        if path == "-":
+            continue
+        try:
+            fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+        except OSError:
+            fifo = False  # _open names the problem
+        if not fifo:
             _open(path).close()
+        elif not os.access(path, os.R_OK):
+            raise OlearnError("permission denied", path)
 
 
 def _open(path: str) -> BinaryIO:

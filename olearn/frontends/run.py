@@ -5,7 +5,7 @@ import os
 import sys
 from collections.abc import Iterable
 
-from olearn.core.atomic import AtomicOutput
+from olearn.core.atomic import AtomicOutput, check_writable
 from olearn.data import sources
 from olearn.data.labels import names_of
 from olearn.engine.learner import OnlineLearner
@@ -108,6 +108,9 @@ def run(config: Config) -> OnlineLearner:
     outputs (-p, -r, -f, text models)."""
     paths = config.data or ([] if config.no_stdin else ["-"])
     sources.check_readable(paths)
+    for path in (config.final_regressor, config.readable_model, config.invert_hash):
+        if path:  # before training, not after
+            check_writable(path)
     if config.learning_curve:
         require_matplotlib()  # before training, not after
     if config.stages:  # the schedule needs a pass's length: a first read of the data
