@@ -197,3 +197,30 @@ def test_data_that_calls_its_own_learner_is_an_error_not_a_deadlock(call):
     with pytest.raises(olearn.OlearnError, match="uses the same Learner"):
         learner.fit(lines())
     learner.fit(["1 |a x"])  # the lock was released
+
+
+@pytest.mark.parametrize("x", [None, [("x", 1.0)], "a:1", 3])
+def test_learn_one_example_that_is_not_a_dict_is_a_type_error(x):
+    learner = olearn.Learner(quiet=True)
+    with pytest.raises(TypeError, match="dict of features"):
+        learner.learn_one(x, 1.0)
+    with pytest.raises(TypeError, match="dict of features"):
+        learner.predict_one(x)
+
+
+def test_key_of_three_parts_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="tuple of 3"):
+        olearn.Learner(quiet=True).learn_one({("u", "x", "y"): 1.0, "b": 1.0}, 1.0)
+
+
+@pytest.mark.parametrize("as_bytes, as_text", [
+    ({b"a": 1.0, b"b": 2.0}, {"a": 1.0, "b": 2.0}),
+    ({(b"u", b"x"): 1.0, "b": 1.0}, {("u", "x"): 1.0, "b": 1.0}),
+])
+def test_bytes_keys_are_the_text_lines_names(as_bytes, as_text):
+    """A bytes name or namespace is its bytes (as in the text line), not its repr."""
+    learners = [olearn.Learner(quiet=True, names=True) for _ in range(2)]
+    for learner, x in zip(learners, (as_bytes, as_text)):
+        for _ in range(5):
+            learner.learn_one(x, 1.0)
+    assert learners[0].weights() == learners[1].weights()

@@ -319,6 +319,11 @@ def _frame_batch(indptr, index_of_feature, values, namespace_of_feature, spans, 
     return offsets, index, value, namespace, audit
 
 
+def _word(part) -> bytes:
+    """A dict key's namespace or name as the text line's bytes."""
+    return part if isinstance(part, bytes) else str(part).encode()
+
+
 class DictExamples:
     """Single examples given as dicts (``learn_one``/``predict_one``, River's convention): a
     key is a feature name (namespace ``f``) or a (namespace, name) pair; a number is its value,
@@ -373,9 +378,15 @@ class DictExamples:
 
     @staticmethod
     def _words(key) -> tuple[bytes, bytes]:
-        """A key's namespace and feature name (the default namespace's is a space)."""
-        namespace, name = key if isinstance(key, tuple) else (SVM_NAMESPACE.decode(), key)
-        return str(namespace).encode() or b" ", str(name).encode()
+        """A key's namespace and feature name (the default namespace's is a space): a name or
+        a (namespace, name) pair, each bytes as they are (the text line's bytes) or any other
+        value as its str, UTF-8."""
+        if not isinstance(key, tuple):
+            return SVM_NAMESPACE, _word(key)
+        if len(key) != 2:
+            raise TypeError(f"feature key {key!r}: a name or a (namespace, name) pair, not a "
+                            f"tuple of {len(key)}")
+        return _word(key[0]) or b" ", _word(key[1])
 
     def _feature(self, key, value) -> tuple[int, int]:
         """(index, namespace byte) of a key, with a string value for string features."""

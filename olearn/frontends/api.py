@@ -15,6 +15,7 @@ import os
 import shlex
 import threading
 import warnings
+from collections.abc import Mapping
 from typing import Iterable, Iterator, Union
 
 import numpy as np
@@ -56,6 +57,13 @@ def _produced_for(learner: "Learner", lines: Iterable) -> Iterator:
         finally:
             _producing.learner = None
         yield item
+
+
+def _check_dict(x) -> None:
+    """learn_one's and predict_one's example: a dict of features (a TypeError otherwise)."""
+    if type(x) is not dict and not isinstance(x, Mapping):
+        raise TypeError(f"an example for learn_one/predict_one is a dict of features "
+                        f"({{name: value}}), not a {type(x).__name__}")
 
 
 def _is_path(data: Data) -> bool:
@@ -218,6 +226,7 @@ class Learner:
     def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
+        _check_dict(x)
         with self._locked():
             dicts = self._dicts or self._dict_examples()
             batch = dicts.fast(x, y, weight)
@@ -229,6 +238,7 @@ class Learner:
 
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
+        _check_dict(x)
         with self._locked():
             dicts = self._dicts or self._dict_examples()
             batch = dicts.fast(x)
