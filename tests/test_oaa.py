@@ -244,3 +244,46 @@ def test_probabilities_take_and_drop_a_link():
     """VW's oaa replaces --link by identity under --probabilities (suite test 352)."""
     config = Config(oaa=3, probabilities=True, loss_function="logistic", link="logistic")
     assert config.link == "identity"
+
+
+def _many_class_lines(n=300, classes=40, seed=11):
+    rng = np.random.default_rng(seed)
+    return "".join(f"{rng.integers(1, classes + 1)} 'e{i} |a x{rng.integers(30)} "
+                   f"y{rng.integers(30)}:{rng.normal():.3f}\n" for i in range(n))
+
+
+def _outputs(tmp_path, name, data):
+    out = {kind: tmp_path / f"{name}.{kind}" for kind in ("p", "r", "model")}
+    olearn_here("-d", data, "--oaa", 40, "-b", 12, "--quiet", "-p", out["p"], "-r", out["r"],
+                "-f", out["model"])
+    return {kind: path.read_bytes() for kind, path in out.items()}
+
+
+def test_oaa_batches_are_learned_in_pieces_of_bounded_prediction_arrays(tmp_path, monkeypatch):
+    data = tmp_path / "classes.vw"
+    data.write_text(_many_class_lines())
+    whole = _outputs(tmp_path, "whole", data)
+    widths = []
+    learn = OnlineLearner.learn
+
+    def learn_recorded(self, batch, preds):
+        widths.append(preds.size)
+        return learn(self, batch, preds)
+
+    monkeypatch.setattr("olearn.engine.learner.PREDICTIONS_PER_CALL", 500)
+    monkeypatch.setattr(OnlineLearner, "learn", learn_recorded)
+    pieces = _outputs(tmp_path, "pieces", data)
+    assert len(widths) > 20 and max(widths) <= 500  # 42 columns: 11 examples a call
+    assert pieces == whole
+
+
+def test_predict_with_many_classes_keeps_one_output_per_example(monkeypatch):
+    lines = _many_class_lines().splitlines()
+    learner = Learner("--oaa 40 -b 12 --quiet")
+    learner.fit(lines)
+    whole = learner.predict(lines), learner.decision_function(lines)
+    monkeypatch.setattr("olearn.engine.learner.PREDICTIONS_PER_CALL", 500)
+    pieces = learner.predict(lines), learner.decision_function(lines)
+    assert whole[0].shape == (300,) and whole[1].shape == (300, 40)
+    np.testing.assert_array_equal(pieces[0], whole[0])
+    np.testing.assert_array_equal(pieces[1], whole[1])

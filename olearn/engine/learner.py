@@ -52,6 +52,10 @@ from olearn.reductions.ldf import LabelDependent
 PARSE_THREADS = 2
 IN_FLIGHT = 3  # parsed batches ahead of the learner
 ROWS_PER_BATCH = 64
+# the most prediction values one kernel call fills: a batch of short lines (a 1 MB block holds
+# up to 500k) times --oaa's K columns would otherwise size the prediction array, and -r's text,
+# by the input's shape (150k lines with --oaa 10000: 6 GB)
+PREDICTIONS_PER_CALL = 1 << 18
 KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
 # the learner's arrays a kept call holds: rebinding one drops the kept calls
 KEPT_ARRAYS = frozenset({"weights", "family", "poly", "reduction", "state", "stats", "params",
@@ -472,6 +476,17 @@ class OnlineLearner:
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The raw scores in a prediction array; with classes, a column per class."""
         return self.reduction.class_scores(preds) if self.reduction.on else preds[:, 1]
+
+    def pieces(self, batch: ExampleBatch) -> Iterator[ExampleBatch]:
+        """``batch`` in consecutive pieces whose prediction arrays hold at most
+        PREDICTIONS_PER_CALL values (one piece unless the classes are many); a multi-line
+        example (--csoaa_ldf's two columns per line) is never split."""
+        size = max(1, PREDICTIONS_PER_CALL // self.prediction_columns())
+        if len(batch) <= size or isinstance(self.reduction, LabelDependent):
+            yield batch
+            return
+        for first in range(0, len(batch), size):
+            yield batch.examples(first, min(first + size, len(batch)))
 
     def new_predictions(self, batch: ExampleBatch) -> np.ndarray:
         return np.empty((len(batch), self.prediction_columns()), dtype=np.float32)

@@ -16,7 +16,7 @@ import shlex
 import threading
 import warnings
 from collections.abc import Mapping
-from typing import Iterable, Iterator, Union
+from typing import Callable, Iterable, Iterator, Union
 
 import numpy as np
 
@@ -91,6 +91,11 @@ def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
     if not isinstance(data, (list, tuple)):
         data = _produced_for(learner, data)
     return sources.blocks_of_lines(data, multiline=multiline_examples(learner.config))
+
+
+def _outputs(preds: np.ndarray) -> np.ndarray:
+    """The outputs (after link and --binary) in a prediction array."""
+    return preds[:, 0]
 
 
 class Learner:
@@ -175,7 +180,7 @@ class Learner:
                 batches = (plan.batches(self._learner, pass_no) if plan is not None
                            else self._batches(data, y, sample_weight))
                 # warnings point past learn_pass, run_passes and fit: at fit's caller
-                return self._run(batches, learn=True, stacklevel=5)[1]
+                return self._run(batches, None, stacklevel=5)[1]
 
             try:
                 run_passes(self._learner, learn_pass)  # no save: it keeps the last pass
@@ -191,14 +196,13 @@ class Learner:
         """Predictions (after link and --binary) for every example of ``data`` (lines, a path
         or a matrix, as for :meth:`fit`, with fit's ``namespaces``); no learning."""
         with self._locked():
-            return self._run(self._batches(data), learn=False, stacklevel=3)[0][:, 0]
+            return self._run(self._batches(data), _outputs, stacklevel=3)[0]
 
     def decision_function(self, data: Data) -> np.ndarray:
         """Raw scores (before clipping, link and --binary) for every example of ``data``; with
         --oaa, a column per class: its clipped score (its probability with --probabilities)."""
         with self._locked():
-            preds = self._run(self._batches(data), learn=False, stacklevel=3)[0]
-            return self._learner.scores(preds)
+            return self._run(self._batches(data), self._learner.scores, stacklevel=3)[0]
 
     def __getstate__(self) -> dict:
         """Pickled as its options and model file (not the progress statistics): a copy
@@ -282,27 +286,32 @@ class Learner:
                     else batches)
         return self._learner.batches(_blocks(data, self))
 
-    def _run(self, batches: Iterator[ExampleBatch], learn: bool,
-             stacklevel: int) -> tuple[np.ndarray, int]:
-        """Output and raw score of every example, and the number of lines read. Parse warnings
-        point ``stacklevel`` frames up: at the caller of fit or predict."""
+    def _run(self, batches: Iterator[ExampleBatch],
+             kept: Callable[[np.ndarray], np.ndarray] | None,
+             stacklevel: int) -> tuple[np.ndarray | None, int]:
+        """Learn every example (``kept`` None) or predict it, keeping ``kept`` of each piece's
+        prediction array (:meth:`OnlineLearner.pieces`: what is kept, not K columns per
+        example, is what grows with the data); returns what was kept and the number of lines
+        read. Parse warnings point ``stacklevel`` frames up: at the caller of fit or predict."""
         learner = self._learner
         outputs = []
         lines = 0
         for batch in batches:
             for message in learner.warnings(batch, self.config.strict_parse, prefix=""):
                 warnings.warn(message, ParseWarning, stacklevel=stacklevel)
-            preds = learner.new_predictions(batch)
-            if learn:
-                learner.learn(batch, preds)
-            else:
-                learner.predict(batch, preds)
+            for piece in learner.pieces(batch):
+                preds = learner.new_predictions(piece)
+                if kept is None:
+                    learner.learn(piece, preds)
+                else:
+                    learner.predict(piece, preds)
+                    outputs.append(kept(preds))
             self._remember_names(batch)
-            outputs.append(preds)
             lines = batch.pass_line + batch.n_lines
+        if kept is None:
+            return None, lines
         return (np.concatenate(outputs) if outputs
-                else np.empty((0, learner.prediction_columns()), dtype=np.float32),
-                lines)
+                else kept(np.empty((0, learner.prediction_columns()), dtype=np.float32)), lines)
 
     @property
     def history(self):

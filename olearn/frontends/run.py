@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from olearn.core.atomic import AtomicOutput, check_writable
 from olearn.data import sources
+from olearn.data.batch import ExampleBatch
 from olearn.data.labels import names_of
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import DataPlan, run_passes
@@ -128,25 +129,29 @@ def run(config: Config) -> OnlineLearner:
                ((config.predictions, False), (config.raw_predictions, True)) if path]
     bytes_done = 0  # of the passes before, for the progress bar
 
+    def learn_piece(batch: ExampleBatch) -> None:
+        preds = learner.new_predictions(batch)
+        if config.audit:
+            rows = learner.learn_audited(batch, preds, sys.stdout.write)
+        else:
+            rows = learner.learn(batch, preds)
+        if config.print and len(batch):
+            console.print(printed_examples(batch))
+        if names is not None:
+            names.add(batch, learner.terms)
+        for out, raw in outputs:
+            out.write(learner.prediction_lines(preds, batch, raw))
+        for row in rows if table else ():
+            console.print(learner.table_row(row, batch, preds))
+
     def learn_pass(pass_no: int) -> int:
         nonlocal bytes_done
         bytes_read = lines = 0
         for batch in plan.batches(learner, pass_no):
             for message in learner.warnings(batch, config.strict_parse):
                 console.print(message)
-            preds = learner.new_predictions(batch)
-            if config.audit:
-                rows = learner.learn_audited(batch, preds, sys.stdout.write)
-            else:
-                rows = learner.learn(batch, preds)
-            if config.print and len(batch):
-                console.print(printed_examples(batch))
-            if names is not None:
-                names.add(batch, learner.terms)
-            for out, raw in outputs:
-                out.write(learner.prediction_lines(preds, batch, raw))
-            for row in rows if table else ():
-                console.print(learner.table_row(row, batch, preds))
+            for piece in learner.pieces(batch):
+                learn_piece(piece)
             bytes_read = batch.bytes_read
             lines = batch.pass_line + batch.n_lines
             console.progress(bytes_done + bytes_read, int(learner.stats[layouts.R_EXAMPLES]))
