@@ -1,6 +1,8 @@
 """The -p file: one line per example, formatted by a numba kernel."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -43,10 +45,44 @@ def format_number(out, o, x):
     if np.isinf(x):
         return _put_word(out, o, 105, 110, 102)
     if x >= 1e18:  # beyond int64 fixed point: integral anyway at float32 precision
-        return _put_int(out, o, np.int64(9e18)) if x >= 9e18 else _put_int(out, o, np.int64(x))
+        return _put_whole(out, o, x)
     if x == np.floor(x):
         return _put_int(out, o, np.int64(x))
     return _six_decimals(out, o, x)
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+# digits of the largest float32, the most _put_whole writes
+WHOLE_DIGITS = 39
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _put_whole(out, o, x):
+    """Write the integral ``x`` >= 2^53 exactly in decimal, as printf's %.0f does (1e20 as a
+    float32 is 100000002004087734272); beyond float32's range (predictions are float32, as
+    VW's), ``inf``. ``x`` is m·2^e with m < 2^53: m's digits are written, then doubled e
+    times in place, a carry out of the top digit shifting them one place right."""
+    if x > FLOAT32_MAX:
+        return _put_word(out, o, 105, 110, 102)
+    fraction, exponent = math.frexp(x)
+    doublings = exponent - 53
+    n = _put_int(out, o, np.int64(math.ldexp(fraction, 53))) - o
+    for i in range(n):
+        out[o + i] -= 48
+    for _ in range(doublings):
+        carry = 0
+        for i in range(n - 1, -1, -1):
+            d = 2 * out[o + i] + carry
+            out[o + i] = d % 10
+            carry = d // 10
+        if carry:
+            for i in range(n, 0, -1):
+                out[o + i] = out[o + i - 1]
+            out[o] = carry
+            n += 1
+    for i in range(n):
+        out[o + i] += 48
+    return o + n
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -166,7 +202,8 @@ def format_predictions(preds, tags, text):
     """One line per prediction: the number, then `` tag`` when the example has one (a span
     ``text[tags[e, 0]:tags[e, 1]]``; -1 or an empty span: none). Raises ValueError for tags that
     do not fit ``preds`` or ``text``."""
-    out = np.empty(32 * preds.shape[0] + _tag_room(tags, text, preds.shape[0]), dtype=np.uint8)
+    out = np.empty((WHOLE_DIGITS + 3) * preds.shape[0] + _tag_room(tags, text, preds.shape[0]),
+                   dtype=np.uint8)
     o = 0
     for e in range(preds.shape[0]):
         o = format_number(out, o, np.float64(preds[e]))
@@ -217,7 +254,8 @@ def format_intervals(preds, low, high, tags, text):
     n = preds.shape[0]
     if low.shape[0] < n or high.shape[0] < n:
         raise ValueError("format_intervals: fewer bounds than predictions")
-    out = np.empty(n * 100 + _tag_room(tags, text, n), dtype=np.uint8)
+    # three numbers, each a sign and WHOLE_DIGITS digits at most, and a space or end of line
+    out = np.empty(n * 3 * (WHOLE_DIGITS + 2) + _tag_room(tags, text, n), dtype=np.uint8)
     o = 0
     for e in range(n):
         o = _fixed6(out, o, np.float64(preds[e]))
@@ -242,7 +280,8 @@ def format_confidence(preds, confidence, tags, text):
     n = preds.shape[0]
     if confidence.shape[0] < n:
         raise ValueError("format_confidence: fewer confidences than predictions")
-    out = np.empty(n * 70 + _tag_room(tags, text, n), dtype=np.uint8)
+    # two numbers of a sign and WHOLE_DIGITS digits at most, two spaces, the end of the line
+    out = np.empty(n * (2 * WHOLE_DIGITS + 5) + _tag_room(tags, text, n), dtype=np.uint8)
     o = 0
     for e in range(n):
         o = _fixed6(out, o, np.float64(preds[e]))
