@@ -206,3 +206,37 @@ def test_feature_mask_of_other_bits_is_an_error_naming_the_file(tmp_path):
     Learner("--quiet -b 10").fit(str(data)).save(mask)
     with pytest.raises(OlearnError, match="mask.model.*-b 10"):
         Learner(f"--quiet --feature_mask {mask}")
+
+
+WILD_FIRST = ["3e38 |a x:3e38 y:3e38", "1 |a x:1 y:2", "2 |a x:2 y:1", "1 |a x:1 y:2"]
+
+
+@pytest.mark.parametrize("options", ["--sgd", "--sgd --oaa 3", "--sgd --sparse_l2 0.1"])
+def test_an_update_that_would_make_a_weight_infinite_is_refused_and_counted(options):
+    lines = WILD_FIRST if "oaa" not in options else ["3 |a x:3e38 y:3e38", *WILD_FIRST[1:]]
+    learner = Learner(f"{options} -b 10 --quiet")
+    learner.fit(lines)
+    assert np.isfinite(learner._learner.weights).all()
+    assert learner._learner.stats[layouts.R_REFUSED] >= 1
+    assert np.isfinite(learner.decision_function(lines[1:])).all()
+
+
+def test_a_refused_step_moves_no_weight():
+    from olearn.learners.gd import _step
+    W = np.zeros((8, 4), dtype=np.float32)
+    W[:, 0] = np.arange(8, dtype=np.float32) / 7
+    before = W.copy()
+    index = np.array([1, 2, 1, 5], dtype=np.uint32)
+    value = np.array([0.5, -2.0, 0.25, 3e38], dtype=np.float32)
+    assert not _step(W, index, value, 0, 4, 3.0, False, False, False)
+    np.testing.assert_allclose(W, before, rtol=1e-6, atol=1e-7)
+    assert _step(W, index, value, 0, 3, 3.0, False, False, False)  # the tame ones are taken
+    assert W[1, 0] == pytest.approx(before[1, 0] + 3.0 * 0.75)
+
+
+def test_the_summary_reports_refused_updates(tmp_path, capsys):
+    from conftest import olearn_here
+    data = tmp_path / "wild.vw"
+    data.write_text("\n".join(WILD_FIRST) + "\n")
+    olearn_here("-d", data, "--sgd")
+    assert "updates refused (a weight would be non-finite) = 1" in capsys.readouterr().err

@@ -21,9 +21,12 @@ STATE = Layout(
     Field("t", "initial_t plus the weight of all examples seen", merge="mean"),
     Field("min", "bottom of the label range predictions are clipped to", merge="min"),
     Field("max", "top of that range", merge="max"),
+    # 0 between examples: the example loop moves it to the statistics' "refused"
+    Field("refusing", "1 while an example's update is refused (non-finite)", merge="max",
+          saved=False),
     *regularize.ACCUMULATORS, *oaa.STATE_FIELDS, *regularize.PENDING)
-S_NORM, S_TOTAL, S_T, S_MIN, S_MAX, S_INDEXING = STATE.indices("norm", "total", "t", "min", "max",
-                                                               "indexing")
+S_NORM, S_TOTAL, S_T, S_MIN, S_MAX, S_REFUSING, S_INDEXING = STATE.indices(
+    "norm", "total", "t", "min", "max", "refusing", "indexing")
 S_L1_STATE, S_L2_STATE = STATE.indices("l1_state", "l2_state")
 S_REG = STATE.index(regularize.ACCUMULATORS[0].name)  # where the accumulators start
 STATE_SIZE = len(STATE)
@@ -45,11 +48,13 @@ STATS = Layout(
         "holdout_loss", "holdout_w", "holdout_loss_since", "holdout_w_since",
         "holdout_loss_pass", "holdout_w_pass")),
     # --oaa --probabilities: the multiclass log loss, of learned and of held-out examples
-    *(Field(name, merge="sum", saved=False) for name in ("mc_log_loss", "holdout_mc_log_loss")))
+    *(Field(name, merge="sum", saved=False) for name in ("mc_log_loss", "holdout_mc_log_loss")),
+    Field("refused", "updates refused: they would have made a weight non-finite", merge="sum",
+          saved=False))
 (R_SUM_LOSS, R_W_LABELED, R_W_UNLABELED, R_W_LABEL_SUM, R_EXAMPLES, R_FEATURES, R_DUMP_AT,
  R_LAST_LOSS, R_LAST_W_LABELED, R_LABEL1, R_LABEL2, R_MANY_LABELS, R_HOLDOUT_LOSS, R_HOLDOUT_W,
  R_HOLDOUT_LOSS_SINCE, R_HOLDOUT_W_SINCE, R_HOLDOUT_LOSS_PASS, R_HOLDOUT_W_PASS, R_MC_LOG_LOSS,
- R_HOLDOUT_MC_LOG_LOSS) = range(len(STATS))
+ R_HOLDOUT_MC_LOG_LOSS, R_REFUSED) = range(len(STATS))
 STATS_SIZE = len(STATS)
 STATS.check_constants(globals(), "R_")
 

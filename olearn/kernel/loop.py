@@ -45,11 +45,13 @@ from olearn.kernel.layouts import (
     R_LAST_W_LABELED,
     R_MANY_LABELS,
     R_MC_LOG_LOSS,
+    R_REFUSED,
     R_SUM_LOSS,
     R_W_LABEL_SUM,
     R_W_LABELED,
     R_W_UNLABELED,
     ROW_COLS,
+    S_REFUSING,
     S_T,
     STATE_SIZE,
     STATS_SIZE,
@@ -422,6 +424,9 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             if learn:
                 reducing.learn(reduction, family, model, expander, features, predicted, scored,
                                ex, s, scratch, expanded)
+                if state[S_REFUSING] != 0.0:  # gd refused a step: counted once per example
+                    state[S_REFUSING] = 0.0
+                    stats[R_REFUSED] += 1
                 if s.stage_poly:
                     stage_poly.after_training(counters, first_line + lines[e], s.doubling)
             if advances_t:

@@ -14,7 +14,7 @@ from numba import literally, njit
 
 from olearn.core.option import choice, flag, number, text
 from olearn.core.vmath import prefetch_row
-from olearn.kernel.layouts import LINKS, S_NORM, S_REG, S_T, S_TOTAL, P
+from olearn.kernel.layouts import LINKS, S_NORM, S_REFUSING, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
 from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.losses import derivative_shared, invariant_update_shared, shared_term
@@ -255,7 +255,9 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y,
     u -= params[P.sparse_l2] * p  # VW's --sparse_l2, after the regularization's step size
     if np.isnan(u):
         u = 0.0
-    _step(W, index, value, lo, hi, u * multiplier, stateful, masked, prefetch)
+    if not _step(W, index, value, lo, hi, u * multiplier, stateful, masked, prefetch):
+        state[S_REFUSING] = 1.0
+        return 0.0
     return eta_bar
 
 
@@ -280,20 +282,43 @@ def _multiplier_of(adaptive, normalized, sqrt_rate, neg_norm_power, norm, total)
     return avg ** neg_norm_power
 
 
+# the largest float32: a weight beyond it would be inf in the table
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def _step(W, index, value, lo, hi, u, stateful, masked, prefetch):
     """The weight step ``u`` times each feature's value (and rate, ``stateful``); ``masked``
-    (--feature_mask): a weight that is 0 stays 0."""
+    (--feature_mask): a weight that is 0 stays 0. Returns whether the step was taken: one that
+    would make a weight non-finite is refused whole (the weights it moved are moved back, to
+    float32 rounding), so that one wild example cannot leave the model NaN, as VW's is left."""
     for k in range(lo, hi):
         if prefetch:
             _prefetch_ahead(W, index, k, hi)
         j = index[k]
         if masked and W[j, W_W] == 0.0:
             continue
-        if stateful:
-            W[j, W_W] += u * value[k] * W[j, W_RATE]
-        else:
-            W[j, W_W] += u * value[k]
+        new = W[j, W_W] + _delta(W, j, value[k], u, stateful)
+        if not abs(new) <= FLOAT32_MAX:
+            _step_back(W, index, value, lo, k, u, stateful, masked)
+            return False
+        W[j, W_W] = new
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _delta(W, j, x, u, stateful):
+    """A feature's weight step: ``u`` times its value ``x`` (and rate, ``stateful``)."""
+    return u * x * W[j, W_RATE] if stateful else u * x
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _step_back(W, index, value, lo, hi, u, stateful, masked):
+    """Undo :func:`_step`'s steps of the features ``lo:hi``, last first."""
+    for k in range(hi - 1, lo - 1, -1):
+        j = index[k]
+        if not (masked and W[j, W_W] == 0.0):
+            W[j, W_W] -= _delta(W, j, value[k], u, stateful)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -358,9 +383,9 @@ def sparse_step(model, index, value, lo, hi, p, prefetch):
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     u = -params[P.sparse_l2] * p * _multiplier(adaptive, normalized, power_t == 0.5,
                                                 neg_norm_power, model.state)
-    if u != 0.0:
-        _step(model.W, index, value, lo, hi, u, adaptive or normalized,
-              params[P.feature_mask] != 0, prefetch)
+    if u != 0.0 and not _step(model.W, index, value, lo, hi, u, adaptive or normalized,
+                              params[P.feature_mask] != 0, prefetch):
+        model.state[S_REFUSING] = 1.0
 
 
 # numpy's error model: no division-by-zero check (a branch per division, which stops LLVM

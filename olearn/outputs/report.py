@@ -189,6 +189,9 @@ def summary(stats: np.ndarray, loss: losses.Loss = losses.LOSSES[losses.SQUARED]
         if constant_loss is not None:
             lines.append(f"best constant's loss = {constant_loss:.6f}")
     lines.append(f"total feature number = {int(stats[layouts.R_FEATURES])}")
+    if stats[layouts.R_REFUSED]:
+        lines.append(f"updates refused (a weight would be non-finite) = "
+                     f"{int(stats[layouts.R_REFUSED])}")
     return "\n".join(lines) + "\n"
 
 
