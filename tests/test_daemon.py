@@ -1,20 +1,28 @@
 """--daemon end to end: a server subprocess on a free loopback port, answering as -t -i -p."""
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
 
+import numpy as np
 import pytest
 from conftest import olearn_cmd, run_cmd
 
 import olearn
+from olearn.engine.learner import OnlineLearner
 from olearn.errors import OptionError
-from olearn.serving.daemon import MAX_LINE, TOO_LONG
+from olearn.options.command_line import config_of
+from olearn.options.config import REGISTRY
+from olearn.outputs.report import Console
+from olearn.serving import daemon
+from olearn.serving.daemon import too_long
 
 START_TIMEOUT = 300  # seconds: a first bounds-checked run compiles the kernels
 TIMEOUT = 60         # seconds for any one client's answers
@@ -56,9 +64,10 @@ def _predictions(model: str, lines: list[bytes], folder, *more: str) -> bytes:
 class Server:
     """``olearn --daemon --port 0 ARGS`` as a subprocess, its port read from stderr."""
 
-    def __init__(self, *args: object):
+    def __init__(self, *args: object, preexec_fn=None):
         self.proc = subprocess.Popen(olearn_cmd("--daemon", "--port", 0, *args),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=preexec_fn)
         timer = threading.Timer(START_TIMEOUT, self.proc.kill)
         timer.start()
         try:
@@ -146,8 +155,9 @@ def test_a_malformed_line_is_answered_with_an_error_and_later_lines_still_are(se
 
 def test_a_line_longer_than_the_limit_is_answered_with_an_error_and_skipped(server, model,
                                                                           tmp_path):
-    answers = ask(server.port, b"|a " + b"x" * MAX_LINE + b"\n|a f1\n")
-    assert answers == [TOO_LONG.encode(), _predictions(model, [b"|a f1"], tmp_path)]
+    limit = REGISTRY["daemon_max_line"].default
+    answers = ask(server.port, b"|a " + b"x" * limit + b"\n|a f1\n")
+    assert answers == [too_long(limit).encode(), _predictions(model, [b"|a f1"], tmp_path)]
 
 
 def test_binary_garbage_gets_one_answer_per_nonempty_line(server):
@@ -246,6 +256,8 @@ def test_a_port_in_use_is_one_error_line(server):
     (["--daemon", "-p", "out.txt"], "--daemon does not take -p/--predictions"),
     (["--port", "5000"], "--port needs --daemon"),
     (["--foreground"], "--foreground needs --daemon"),
+    (["--daemon_idle_timeout", "5"], "--daemon_idle_timeout needs --daemon"),
+    (["--daemon", "--daemon_max_line", "0"], "--daemon_max_line"),
 ])
 def test_combinations_that_make_no_sense_are_one_error_line(args, message):
     code, _, err = run_cmd(olearn_cmd(*args))
@@ -264,3 +276,247 @@ def test_vws_num_children_and_foreground_are_accepted(model):
 def test_the_python_api_refuses_daemon():
     with pytest.raises(OptionError, match="daemon is for the command line"):
         olearn.Learner(daemon=True)
+
+
+# -- what one client may cost the others (the --daemon_* limits) ----------------------------
+
+def _wide_line(n: int) -> bytes:
+    """A labeled line of ``n`` features in namespace a: ``n``² more under ``-q aa``."""
+    return b"1 |a " + b" ".join(b"f%d" % i for i in range(n))
+
+
+def test_the_reported_wide_line_is_an_error_answer_and_the_server_goes_on(tmp_path):
+    # issue 33: 700 KB, 100k features under -q aa ended the server (MemoryError) for everyone
+    lines = _lines(20, seed=9)
+    server = Server("--quiet", "-q", "aa")
+    try:
+        answers = ask(server.port, b"\n".join(lines[:10] + [_wide_line(100_000)] + lines[10:])
+                      + b"\n")
+        later = ask(server.port, b"|a f1\n")
+    finally:
+        code, _ = server.stop()
+    assert code == 0
+    assert answers[10] == (b"error: 10000100001 features after interactions, more than "
+                           b"16777216 (--daemon_max_features); skipped\n")
+    # the wide line is not learned: the others are answered as a run of them alone
+    assert b"".join(answers[:10] + answers[11:] + later) == _predictions(
+        "", lines + [b"|a f1"], tmp_path, "-q", "aa")
+
+
+def test_the_feature_limit_counts_interactions_of_namespaces_a_wildcard_adds(tmp_path):
+    server = Server("--quiet", "-q", "::", "--daemon_max_features", 1000)
+    try:
+        answers = ask(server.port, b"|a x y |b z\n|c " + b" ".join(b"w%d" % i for i in range(40))
+                      + b"\n|a x\n")
+    finally:
+        server.stop()
+    assert answers[1].startswith(b"error: 1641 features after interactions, more than 1000 ")
+    assert b"".join(answers[::2]) == _predictions("", [b"|a x y |b z", b"|a x"], tmp_path,
+                                                  "-q", "::")
+
+
+@pytest.mark.parametrize("more", [[], ["-t"]])
+def test_a_line_that_runs_out_of_memory_costs_only_that_line(tmp_path, more):
+    """A real MemoryError: the server's address space is limited, the feature limit raised."""
+    resource = pytest.importorskip("resource")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+
+    lines = _lines(6, seed=10)
+    server = Server("--quiet", "-q", "aa", "--daemon_max_features", 1 << 40, *more,
+                    preexec_fn=limited)
+    try:
+        # 80 GB of expansion; the lines before it are answered in earlier rounds (it spans
+        # several reads), the lines after it in the same kernel call
+        answers = ask(server.port, b"\n".join(lines[:3] + [_wide_line(100_000)] + lines[3:])
+                      + b"\n")
+        later = ask(server.port, b"\n".join(lines) + b"\n")
+    finally:
+        code, _ = server.stop()
+    assert code == 0
+    assert answers[3] == b"error: out of memory answering this line\n"
+    assert b"".join(answers[:3] + answers[4:] + later) == _predictions(
+        "", lines + lines, tmp_path, "-q", "aa", *more)
+
+
+def test_a_line_limit_given_holds_for_lines_split_across_reads(model, tmp_path):
+    small = Server("-t", "-i", model, "--daemon_max_line", 1000)
+    good = (b"'t |a " + b" ".join(b"f%d" % (i % 30) for i in range(240))).ljust(1000, b"x")
+    data = b"|a " + b"x" * 5000 + b"\n" + good + b"\n|a " + b"y" * 998 + b"\n|a f1\n"
+    try:
+        answers = [ask(small.port, data), ask(small.port, data, chunk=97)]
+    finally:
+        small.stop()
+    expected = [too_long(1000).encode(), *_predictions(model, [good], tmp_path).splitlines(True),
+                too_long(1000).encode(), _predictions(model, [b"|a f1"], tmp_path)]
+    assert answers == [expected, expected]
+
+
+def _in_process(*words: str) -> daemon.Server:
+    """A server in this process, its kernels loaded, whose answer() a test calls directly."""
+    learner = OnlineLearner.start(config_of(["--daemon", "--port", "0", "--quiet", *words]))
+    server = daemon.Server(learner, Console(True, None))
+    server.warm()
+    return server
+
+
+def _answers(server: daemon.Server, lines: list[bytes]) -> list[bytes]:
+    out, _ = server.answer(b"".join(line + b"\n" for line in lines), len(lines))
+    return out.splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("testonly, after_learning", [
+    (False, False),  # fails before the call scores anything: only the line fails
+    (True, True),    # -t: nothing is learned, the statistics are restored
+    (False, True),   # fails after learning the call's lines: each gets the error, once
+])
+def test_a_failing_kernel_call_is_answered_with_errors_and_learns_no_line_twice(
+        monkeypatch, model, testonly, after_learning):
+    lines = _lines(30, seed=11)
+    marked = b"13 |a f1 |b w1"  # the call that holds it fails
+    words = ("-t", "-i", model) if testonly else ("-q", "ab")
+    server, reference = _in_process(*words), _in_process(*words)
+    learn = server.learner.learn
+
+    def failing(batch, preds):
+        holds = (batch.numbers[:, 0] == 13).any()
+        if holds and not after_learning:
+            raise RuntimeError("boom")
+        rows = learn(batch, preds)
+        if holds:
+            raise RuntimeError("boom")
+        return rows
+
+    monkeypatch.setattr(server.learner, "learn", failing)
+    try:
+        answers = _answers(server, lines[:10] + [marked] + lines[10:])
+        error = b"error: internal error: RuntimeError: boom\n"
+        if testonly or not after_learning:  # found half by half: the others are answered
+            assert answers == (_answers(reference, lines[:10]) + [error]
+                               + _answers(reference, lines[10:]))
+        else:  # the lines were learned: answered with the error, not learned again
+            assert answers == [error] * 31
+            _answers(reference, lines[:10] + [marked] + lines[10:])
+        probe = _lines(10, seed=12)
+        assert _answers(server, probe) == _answers(reference, probe)
+        assert np.array_equal(server.learner.stats, reference.learner.stats, equal_nan=True)
+    finally:
+        server.close()
+        reference.close()
+
+
+def test_a_connection_idle_past_the_timeout_is_closed_and_an_active_one_is_not(model):
+    server = Server("-t", "-i", model, "--daemon_idle_timeout", 1)
+    try:
+        start = time.monotonic()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as idle, \
+                socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as half:
+            half.sendall(b"|a f1")  # half a line, then nothing
+            active = bytearray()
+            with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as busy:
+                for _ in range(25):  # a line every 0.1 s for longer than the timeout
+                    busy.sendall(b"|a f1\n")
+                    time.sleep(0.1)
+                    active += busy.recv(1 << 16)
+                assert idle.recv(1) == half.recv(1) == b""
+                waited = time.monotonic() - start
+                busy.sendall(b"|a f2\n")
+                busy.shutdown(socket.SHUT_WR)
+                active += b"".join(iter(lambda: busy.recv(1 << 16), b""))
+    finally:
+        server.stop()
+    assert waited >= 1 and active.count(b"\n") == 26
+
+
+@pytest.mark.parametrize("slots, idle", [  # None: the default, 512 (issue 33's case)
+    (8, 20), pytest.param(None, 600, marks=pytest.mark.slow)])
+def test_with_every_slot_taken_by_idle_connections_a_new_client_is_served(model, tmp_path,
+                                                                         slots, idle):
+    limit = ("--daemon_max_clients", slots) if slots else ()
+    server = Server("-t", "-i", model, "--daemon_idle_timeout", 0, *limit)
+    waiting = []
+    try:
+        for _ in range(idle):
+            waiting.append(socket.create_connection(("127.0.0.1", server.port),
+                                                    timeout=TIMEOUT))
+        assert ask(server.port, b"|a f1\n") == [_predictions(model, [b"|a f1"], tmp_path)]
+        assert waiting[0].recv(1) == b""  # the one idle the longest gave up its slot
+    finally:
+        for sock in waiting:
+            sock.close()
+        server.stop()
+
+
+def test_out_of_file_descriptors_the_longest_idle_connection_gives_up_its_slot(model,
+                                                                                tmp_path):
+    resource = pytest.importorskip("resource")
+
+    def limited() -> None:  # far fewer descriptors than the 512 slots
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    server = Server("-t", "-i", model, "--quiet", "--daemon_idle_timeout", 0,
+                    preexec_fn=limited)
+    waiting = []
+    try:
+        for _ in range(100):
+            waiting.append(socket.create_connection(("127.0.0.1", server.port),
+                                                    timeout=TIMEOUT))
+        assert ask(server.port, b"|a f1\n") == [_predictions(model, [b"|a f1"], tmp_path)]
+        assert waiting[0].recv(1) == b""
+    finally:
+        for sock in waiting:
+            sock.close()
+        server.stop()
+
+
+def test_a_round_beyond_max_round_bytes_is_answered_in_several_calls(monkeypatch, model):
+    server = _in_process("-t", "-i", model)
+    texts = [b"".join(line + b"\n" for line in _lines(n, seed=20 + n)) for n in (5, 40, 1, 30)]
+    clients = [daemon._Client(None, server.max_line, 0.0) for _ in texts]
+    alone = [server.answer(text, text.count(b"\n"))[0] for text in texts]
+    monkeypatch.setattr(daemon, "MAX_ROUND", 1000)
+    calls = []
+    answer = server.answer
+    monkeypatch.setattr(server, "answer", lambda *args: calls.append(args) or answer(*args))
+    try:
+        server._answer_round([(client, [text, "error: as it was\n"])
+                              for client, text in zip(clients, texts)])
+    finally:
+        server.close()
+    assert [n for _, n in calls] == [45, 31]  # 5 + 40 lines pass 1000 bytes: a call
+    assert [bytes(client.answers) for client in clients] == [
+        answers + b"error: as it was\n" for answers in alone]
+
+
+def test_a_client_flooding_lines_does_not_starve_another(model, tmp_path):
+    server = Server("-t", "-i", model)
+    flood = b"\n".join(_lines(2000, seed=13)) + b"\n"
+    stop = threading.Event()
+    answered = threading.Event()
+    flooder = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
+
+    def send() -> None:
+        with contextlib.suppress(OSError):  # shut down at the end of the test
+            while not stop.is_set():
+                flooder.sendall(flood)
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while flooder.recv(1 << 16):
+                answered.set()
+
+    threads = [threading.Thread(target=task, daemon=True) for task in (send, drain)]
+    try:
+        for thread in threads:
+            thread.start()
+        assert answered.wait(TIMEOUT)  # the flood is being answered
+        # answered while the flood goes on (an unfair server would answer it after: never)
+        assert ask(server.port, b"|a f1\n") == [_predictions(model, [b"|a f1"], tmp_path)]
+        assert threads[0].is_alive()
+    finally:
+        stop.set()
+        flooder.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        flooder.shutdown(socket.SHUT_RDWR)
+        flooder.close()  # a reset: the server drops what it has not read yet
+        server.stop()

@@ -383,17 +383,25 @@ class OnlineLearner:
 
     # -- learning --------------------------------------------------------------------------
 
-    def _see_namespaces(self, batch: ExampleBatch) -> None:
-        """With a ``:`` wildcard, new namespaces in ``batch`` add interaction terms (as VW,
-        which regenerates its interactions when an example brings a new namespace)."""
+    def expansion_terms(self, batch: ExampleBatch) -> np.ndarray:
+        """The interaction terms ``batch``'s examples will expand with, the learner unchanged:
+        with a ``:`` wildcard, also the terms of the namespaces ``batch`` brings (as VW, which
+        regenerates its interactions when an example brings a new namespace)."""
         if not self._wildcards:
-            return
+            return self.terms
         present = np.bincount(batch.namespace, minlength=256) > 0
-        if (present & ~self._namespaces).any():
-            self._namespaces |= present
-            self.terms = interactions.encode(interactions.with_wildcards(
-                self.config.terms, np.flatnonzero(self._namespaces).tolist(),
-                self.config.leave_duplicate_interactions))
+        if not (present & ~self._namespaces).any():
+            return self.terms
+        return interactions.encode(interactions.with_wildcards(
+            self.config.terms, np.flatnonzero(self._namespaces | present).tolist(),
+            self.config.leave_duplicate_interactions))
+
+    def _see_namespaces(self, batch: ExampleBatch) -> None:
+        """With a ``:`` wildcard, new namespaces in ``batch`` add interaction terms."""
+        terms = self.expansion_terms(batch)
+        if terms is not self.terms:
+            self._namespaces |= np.bincount(batch.namespace, minlength=256) > 0
+            self.terms = terms
 
     def learn(self, batch: ExampleBatch, preds: np.ndarray) -> np.ndarray:
         """Predict, report and learn every example of ``batch``; returns the table rows.

@@ -88,7 +88,7 @@ MODEL_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.model)
 # Options that change what the parser produces: a cache depends on them.
 PARSING_OPTIONS = tuple(name for name, option in REGISTRY.items() if option.parsing)
 EXPERT_LEARNERS = ("eg", "boa", "saew")  # the options that replace gradient descent
-DAEMON_ONLY = ("port", "host", "pid_file", "port_file", "num_children", "foreground")
+DAEMON_ONLY = tuple(option.name for option in frontend.DAEMON if option.name != "daemon")
 
 
 def default(option: Option) -> object:

@@ -125,6 +125,23 @@ DAEMON = (
                 "client from one model; VW forks N)."),
     flag("--foreground",
          help="With --daemon: accepted as VW's (olearn always stays in the foreground)."),
+    # olearn's: what one client may cost the others (VW has no limits)
+    number("--daemon_max_line", kind=int, default=1 << 20, low=1, high=MAX_COUNT,
+           metavar="BYTES",
+           help="With --daemon: the longest line a client may send; a longer one is answered "
+                "'error: line longer than BYTES bytes; skipped' and dropped up to its newline, "
+                "so a connection buffers at most BYTES plus one 64 KiB read."),
+    number("--daemon_max_features", kind=int, default=1 << 24, low=1, high=1 << 62,
+           metavar="N",
+           help="With --daemon: the most features a line may have after interactions (-q, "
+                "--cubic, --interactions), counted before learning; a line with more is "
+                "answered 'error: ...' and neither predicted nor learned."),
+    number("--daemon_idle_timeout", kind=float, default=300.0, low=0.0, metavar="SECONDS",
+           help="With --daemon: close a connection that has sent and read nothing for "
+                "SECONDS (0: never)."),
+    number("--daemon_max_clients", kind=int, default=512, low=1, high=MAX_COUNT, metavar="N",
+           help="With --daemon: connections served at once; when all are taken, a new one "
+                "takes the slot of the connection idle the longest."),
 )
 
 CONSOLE = (

@@ -13,49 +13,91 @@ A line with a parse warning (a label that is not a number, a malformed feature, 
 answered with ``error: <what is wrong>`` and neither predicted nor learned, as is a line the
 learner refuses (with --oaa, a label that is not a class; the batch is then answered half by
 half to find it); an empty line is no example and gets no answer, as in VW and in -p files.
+
+What one client can cost the others is bounded (the --daemon_* options). Memory: a connection
+buffers at most one line of --daemon_max_line bytes and one read, and a line with more than
+--daemon_max_features features after interactions, counted before anything is learned, is an
+error answer instead of a kernel call that exhausts memory. Time: each round reads at most one
+chunk from each ready client (a client flooding lines waits its turn as every other), a kernel
+call takes the lines of clients until they pass MAX_ROUND bytes, a connection idle beyond
+--daemon_idle_timeout is closed, and when all --daemon_max_clients slots are taken a new
+connection takes the slot of the one idle the longest. Whatever else fails while answering
+(memory, say) is the failing line's error answer and the server goes on: the block is answered
+again half by half to find that line, which is safe while nothing was learned (before the
+kernel call, under -t, or before the call scored its first example). A kernel call that fails
+after learning part of its lines answers each of them with the error instead of learning them
+twice.
 """
 from __future__ import annotations
 
+import errno
 import os
 import selectors
 import signal
 import socket
 import sys
+import time
+from collections import OrderedDict
 
 import numpy as np
 
 from olearn.data import formats, sources
+from olearn.data.batch import ExampleBatch
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import run_passes
 from olearn.errors import OlearnError
+from olearn.learners.oja_newton import most_rows
 from olearn.options.config import Config
 from olearn.outputs.report import TABLE_HEADER, Console, warning_text
 
-MAX_LINE = 1 << 20     # bytes; a longer line is answered with an error and skipped
-READ_SIZE = 1 << 16    # bytes read from a client at a time (at most MAX_LINE, see _Client.take)
+READ_SIZE = 1 << 16    # bytes read from a client at a time (at most the line limit: _Client.take)
 MAX_PENDING = 4 << 20  # bytes of answers a client has not read; beyond it its reads pause
-MAX_CLIENTS = 512      # connections at once; more wait in the listen backlog
+MAX_ROUND = 4 << 20    # bytes of lines in one kernel call (its parsed arrays are a few times more)
 MAX_MESSAGE = 200      # characters of an error message (its token can be a whole line)
 BACKLOG = 128
+# accept()'s failures for want of descriptors or memory (others: one connection's own failure)
+OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 SOURCE = "<daemon>"
 ERROR = "error: "
-TOO_LONG = f"{ERROR}line longer than {MAX_LINE} bytes; skipped\n"
+
+
+def too_long(limit: int) -> str:
+    """The answer to a line longer than ``limit`` bytes (--daemon_max_line)."""
+    return f"{ERROR}line longer than {limit} bytes; skipped\n"
+
+
+def _failure(exc: Exception) -> str:
+    """What went wrong answering a line, in one line of at most MAX_MESSAGE characters."""
+    if isinstance(exc, OlearnError):
+        text = exc.message
+    elif isinstance(exc, MemoryError):
+        text = "out of memory answering this line"
+    else:
+        text = f"internal error: {type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:MAX_MESSAGE]
+
+
+class _Split(Exception):
+    """A block with more parse warnings than the parser records: answered half by half."""
 
 
 class _Client:
-    """One connection: the start of a line still to come, and answers not yet sent."""
+    """One connection: the start of a line still to come, answers not yet sent, and when it
+    last sent or read anything (``time.monotonic()``)."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, max_line: int, now: float):
         self.sock = sock
+        self.max_line = max_line
         self.partial = bytearray()
-        self.skipping = False  # inside a line longer than MAX_LINE, dropped up to its newline
+        self.skipping = False  # inside a line longer than max_line, dropped up to its newline
         self.answers = bytearray()
         self.eof = False
         self.events = selectors.EVENT_READ
+        self.last = now
 
     def take(self, data: bytes) -> list[bytes | str]:
-        """What ``data`` (at most READ_SIZE bytes) completes, in order: whole lines (bytes) or
-        the error answer (str) of a line longer than MAX_LINE."""
+        """What ``data`` (at most READ_SIZE and max_line bytes) completes, in order: whole
+        lines (bytes) or the error answer (str) of a line longer than max_line."""
         items: list[bytes | str] = []
         start = 0
         while True:
@@ -64,18 +106,18 @@ class _Client:
                 if newline < 0:
                     return items
                 self.skipping = False
-                items.append(TOO_LONG)
+                items.append(too_long(self.max_line))
             elif newline < 0:
                 self.partial += data[start:]
-                if len(self.partial) > MAX_LINE:
+                if len(self.partial) > self.max_line:
                     self.partial.clear()
                     self.skipping = True
                 return items
-            elif len(self.partial) + newline - start > MAX_LINE:
+            elif len(self.partial) + newline - start > self.max_line:
                 self.partial.clear()
-                items.append(TOO_LONG)
+                items.append(too_long(self.max_line))
             else:
-                # only the first line joins the partial one: the others fit in READ_SIZE
+                # only the first line joins the partial one: the others fit in one read
                 last = data.rindex(b"\n")
                 items.append(bytes(self.partial) + data[start:last + 1])
                 self.partial = bytearray(data[last + 1:])
@@ -100,6 +142,11 @@ class Server:
         self.learner = learner
         self.console = console
         self.format = formats.detect(config.format, SOURCE, b"")  # auto: VW text
+        self.max_line = config.daemon_max_line
+        self.read_size = min(READ_SIZE, self.max_line)
+        self.max_features = config.daemon_max_features
+        self.idle_timeout = config.daemon_idle_timeout
+        self.max_clients = config.daemon_max_clients
         self.lines = 0  # lines answered, VW's line counter across all clients
         self.bytes = 0
         self.stopping = False
@@ -112,7 +159,8 @@ class Server:
                               f"{exc.strerror or exc}") from None
         self.listener.setblocking(False)
         self.port = self.listener.getsockname()[1]
-        self.clients: dict[socket.socket, _Client] = {}
+        # in the order of their last activity: the one idle the longest first
+        self.clients: OrderedDict[socket.socket, _Client] = OrderedDict()
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ)
         self._wakeup_read, self._wakeup_write = socket.socketpair()
@@ -133,51 +181,134 @@ class Server:
         (an empty line's is empty). Good lines are predicted, and learned unless -t."""
         if n_lines == 0:
             return b"", np.zeros(0, dtype=np.int64)
+        try:
+            good, preds, errors = self._checked(text, n_lines)
+        except Exception as exc:  # nothing learned yet: find the failing line
+            return self._halves(text, n_lines, exc)
+        saved = self.learner.stats.copy(), self.learner.state.copy()
+        lines = good.lines
+        try:
+            out = self._learned(good, preds)
+        except Exception as exc:
+            # nothing learned under -t, nor before the call scored its first example (the loop
+            # counts an example in the statistics before it learns it, kernel/loop.py)
+            if self.learner.config.testonly or np.array_equal(self.learner.stats, saved[0],
+                                                               equal_nan=True):
+                self.learner.stats[:], self.learner.state[:] = saved
+                return self._halves(text, n_lines, exc)
+            errors.update(dict.fromkeys(lines.tolist(), self._failed(exc, len(lines))))
+            lines, out = lines[:0], b""
+        self.lines += n_lines
+        return self._merged(out, lines, errors, n_lines)
+
+    def _checked(self, text: bytes, n_lines: int
+                 ) -> tuple[ExampleBatch, np.ndarray, dict[int, bytes]]:
+        """The block parsed and checked, before any learning: its examples to learn, their
+        prediction array, and the error answers of the other lines, by line of the block.
+        Raises where the block must be answered half by half."""
         batch = self.learner.parse_block(sources.Block(text, SOURCE, self.bytes), self.format)
         batch.pass_line = self.lines
-        overflow = batch.n_warnings > len(batch.warnings)  # more than the parser records
-        warned = batch.n_warnings > 0
-        if warned:  # the first warning of each line that has any
+        if batch.n_warnings > len(batch.warnings) and n_lines > 1:
+            raise _Split()  # more warnings than the parser records
+        good, errors = batch, {}
+        if batch.n_warnings:  # the first warning of each line that has any
             bad, rows = np.unique(batch.warnings[:, 0], return_index=True)
-        good = batch.subset(~np.isin(batch.lines, bad)) if warned else batch
-        refused = None
-        try:
-            for message in self.learner.warnings(good, strict=False):
-                self.console.print(message)
-        except OlearnError as exc:  # a line the learner refuses (--oaa: a label not a class)
-            refused = exc
-        if (overflow or refused) and n_lines > 1:  # find every bad line, half by half
-            half = n_lines // 2
-            cut = _nth_newline(text, half) + 1
-            first, first_ends = self.answer(text[:cut], half)
-            rest, rest_ends = self.answer(text[cut:], n_lines - half)
-            return first + rest, np.concatenate([first_ends, rest_ends + len(first)])
-        self.lines += n_lines
-        if refused:
-            message = f"{ERROR}{refused.message[:MAX_MESSAGE]}\n".encode()
-            return message, np.array([len(message)])
-        preds = self.learner.new_predictions(good)
+            errors = {line: f"{ERROR}{warning_text(batch, row, fatal=True)[1][:MAX_MESSAGE]}\n"
+                      .encode() for line, row in zip(bad.tolist(), rows.tolist())}
+            good = batch.subset(~np.isin(batch.lines, bad))
+        # a line the learner refuses (--oaa: a label not a class) raises an OlearnError
+        for message in self.learner.warnings(good, strict=False):
+            self.console.print(message)
+        wide = self._too_wide(good)
+        if wide:
+            errors.update(wide)
+            good = good.subset(~np.isin(good.lines, list(wide)))
+        return good, self.learner.new_predictions(good), errors
+
+    def _too_wide(self, batch: ExampleBatch) -> dict[int, bytes]:
+        """The error answers of the examples with more than --daemon_max_features features
+        after interactions, by line of the block: one compiled count finds that there are
+        none, halves of the batch find them."""
+        terms = self.learner.expansion_terms(batch)
+        found = {}
+        spans = [(0, len(batch))]
+        while spans:
+            lo, hi = spans.pop()
+            most = most_rows(batch.offsets[lo:hi + 1], batch.namespace, terms)
+            if most <= self.max_features:
+                continue
+            if hi - lo > 1:
+                spans += [(lo, (lo + hi) // 2), ((lo + hi) // 2, hi)]
+                continue
+            found[int(batch.lines[lo])] = (
+                f"{ERROR}{most} features after interactions, more than {self.max_features} "
+                "(--daemon_max_features); skipped\n").encode()
+        return found
+
+    def _learned(self, good: ExampleBatch, preds: np.ndarray) -> bytes:
+        """Predict, and learn unless -t, the checked examples: their answer lines."""
         for row in self.learner.learn(good, preds):
             self.console.print(self.learner.table_row(row, good, preds))
-        out = bytes(self.learner.prediction_lines(preds, good, False))
-        starts = np.zeros(len(good) + 1, dtype=np.int64)
+        return bytes(self.learner.prediction_lines(preds, good, False))
+
+    def _failed(self, exc: Exception, n_lines: int) -> bytes:
+        """The error answer of ``n_lines`` lines whose answering failed with ``exc``, said on
+        the console too when it is not the user's error."""
+        message = f"{ERROR}{_failure(exc)}"
+        if not isinstance(exc, OlearnError):
+            self.console.print(f"[warning] --daemon: {n_lines} line(s) answered '{message}'")
+        return f"{message}\n".encode()
+
+    def _halves(self, text: bytes, n_lines: int, exc: Exception) -> tuple[bytes, np.ndarray]:
+        """:meth:`answer` of a block whose answering failed with ``exc`` and learned nothing:
+        the answers of its halves, down to the single line whose error it is."""
+        if n_lines == 1:
+            message = self._failed(exc, 1)
+            self.lines += 1
+            return message, np.array([len(message)])
+        half = n_lines // 2
+        cut = _nth_newline(text, half) + 1
+        first, first_ends = self.answer(text[:cut], half)
+        rest, rest_ends = self.answer(text[cut:], n_lines - half)
+        return first + rest, np.concatenate([first_ends, rest_ends + len(first)])
+
+    @staticmethod
+    def _merged(out: bytes, lines: np.ndarray, errors: dict[int, bytes], n_lines: int
+                ) -> tuple[bytes, np.ndarray]:
+        """The answer lines ``out`` of the examples of ``lines`` (lines of the block), with the
+        ``errors`` of other lines in their places, and where each line's answer ends."""
+        starts = np.zeros(len(lines) + 1, dtype=np.int64)
         starts[1:] = np.flatnonzero(np.frombuffer(out, dtype=np.uint8) == 10) + 1
         sizes = np.zeros(n_lines, dtype=np.int64)
-        sizes[good.lines] = np.diff(starts)
-        if not warned:
+        sizes[lines] = np.diff(starts)
+        if not errors:
             return out, np.cumsum(sizes)
-        messages = [f"{ERROR}{warning_text(batch, row, fatal=True)[1][:MAX_MESSAGE]}\n".encode()
-                    for row in rows.tolist()]
+        bad = np.array(sorted(errors), dtype=np.int64)
+        messages = [errors[line] for line in bad.tolist()]
         sizes[bad] = [len(message) for message in messages]
         pieces, done = [], 0
-        for cut, message in zip(starts[np.searchsorted(good.lines, bad)].tolist(), messages):
+        for cut, message in zip(starts[np.searchsorted(lines, bad)].tolist(), messages):
             pieces += [out[done:cut], message]
             done = cut
         pieces.append(out[done:])
         return b"".join(pieces), np.cumsum(sizes)
 
     def _answer_round(self, pending: list[tuple[_Client, list[bytes | str]]]) -> None:
-        """Answer every client's lines of this round with one parse and one kernel call."""
+        """Answer every client's lines of this round: one parse and one kernel call for each
+        MAX_ROUND bytes of them."""
+        group: list[tuple[_Client, list[bytes | str]]] = []
+        size = 0
+        for client, items in pending:
+            group.append((client, items))
+            size += sum(len(item) for item in items if isinstance(item, bytes))
+            if size >= MAX_ROUND:
+                self._answer_group(group)
+                group, size = [], 0
+        if group:
+            self._answer_group(group)
+
+    def _answer_group(self, pending: list[tuple[_Client, list[bytes | str]]]) -> None:
+        """Answer these clients' lines with one parse and one kernel call."""
         texts = [item for _, items in pending for item in items if isinstance(item, bytes)]
         counts = [text.count(b"\n") for text in texts]
         answers, ends = self.answer(b"".join(texts), sum(counts))
@@ -195,36 +326,64 @@ class Server:
     # -- connections -----------------------------------------------------------------------
 
     def _accept(self) -> None:
-        while len(self.clients) < MAX_CLIENTS:
+        """Take waiting connections into free slots. When every slot is taken, take one a
+        round in the slot of the connection idle the longest, so that idle connections never
+        lock a new client out, and each connection taken has its lines read before the next
+        one comes in."""
+        while True:
             try:
                 sock, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:  # out of file descriptors, say: try again next round
+            except OSError as exc:
                 self.console.print(f"[warning] --daemon: accept failed: {exc.strerror or exc}")
+                if exc.errno in OUT_OF_RESOURCES and self.clients:  # free one for next round
+                    self._drop(next(iter(self.clients.values())))
                 return
+            full = len(self.clients) >= self.max_clients
+            if full:
+                self._drop(next(iter(self.clients.values())))
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # answers are small
-            self.clients[sock] = _Client(sock)
+            self.clients[sock] = _Client(sock, self.max_line, time.monotonic())
             self.selector.register(sock, selectors.EVENT_READ)
-        self.selector.unregister(self.listener)  # full: new clients wait in the backlog
+            if full:
+                return
 
     def _drop(self, client: _Client) -> None:
         if self.clients.pop(client.sock, None) is None:
             return
         self.selector.unregister(client.sock)
         client.sock.close()
-        if len(self.clients) == MAX_CLIENTS - 1:
-            self.selector.register(self.listener, selectors.EVENT_READ)
+
+    def _active(self, client: _Client) -> None:
+        """The client sent or read something: it is the last to be idle."""
+        client.last = time.monotonic()
+        self.clients.move_to_end(client.sock)
+
+    def _expire(self) -> float | None:
+        """Close the connections idle for longer than --daemon_idle_timeout; the seconds until
+        the next one would be (None: no connection, or no timeout)."""
+        if not self.idle_timeout:
+            return None
+        now = time.monotonic()
+        while self.clients:
+            oldest = next(iter(self.clients.values()))
+            wait = oldest.last + self.idle_timeout - now
+            if wait > 0:
+                return wait
+            self._drop(oldest)
+        return None
 
     def _receive(self, client: _Client) -> list[bytes | str]:
         try:
-            data = client.sock.recv(READ_SIZE)
+            data = client.sock.recv(self.read_size)
         except (BlockingIOError, InterruptedError):
             return []
         except OSError:  # reset by the client
             self._drop(client)
             return []
+        self._active(client)
         self.bytes += len(data)
         return client.take(data) if data else client.finish()
 
@@ -238,6 +397,8 @@ class Server:
         except OSError:  # the client went away: its answers have no reader
             self._drop(client)
             return
+        if sent:
+            self._active(client)
         del client.answers[:sent]
 
     def _watch(self, client: _Client) -> None:
@@ -268,9 +429,10 @@ class Server:
             while not self.stopping:
                 pending = []
                 touched = []
-                for key, events in self.selector.select():
+                waiting = False  # a new connection: accepted after this round's lines
+                for key, events in self.selector.select(self._expire()):
                     if key.fileobj is self.listener:
-                        self._accept()
+                        waiting = True
                     elif key.fileobj is self._wakeup_read:
                         self._wakeup_read.recv(READ_SIZE)
                     else:
@@ -289,6 +451,8 @@ class Server:
                         self._send(client)
                 for client in touched:
                     self._watch(client)
+                if waiting:
+                    self._accept()
         finally:
             signal.set_wakeup_fd(wakeup)
             for signum, handler in previous.items():
