@@ -6,7 +6,15 @@ import pytest
 from conftest import olearn_cmd, run_cmd
 
 from olearn.errors import OlearnError
-from olearn.features.interactions import encode, expand, expanded_size, terms_of, with_wildcards
+from olearn.features.interactions import (
+    SIZE_CAP,
+    encode,
+    expand,
+    expanded_size,
+    expanded_sizes,
+    terms_of,
+    with_wildcards,
+)
 
 FNV = 16777619
 
@@ -113,3 +121,24 @@ def test_model_keeps_its_interactions(tmp_path):
     _, without, _ = run_cmd(olearn_cmd("-t", "-i", model, "-d", data, "-p", "/dev/stdout",
                                        "--quiet", "--quadratic", "ba"))
     assert saved == with_q and saved != without
+
+
+def test_expanded_sizes_count_each_examples_interactions():
+    offsets = np.array([0, 3, 5])
+    namespace = np.array([97, 97, 98, 97, 98], dtype=np.uint8)
+    terms = np.array([[2, 97, 98]], dtype=np.int64)
+    assert expanded_sizes(offsets, namespace, terms).tolist() == [3 + 2 * 1, 2 + 1]
+    assert expanded_sizes(offsets, namespace, np.zeros((0, 3), dtype=np.int64)).tolist() == [3, 2]
+
+
+def test_expanded_sizes_refuse_malformed_offsets():
+    with pytest.raises(ValueError, match="malformed"):
+        expanded_sizes(np.array([0, 9]), np.zeros(3, dtype=np.uint8), np.zeros((0, 3), np.int64))
+
+
+def test_an_expansion_too_large_to_count_saturates_instead_of_wrapping():
+    # 600k features of one namespace, --interactions aaaa: 1.3e23 > 2^63 would wrap
+    namespace = np.full(600_000, 97, dtype=np.uint8)
+    terms = np.array([[4, 97, 97, 97, 97]] * 3, dtype=np.int64)
+    sizes = expanded_sizes(np.array([0, 600_000]), namespace, terms)
+    assert sizes.tolist() == [SIZE_CAP]

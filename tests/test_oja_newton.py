@@ -8,7 +8,7 @@ from reference import oja_newton_predictions, oja_sketch_start
 
 from olearn import Learner
 from olearn.errors import OptionError
-from olearn.learners.oja_newton import fresh_sketch, initial_sketch, most_rows
+from olearn.learners.oja_newton import fresh_sketch, initial_sketch
 from olearn.options.config import Config
 
 # (options, the scale of the feature values): without --normalize, values of 10 drive K
@@ -50,19 +50,6 @@ def test_unit_start_is_coordinates_one_to_m():
     want = np.zeros((16, 4), dtype=np.float32)
     want[[1, 2, 3], [0, 1, 2]] = 1
     np.testing.assert_array_equal(sketch, want)
-
-
-def test_most_rows_counts_the_interactions():
-    offsets = np.array([0, 3, 5])
-    namespace = np.array([97, 97, 98, 97, 98], dtype=np.uint8)
-    terms = np.array([[2, 97, 98]], dtype=np.int64)
-    assert most_rows(offsets, namespace, terms) == 3 + 2 * 1
-    assert most_rows(offsets, namespace, np.zeros((0, 3), dtype=np.int64)) == 3
-
-
-def test_most_rows_refuses_malformed_offsets():
-    with pytest.raises(ValueError, match="malformed"):
-        most_rows(np.array([0, 9]), np.zeros(3, dtype=np.uint8), np.zeros((0, 3), np.int64))
 
 
 def _vw_lines(n: int, seed: int) -> str:

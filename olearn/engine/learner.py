@@ -56,6 +56,8 @@ ROWS_PER_BATCH = 64
 # up to 500k) times --oaa's K columns would otherwise size the prediction array, and -r's text,
 # by the input's shape (150k lines with --oaa 10000: 6 GB)
 PREDICTIONS_PER_CALL = 1 << 18
+# an example whose interactions expand to more features is named when memory runs out
+WIDE_EXAMPLE = 1 << 24
 KEPT_CALLS = 256  # the most kept calls a learner holds per mode (DictExamples' makes 64)
 # the learner's arrays a kept call holds: rebinding one drops the kept calls
 KEPT_ARRAYS = frozenset({"weights", "family", "poly", "reduction", "state", "stats", "params",
@@ -549,9 +551,26 @@ class OnlineLearner:
 
     def _kernel(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> int:
-        """loop.learn_batch on this learner's arrays: the table row count."""
-        self.family.before_batch(batch, self.terms)
-        return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
+        """loop.learn_batch on this learner's arrays: the table row count. Running out of
+        memory is an OlearnError naming the batch's widest example (:meth:`_out_of_memory`)."""
+        try:
+            self.family.before_batch(batch, self.terms)
+            return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
+        except MemoryError:
+            raise self._out_of_memory(batch) from None
+
+    def _out_of_memory(self, batch: ExampleBatch) -> OlearnError:
+        """The error of a batch whose learning ran out of memory: where an example's
+        interactions expand to many features (8 bytes each in the kernel's scratch), that
+        example's file and line."""
+        sizes = interactions.expanded_sizes(batch.offsets, batch.namespace, self.terms)
+        if len(sizes) == 0 or sizes.max() < WIDE_EXAMPLE:
+            return OlearnError(f"{batch.source}: out of memory")
+        e = int(np.argmax(sizes))
+        return OlearnError(
+            f"{batch.source}:{batch.first_line + int(batch.lines[e]) + 1}: out of memory: this "
+            f"example's interactions take up to {int(sizes[e]):,} features "
+            f"({8 * int(sizes[e]) / 2 ** 30:,.1f} GiB)")
 
     def _kept_call(self, batch: ExampleBatch, preds: np.ndarray, test_only: bool) -> tuple:
         """A new kept call (olearn/kernel/kept.py: the kernel's arguments in one object, the

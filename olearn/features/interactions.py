@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.option import flag, option_bytes, repeated
-from olearn.data.batch import valid_batch
+from olearn.data.batch import valid_batch, valid_offsets
 from olearn.errors import OlearnError, OptionError
 
 FNV = 16777619
@@ -26,6 +26,8 @@ PRINTABLE = range(32, 127)
 # The most terms the ':' wildcards may expand to: the term table and every example's expansion
 # grow with them (--cubic ::: over 95 namespaces is 147,440 terms; four ':' would be 3.6M).
 MAX_WILDCARD_TERMS = 1 << 20
+# the most features expanded_size counts: a product of namespace widths saturates there
+SIZE_CAP = 1 << 61  # a sum of two stays within int64
 
 OPTIONS = (
     repeated("-q", "--quadratic", metavar="AB", model=True,
@@ -195,9 +197,24 @@ def expanded_size(namespace, lo, hi, terms, ranges):
         count = 1
         for i in range(terms[t, 0]):
             ns = terms[t, 1 + i]
-            count *= ranges[ns, 1] - ranges[ns, 0]
-        total += count
+            width = ranges[ns, 1] - ranges[ns, 0]
+            # saturated, not wrapped: a wrapped count would pass for a small one
+            count = SIZE_CAP if width > 0 and count > SIZE_CAP // width else count * width
+        total = min(total + count, SIZE_CAP)
     return total
+
+
+@njit(cache=True, nogil=True)
+def expanded_sizes(offsets, namespace, terms):
+    """:func:`expanded_size` of each example of a batch (its CSR ``offsets``): what its
+    expansion takes, checked before it is asked for."""
+    if not (valid_terms(terms) and valid_offsets(offsets, namespace.shape[0])):
+        raise ValueError("expanded_sizes: malformed offsets or interaction terms")
+    ranges = np.zeros((256, 2), dtype=np.int64)
+    sizes = np.empty(offsets.shape[0] - 1, dtype=np.int64)
+    for e in range(sizes.shape[0]):
+        sizes[e] = expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges)
+    return sizes
 
 
 @njit(cache=True, nogil=True, _nrt=False)

@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
         code = _fail("interrupted", 130)
     except Terminated:
         code = _fail("terminated", 143)
+    except MemoryError:  # where the learner knows which example, an OlearnError above
+        code = _fail("out of memory", 1)
     except BrokenPipeError:  # stdout (--audit) or stderr
         code = _fail("broken pipe (an output was closed before the run finished)", 141)
     except Exception as exc:  # a bug: still one line, with the traceback on request

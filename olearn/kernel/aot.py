@@ -54,7 +54,7 @@ ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "le
                 ("olearn.features.dictionary", "add_entries"),
                 ("olearn.data.multiline", "merged"),
                 ("olearn.learners.oja_newton", "initial_sketch"),
-                ("olearn.learners.oja_newton", "most_rows"))
+                ("olearn.features.interactions", "expanded_sizes"))
 
 
 def _directory() -> str:

@@ -31,7 +31,7 @@ from olearn.core.checks import require
 from olearn.core.option import MAX_COUNT, Option, flag, number
 from olearn.data.batch import valid_offsets
 from olearn.errors import OptionError
-from olearn.features.interactions import expanded_size, valid_terms
+from olearn.features.interactions import expanded_sizes
 from olearn.learners.family import Kernels, LearnerFamily
 from olearn.learners.losses import derivative32
 from olearn.learners.weights import W_W, merand48
@@ -144,7 +144,7 @@ class OjaNewton(LearnerFamily):
         epoch = self.config.epoch_size
         if epoch == 1:
             return
-        most = most_rows(batch.offsets, batch.namespace, terms)
+        most = expanded_sizes(batch.offsets, batch.namespace, terms).max(initial=0)
         held = int(self.clock[T_HELD])
         used = int(self.held_offsets[held])
         need = max(used + (epoch - held) * most, epoch * most)
@@ -249,18 +249,6 @@ def initial_sketch(sketch, normalize, random_init, random):
         length = F32(np.sqrt(norm))
         for j in range(size):
             sketch[j, i] /= length
-
-
-@njit(cache=True, nogil=True)
-def most_rows(offsets, namespace, terms):
-    """The most features an example of the batch may have after the interactions."""
-    if not (valid_terms(terms) and valid_offsets(offsets, namespace.shape[0])):
-        raise ValueError("most_rows: malformed offsets or interaction terms")
-    ranges = np.zeros((256, 2), dtype=np.int64)
-    most = 0
-    for e in range(offsets.shape[0] - 1):
-        most = max(most, expanded_size(namespace, offsets[e], offsets[e + 1], terms, ranges))
-    return most
 
 
 @njit(cache=True, nogil=True, _nrt=False)

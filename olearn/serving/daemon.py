@@ -46,7 +46,7 @@ from olearn.data.batch import ExampleBatch
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import run_passes
 from olearn.errors import OlearnError
-from olearn.learners.oja_newton import most_rows
+from olearn.features.interactions import expanded_sizes
 from olearn.options.config import Config
 from olearn.outputs.report import TABLE_HEADER, Console, warning_text
 
@@ -227,23 +227,13 @@ class Server:
 
     def _too_wide(self, batch: ExampleBatch) -> dict[int, bytes]:
         """The error answers of the examples with more than --daemon_max_features features
-        after interactions, by line of the block: one compiled count finds that there are
-        none, halves of the batch find them."""
-        terms = self.learner.expansion_terms(batch)
-        found = {}
-        spans = [(0, len(batch))]
-        while spans:
-            lo, hi = spans.pop()
-            most = most_rows(batch.offsets[lo:hi + 1], batch.namespace, terms)
-            if most <= self.max_features:
-                continue
-            if hi - lo > 1:
-                spans += [(lo, (lo + hi) // 2), ((lo + hi) // 2, hi)]
-                continue
-            found[int(batch.lines[lo])] = (
-                f"{ERROR}{most} features after interactions, more than {self.max_features} "
-                "(--daemon_max_features); skipped\n").encode()
-        return found
+        after interactions, by line of the block."""
+        sizes = expanded_sizes(batch.offsets, batch.namespace,
+                               self.learner.expansion_terms(batch))
+        return {int(batch.lines[e]): (
+            f"{ERROR}{sizes[e]} features after interactions, more than {self.max_features} "
+            "(--daemon_max_features); skipped\n").encode()
+            for e in np.flatnonzero(sizes > self.max_features).tolist()}
 
     def _learned(self, good: ExampleBatch, preds: np.ndarray) -> bytes:
         """Predict, and learn unless -t, the checked examples: their answer lines."""
