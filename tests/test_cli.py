@@ -4,7 +4,7 @@ import gzip
 
 import numpy as np
 import pytest
-from conftest import olearn_cmd, run_cmd
+from conftest import model_state, olearn_cmd, run_cmd
 
 from olearn.learners.weights import W_G
 from olearn.persistence import model
@@ -148,11 +148,25 @@ def test_model_whose_adaptive_sum_overflowed_is_saved_and_loads(tmp_path):
     assert np.isfinite(np.loadtxt(preds)).all()
 
 
-def test_model_with_overflowed_weights_is_not_saved(tmp_path):
+def test_an_update_that_would_overflow_is_refused_and_the_model_saved(tmp_path):
     path = tmp_path / "huge.vw"
     path.write_bytes(b"1e38 |a x:1e38\n" * 2)
-    line = _one_error_line(*olearn("-d", path, "--sgd", "-f", tmp_path / "m", "--quiet")[::2])
-    assert "NaN or infinite weights" in line and not (tmp_path / "m").exists()
+    code, _, err = olearn("-d", path, "--sgd", "-f", tmp_path / "m")
+    assert code == 0 and "updates refused (a weight would be non-finite) = 2" in err
+    _, state = model_state(tmp_path / "m")
+    assert np.isfinite(np.array(state["rows"])).all()
+
+
+def test_model_with_non_finite_weights_is_not_saved(tmp_path):
+    from olearn import Learner
+    from olearn.errors import OlearnError
+
+    learner = Learner("--quiet")
+    learner.fit(["1 |a x"])
+    learner._learner.weights[:, 0] = np.inf
+    with pytest.raises(OlearnError, match="NaN or infinite weights"):
+        learner.save(tmp_path / "m")
+    assert not (tmp_path / "m").exists()
 
 
 def test_quiet_silences_warnings(tmp_path):
