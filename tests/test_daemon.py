@@ -335,7 +335,9 @@ def test_a_line_that_runs_out_of_memory_costs_only_that_line(tmp_path, more):
     finally:
         code, _ = server.stop()
     assert code == 0
-    assert answers[3] == b"error: out of memory answering this line\n"
+    # the learner names the example (its interactions' size); the daemon answers that
+    assert re.fullmatch(rb"error: <daemon>:\d+: out of memory: this example's interactions take "
+                        rb"up to [\d,]+ features \([\d.,]+ GiB\)\n", answers[3])
     assert b"".join(answers[:3] + answers[4:] + later) == _predictions(
         "", lines + lines, tmp_path, "-q", "aa", *more)
 
@@ -520,3 +522,28 @@ def test_a_client_flooding_lines_does_not_starve_another(model, tmp_path):
         flooder.shutdown(socket.SHUT_RDWR)
         flooder.close()  # a reset: the server drops what it has not read yet
         server.stop()
+
+
+def test_many_classes_are_answered_in_pieces_of_bounded_prediction_arrays(monkeypatch):
+    rng = random.Random(5)
+    lines = [f"{rng.randrange(1, 41)} |a f{rng.randrange(30)} |b w{rng.randrange(5)}".encode()
+             for _ in range(200)]
+    server, reference = _in_process("--oaa", 40), _in_process("--oaa", 40)
+    sizes = []
+    learn = server.learner.learn
+
+    def recorded(batch, preds):
+        sizes.append(preds.size)
+        return learn(batch, preds)
+
+    monkeypatch.setattr("olearn.engine.learner.PREDICTIONS_PER_CALL", 420)
+    monkeypatch.setattr(server.learner, "learn", recorded)
+    try:
+        answers = _answers(server, lines)
+        per_call = 420 // server.learner.prediction_columns()
+        assert len(sizes) == -(-200 // per_call) and max(sizes) <= 420
+        monkeypatch.setattr("olearn.engine.learner.PREDICTIONS_PER_CALL", 1 << 18)
+        assert answers == _answers(reference, lines)
+    finally:
+        server.close()
+        reference.close()

@@ -273,7 +273,7 @@ def test_oaa_batches_are_learned_in_pieces_of_bounded_prediction_arrays(tmp_path
     monkeypatch.setattr("olearn.engine.learner.PREDICTIONS_PER_CALL", 500)
     monkeypatch.setattr(OnlineLearner, "learn", learn_recorded)
     pieces = _outputs(tmp_path, "pieces", data)
-    assert len(widths) > 20 and max(widths) <= 500  # 42 columns: 11 examples a call
+    assert len(widths) > 20 and max(widths) <= 500  # 44 columns: 11 examples a call
     assert pieces == whole
 
 

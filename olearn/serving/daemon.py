@@ -182,13 +182,13 @@ class Server:
         if n_lines == 0:
             return b"", np.zeros(0, dtype=np.int64)
         try:
-            good, preds, errors = self._checked(text, n_lines)
+            good, errors = self._checked(text, n_lines)
         except Exception as exc:  # nothing learned yet: find the failing line
             return self._halves(text, n_lines, exc)
         saved = self.learner.stats.copy(), self.learner.state.copy()
         lines = good.lines
         try:
-            out = self._learned(good, preds)
+            out = self._learned(good)
         except Exception as exc:
             # nothing learned under -t, nor before the call scored its first example (the loop
             # counts an example in the statistics before it learns it, kernel/loop.py)
@@ -201,10 +201,9 @@ class Server:
         self.lines += n_lines
         return self._merged(out, lines, errors, n_lines)
 
-    def _checked(self, text: bytes, n_lines: int
-                 ) -> tuple[ExampleBatch, np.ndarray, dict[int, bytes]]:
-        """The block parsed and checked, before any learning: its examples to learn, their
-        prediction array, and the error answers of the other lines, by line of the block.
+    def _checked(self, text: bytes, n_lines: int) -> tuple[ExampleBatch, dict[int, bytes]]:
+        """The block parsed and checked, before any learning: its examples to learn, and the
+        error answers of the other lines, by line of the block.
         Raises where the block must be answered half by half."""
         batch = self.learner.parse_block(sources.Block(text, SOURCE, self.bytes), self.format)
         batch.pass_line = self.lines
@@ -223,7 +222,7 @@ class Server:
         if wide:
             errors.update(wide)
             good = good.subset(~np.isin(good.lines, list(wide)))
-        return good, self.learner.new_predictions(good), errors
+        return good, errors
 
     def _too_wide(self, batch: ExampleBatch) -> dict[int, bytes]:
         """The error answers of the examples with more than --daemon_max_features features
@@ -235,11 +234,17 @@ class Server:
             "(--daemon_max_features); skipped\n").encode()
             for e in np.flatnonzero(sizes > self.max_features).tolist()}
 
-    def _learned(self, good: ExampleBatch, preds: np.ndarray) -> bytes:
-        """Predict, and learn unless -t, the checked examples: their answer lines."""
-        for row in self.learner.learn(good, preds):
-            self.console.print(self.learner.table_row(row, good, preds))
-        return bytes(self.learner.prediction_lines(preds, good, False))
+    def _learned(self, good: ExampleBatch) -> bytes:
+        """Predict, and learn unless -t, the checked examples: their answer lines. In pieces
+        (OnlineLearner.pieces), so that --oaa's K scores per line do not size one prediction
+        array by the block's line count."""
+        out = []
+        for piece in self.learner.pieces(good):
+            preds = self.learner.new_predictions(piece)
+            for row in self.learner.learn(piece, preds):
+                self.console.print(self.learner.table_row(row, piece, preds))
+            out.append(bytes(self.learner.prediction_lines(preds, piece, False)))
+        return b"".join(out)
 
     def _failed(self, exc: Exception, n_lines: int) -> bytes:
         """The error answer of ``n_lines`` lines whose answering failed with ``exc``, said on
