@@ -185,13 +185,18 @@ def test_no_python_warning_from_the_command_line(tmp_path, text, args):
     assert proc.returncode == 0 and "Warning" not in err and "finished run" in err, err
 
 
-@pytest.mark.parametrize("call", ["predict", "fit", "average_loss"])
+@pytest.mark.parametrize("call", ["predict", "fit", "average_loss", "learn_one", "predict_one"])
 def test_data_that_calls_its_own_learner_is_an_error_not_a_deadlock(call):
     learner = olearn.Learner()
+    calls = {"predict": lambda: learner.predict(["1 |a y"]),
+             "fit": lambda: learner.fit(["1 |a y"]),
+             "average_loss": lambda: learner.average_loss,
+             "learn_one": lambda: learner.learn_one({"y": 1.0, "z": 2.0}, 1.0),
+             "predict_one": lambda: learner.predict_one({"y": 1.0, "z": 2.0})}
 
     def lines():
         yield "1 |a x"
-        getattr(learner, call)(["1 |a y"]) if call != "average_loss" else learner.average_loss
+        calls[call]()
         yield "0 |a z"
 
     with pytest.raises(olearn.OlearnError, match="uses the same Learner"):

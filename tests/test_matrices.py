@@ -3,6 +3,7 @@ scipy.sparse matrices (olearn/data/matrices.py)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from olearn import Learner, OlearnError, OptionError
 from olearn.data import matrices
+from olearn.data.hashing import hash_bytes
 from olearn.data.matrices import DictExamples
 from olearn.kernel import kept
 
@@ -177,7 +179,7 @@ NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["a", "b", "c", 4]), NUMBERS,
+@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["a", "b", "c", 4, 4.0, True]), NUMBERS,
                                           min_size=1, max_size=4),
                           st.sampled_from([1.0, -1.0, 0.5])), min_size=1, max_size=12))
 def test_learn_one_on_the_fast_path_learns_what_the_general_path_learns(examples):
@@ -242,31 +244,111 @@ def test_learn_one_with_oaa_learns_what_the_lines_learn():
 
 
 def test_learn_one_refuses_non_finite_numbers():
-    with pytest.raises(OlearnError, match="not a finite number"):
+    with pytest.raises(OlearnError, match="feature 'a': inf is infinite"):
         Learner().learn_one({"a": float("inf")}, 1.0)
-    with pytest.raises(OlearnError, match="finite numbers"):
+    with pytest.raises(OlearnError, match="the label y nan must be a number"):
         Learner().learn_one({"a": 1.0}, float("nan"))
 
 
-@pytest.mark.parametrize("label, weight", [(1e39, 1.0), (-1e39, 1.0), (1.0, 1e39)])
-def test_learn_one_refuses_a_label_or_weight_beyond_float32(label, weight):
+@pytest.mark.parametrize("label, weight, wrong", [(1e39, 1.0, "label y 1e[+]39"),
+                                                  (-1e39, 1.0, "label y -1e[+]39"),
+                                                  (1.0, 1e39, "weight 1e[+]39")])
+def test_learn_one_refuses_a_label_or_weight_beyond_float32(label, weight, wrong):
     learner = Learner()
     learner.learn_one({"a": 1.0, "b": 2.0}, 1.0)  # the keys are seen: the fast path's dict
-    with pytest.raises(OlearnError, match="float32's range"):
+    with pytest.raises(OlearnError, match=f"the {wrong} must be .* within float32's range"):
         learner.learn_one({"a": 1.0, "b": 2.0}, label, weight)
 
 
-@pytest.mark.parametrize("x, y, weight", [({"a": 1.0, "b": 10 ** 400}, 1.0, 1.0),
-                                         ({"a": [1.0], "b": 2.0}, 1.0, 1.0),
-                                         ({"a": np.ones(2), "b": 2.0}, 1.0, 1.0),
-                                         ({"a": 1.0, "b": 2.0}, 10 ** 400, 1.0),
-                                         ({"a": 1.0, "b": 2.0}, "one", 1.0),
-                                         ({"a": 1.0, "b": 2.0}, 1.0, "one")])
-def test_learn_one_refuses_what_is_not_a_float_in_one_clear_error(x, y, weight):
+@pytest.mark.parametrize("x, y, weight, message", [
+    ({"a": 1.0, "b": 10 ** 400}, 1.0, 1.0, "feature 'b': 1000.*000 is out of float32's range"),
+    ({"a": 1.0, "b": 1e39}, 1.0, 1.0, "feature 'b': 1e[+]39 is out of float32's range"),
+    ({"a": [1.0], "b": 2.0}, 1.0, 1.0, r"feature 'a': \[1.0\] is not a number, a string or None"),
+    ({"a": np.ones(2), "b": 2.0}, 1.0, 1.0, "feature 'a': array.* is not a number"),
+    ({"a": 1.0, "b": 2.0}, 10 ** 400, 1.0, "the label y 1000.*000 must be a number within"),
+    ({"a": 1.0, "b": 2.0}, "one", 1.0, "the label y 'one' must be a number within"),
+    ({"a": 1.0, "b": 2.0}, 1.0, "one", "the weight 'one' must be a number >= 0 within"),
+    ({"a": 1.0, "b": 2.0}, 1.0, -1.0, "the weight -1.0 must be a number >= 0 within")])
+def test_learn_one_names_what_is_not_a_float_in_one_clear_error(x, y, weight, message):
     learner = Learner()
     learner.learn_one({"a": 1.0, "b": 2.0}, 1.0)  # the keys are seen: the fast path's dict
-    with pytest.raises(OlearnError, match="finite number"):
+    with pytest.raises(OlearnError, match=message):
         learner.learn_one(x, y, weight)
+
+
+@pytest.mark.parametrize("other", [1.0, True, np.float64(1.0)], ids=repr)
+def test_keys_equal_in_python_but_of_other_types_are_other_features(other):
+    """1, 1.0 and True are one dict key to Python but three names to VW (|f 1 1.0 True): a
+    learner that saw 1 predicts {1.0: ...} as the line with 1.0 does."""
+    learner = Learner()
+    for _ in range(20):
+        learner.learn_one({1: 1.0, "b": 1.0}, 1.0)
+    lines = Learner().fit(["1 |f 1:1 b:1"] * 20)
+    assert learner.predict_one({other: 1.0, "b": 1.0}) == lines.predict(
+        [f"|f {other}:1 b:1"])[0]
+
+
+@pytest.mark.parametrize("make", [lambda k: {f"k{k}": 1.0 + k % 3},
+                                  lambda k: {("u", f"k{k}"): 1.0},
+                                  lambda k: {f"k{k}": f"v{k % 7}"}],
+                         ids=["numbers", "pairs", "strings"])
+def test_learn_one_runs_no_python_function_per_feature(make):
+    """A wide dict's features are handled together (numpy, C's map and a hashing kernel): the
+    calls of olearn's Python functions do not grow with their number."""
+    import sys
+    package = str(Path(matrices.__file__).parents[1])
+
+    def calls(n: int, start: int) -> int:
+        x = {key: value for k in range(start, start + n) for key, value in make(k).items()}
+        count = 0
+
+        def profile(frame, event, arg):  # (not others': a gc callback runs as it pleases)
+            nonlocal count
+            count += event == "call" and frame.f_code.co_filename.startswith(package)
+        sys.setprofile(profile)
+        try:
+            learner.learn_one(x, 1.0)
+        finally:
+            sys.setprofile(None)
+        return count
+    learner = Learner()
+    calls(100, 0)  # the kernels loaded
+    assert calls(10_000, 10 ** 6) == calls(100, 2 * 10 ** 6)
+
+
+def test_the_maps_of_names_stay_within_their_budget(monkeypatch):
+    monkeypatch.setattr(matrices, "CACHE_KEYS", 8)
+    examples = [({f"a{k % 13}": 1.0 + k % 3, ("u", f"b{k % 11}"): 2.0, "c": f"s{k % 9}"}, k % 2)
+                for k in range(200)]
+    learner = Learner()
+    for x, y in examples:
+        learner.learn_one(x, y)
+        assert len(learner._dicts._plain) <= 8 and len(learner._dicts._index) <= 8
+    lines = [f"{y} |f a{k % 13}:{1 + k % 3} c^s{k % 9} |u b{k % 11}:2"
+             for k, (_, y) in enumerate(examples)]
+    assert learner.average_loss == Learner().fit(lines).average_loss
+
+
+def test_names_hashed_in_the_kernel_hash_as_in_python():
+    words = ["a", "x y", " 12 ", "007", "", "é", "\udc80", b"b\xff", "1" * 30, "-5"] * 4
+    seeds = list(range(len(words)))
+    assert len(words) > matrices.FEW_WORDS
+    for hash_all in (False, True):
+        want = [hash_bytes(matrices._word(w), s, hash_all) for w, s in zip(words, seeds)]
+        assert matrices._hashes(words, seeds, hash_all).tolist() == want
+
+
+def test_the_hashing_kernel_refuses_arrays_that_do_not_fit():
+    text = np.frombuffer(b"abcdef", dtype=np.uint8)
+    out = np.zeros(2, dtype=np.int64)
+
+    def run(ends, seeds=np.zeros(2, dtype=np.int64), into=out):
+        return matrices._hash_words(text, np.array(ends, dtype=np.int64), seeds, False, into)
+    assert run([2, 6])
+    assert not run([2, 7])
+    assert not run([4, 2])
+    assert not run([2, 6], seeds=np.zeros(1, dtype=np.int64))
+    assert not run([2, 6], into=np.zeros(1, dtype=np.int64))
 
 
 def _dict_batch_arrays(batch) -> list:
@@ -275,7 +357,7 @@ def _dict_batch_arrays(batch) -> list:
 
 VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=32), st.integers(-5, 5),
                    st.none(), st.sampled_from(["x", "1.5", ""]), st.booleans())
-KEYS = st.one_of(st.sampled_from(["a", "b", 3, "Constant"]),
+KEYS = st.one_of(st.sampled_from(["a", "b", 3, 3.0, True, "Constant"]),
                  st.tuples(st.sampled_from(["u", "", "f"]), st.sampled_from(["a", "z"])))
 
 
@@ -308,7 +390,7 @@ def test_the_fast_path_leaves_a_value_the_general_path_drops_or_refuses_to_the_k
     if general == "drops":
         assert len(remembered.batch({"a": 5.0, "b": value}, 1.0).value) == 2  # a, constant
     else:
-        with pytest.raises(OlearnError, match="not a finite number"):
+        with pytest.raises(OlearnError, match="out of float32's range"):
             remembered.batch({"a": 5.0, "b": value}, 1.0)
 
 
@@ -319,7 +401,7 @@ def test_learn_one_takes_a_dict_the_kernel_refuses_the_general_way(value):
     general.learn_one({"a": 1.0, "b": 2.0}, 1.0)
     x = {"a": 5.0, "b": value}
     if value == 1e39:
-        with pytest.raises(OlearnError, match="not a finite number"):
+        with pytest.raises(OlearnError, match="out of float32's range"):
             fast.learn_one(x, -1.0)
         assert fast.weights() == general.weights()
         return
@@ -350,7 +432,7 @@ def test_a_key_seen_with_a_number_is_a_string_feature_with_a_string():
     numeric = remembered.batch({"a": 1.5}).index[0]
     assert remembered.batch({"a": "1.5"}).index[0] != numeric
     assert remembered.batch({"a": "1.5"}).value[0] == 1.0
-    with pytest.raises(OlearnError, match="not a finite number"):
+    with pytest.raises(OlearnError, match="out of float32's range"):
         remembered.batch({"a": 1e39})
 
 

@@ -17,7 +17,9 @@ column j is ``f^j``, a DataFrame's column ``ns^column`` (``ns^column^value`` for
 from __future__ import annotations
 
 import math
+import reprlib
 import struct
+from itertools import repeat
 from operator import itemgetter
 from typing import Iterator
 
@@ -25,16 +27,36 @@ import numpy as np
 from numba import njit
 
 from olearn.data.batch import ExampleBatch
-from olearn.data.hashing import CONSTANT_HASH, CONSTANT_NAMESPACE, M32, hash_bytes, namespace_hash
+from olearn.data.hashing import (
+    CONSTANT_HASH,
+    CONSTANT_NAMESPACE,
+    M32,
+    hash_bytes,
+    hash_name,
+    namespace_hash,
+)
 from olearn.data.parsed import AUDIT_COLS
 from olearn.data.svmlight import SVM_NAMESPACE
 from olearn.errors import OlearnError
 
 ROWS_PER_BATCH = 8192
 FAST_FEATURES = 64  # the most features of a dict on DictExamples' fast path
+CACHE_KEYS = 1 << 18  # the most names DictExamples remembers in each of its maps
+FEW_WORDS = 16  # up to this many names are hashed in Python (_hashes), more in a kernel
+NUMPY_INTS = frozenset({np.int8, np.int16, np.int32, np.int64, np.longlong, np.uint8, np.uint16,
+                        np.uint32, np.uint64, np.ulonglong})
+# A plain dict key of these types is remembered by itself: keys of them that Python holds equal
+# (1 and np.int64(1), "a" and np.str_("a")) have the same text, where 1, 1.0 and True do not
+STR_KEY_TYPES = frozenset({str, np.str_})  # equal to no other type's keys
+FAST_KEY_TYPES = STR_KEY_TYPES | {int} | NUMPY_INTS
+TWO = frozenset({2})
+# values numpy converts to float64 as float() does (None: NaN, no feature)
+NUMBER_TYPES = frozenset({float, int, type(None), np.float16, np.float32, np.float64}) | NUMPY_INTS
+TEXT = (str, bytes)  # a dict value that makes a string feature
 SOURCE = "<matrix>"
 F32_MAX = float(np.finfo(np.float32).max)
 F_NAMESPACE = SVM_NAMESPACE[0]
+F_TEXT = SVM_NAMESPACE.decode()
 NO_TEXT = np.empty(0, dtype=np.uint8)
 NO_NAMES = np.empty((0, AUDIT_COLS), dtype=np.int64)  # batches without names (spans)
 
@@ -320,33 +342,178 @@ def _frame_batch(indptr, index_of_feature, values, namespace_of_feature, spans, 
 
 
 def _word(part) -> bytes:
-    """A dict key's namespace or name as the text line's bytes."""
-    return part if isinstance(part, bytes) else str(part).encode()
+    """A dict key's namespace or name, or a string value, as the text line's bytes: bytes as
+    they are, a string's characters in UTF-8 (a lone surrogate as its three bytes), anything
+    else as its str."""
+    if isinstance(part, bytes):
+        return part
+    return str.encode(part if isinstance(part, str) else str(part), errors="surrogatepass")
+
+
+def _hashes(words: list, seeds, hash_all: bool) -> np.ndarray:
+    """VW's hash of each word (str or bytes, as :func:`_word` writes it) with its seed
+    (``seeds``: one per word, or one for all)."""
+    seeds = np.broadcast_to(np.asarray(seeds, dtype=np.int64), (len(words),))
+    if len(words) <= FEW_WORDS:  # in Python: loading the kernel costs more than these hashes
+        return np.array([hash_bytes(_word(w), s, hash_all) for w, s in zip(words, seeds.tolist())],
+                        dtype=np.int64)
+    text, ends = _joined(words)
+    hashes = np.empty(len(words), dtype=np.int64)
+    if not _hash_words(text, ends, seeds, hash_all, hashes):
+        raise ValueError("_hash_words: arrays that do not fit")
+    return hashes
+
+
+def _joined(words: list) -> tuple[np.ndarray, np.ndarray]:
+    """The words' bytes (:func:`_word`) one after another, and where each ends."""
+    try:
+        joined = "".join(words)
+    except TypeError:  # not all str
+        joined = None
+    if joined is not None:
+        text = joined.encode("utf-8", errors="surrogatepass")
+        if len(text) != len(joined):  # not all ASCII: a word's bytes are not its characters
+            joined = None
+    if joined is None:
+        words = list(map(_word, words))
+        text = b"".join(words)
+    ends = np.cumsum(np.fromiter(map(len, words), dtype=np.int64, count=len(words)))
+    return np.frombuffer(text, dtype=np.uint8), ends
+
+
+@njit(cache=True, nogil=True)
+def _hash_words(text, ends, seeds, hash_all, out):
+    """Hash word k, ``text[ends[k - 1]:ends[k]]``, with ``seeds[k]`` into ``out[k]``; False,
+    with nothing written, when the arrays do not fit."""
+    n = ends.shape[0]
+    if seeds.shape[0] < n or out.shape[0] < n or (n and ends[n - 1] > text.shape[0]):
+        return False
+    start = 0
+    for k in range(n):
+        if ends[k] < start:
+            return False
+        start = ends[k]
+    start = 0
+    for k in range(n):
+        out[k] = hash_name(text, start, ends[k], seeds[k], hash_all)
+        start = ends[k]
+    return True
+
+
+def _taken(items: list, where: list) -> list:
+    """``items[k]`` for each k of ``where`` (all of them: the list itself)."""
+    return items if len(where) == len(items) else [items[k] for k in where]
+
+
+def _remember(cache: dict, keys: list, values: list) -> bool:
+    """New entries into ``cache``, which starts again (returns True) when it would exceed
+    CACHE_KEYS: memory does not grow with the names seen."""
+    again = len(cache) + len(keys) > CACHE_KEYS
+    if again:
+        cache.clear()
+    if len(keys) <= CACHE_KEYS:
+        cache.update(zip(keys, values))
+    return again
+
+
+def _texts(keys: list, strings: list) -> tuple[list, list, list]:
+    """Dict features' namespaces (the default one's is a space), names and string values (None:
+    a number), each a str as it is or anything else's bytes (:func:`_word`), so that two are
+    equal only when their texts are: a key is a name or a (namespace, name) pair."""
+    if any(map(isinstance, keys, repeat(tuple))):
+        pairs = [key if isinstance(key, tuple) else (F_TEXT, key) for key in keys]
+        if not TWO.issuperset(map(len, pairs)):
+            key = next(key for key in pairs if len(key) != 2)
+            raise TypeError(f"feature key {key!r}: a name or a (namespace, name) pair, not a "
+                            f"tuple of {len(key)}")
+        spaces = [space if type(space) is str and space else _word(space) or " "
+                  for space, _ in pairs]
+        keys = [name for _, name in pairs]
+    else:
+        spaces = [F_TEXT] * len(keys)
+    return (spaces, [name if type(name) is str else _word(name) for name in keys],
+            [s if s is None or type(s) is str else _word(s) for s in strings])
+
+
+def _numbers(keys: list, values: list) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values as float64 (NaN for None and text) and which are text (None: none), or an
+    OlearnError naming the first feature whose value is not a number, is infinite or is beyond
+    float32."""
+    strings = None
+    if not NUMBER_TYPES.issuperset(map(type, values)):
+        strings = np.fromiter(map(isinstance, values, repeat(TEXT)), dtype=bool,
+                              count=len(values))
+    if strings is not None and strings.any():
+        numbers = np.full(len(values), np.nan)
+        rest = np.flatnonzero(~strings).tolist()
+        numbers[rest] = _floats([keys[k] for k in rest], [values[k] for k in rest])
+    else:
+        numbers, strings = _floats(keys, values), None
+    with np.errstate(over="ignore"):  # beyond float32: refused here
+        beyond = np.isinf(numbers.astype(np.float32))
+    if beyond.any():
+        k = int(np.argmax(beyond))
+        what = "infinite" if math.isinf(numbers[k]) else "out of float32's range"
+        raise OlearnError(f"feature {keys[k]!r}: {reprlib.repr(values[k])} is {what}")
+    return numbers, strings
+
+
+def _floats(keys: list, values: list) -> np.ndarray:
+    """Values that are not text as float64: None is NaN, anything else what float() makes of
+    it, or an OlearnError naming the feature."""
+    if NUMBER_TYPES.issuperset(map(type, values)):  # numpy converts them all at once
+        try:
+            return np.array(values, dtype=np.float64)
+        except OverflowError:  # an int beyond float: _float names it
+            pass
+    return np.fromiter(map(_float, keys, values), dtype=np.float64, count=len(keys))
+
+
+def _float(key, value) -> float:
+    """:func:`_floats` of one value."""
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        raise OlearnError(f"feature {key!r}: {reprlib.repr(value)} is out of float32's "
+                          f"range") from None
+    except (TypeError, ValueError):
+        raise OlearnError(f"feature {key!r}: {reprlib.repr(value)} is not a number, a string "
+                          f"or None") from None
 
 
 class DictExamples:
     """Single examples given as dicts (``learn_one``/``predict_one``, River's convention): a
     key is a feature name (namespace ``f``) or a (namespace, name) pair; a number is its value,
-    a string makes a string feature (``name:value``); None, NaN and 0 are no feature. Each
-    key's (and string value's) index is hashed once and remembered. With ``names``, each batch
-    carries its features' names (``audit`` spans of ``text``), as matrices' do.
+    a string (or bytes) makes a string feature (``name:value``); None, NaN and 0 are no
+    feature. A key is its text (:func:`_word`), whatever Python holds equal: ``1``, ``1.0``
+    and ``True`` are three features, as ``|f 1 1.0 True`` has. Each feature's index is hashed
+    once (many at a time in a kernel) and remembered, up to CACHE_KEYS of them. With
+    ``names``, each batch carries its features' names (``audit`` spans of ``text``), as
+    matrices' do.
 
     A dict of 2 to FAST_FEATURES - 1 nonzero numbers under names seen before can take a fast
     path (:meth:`fast`: C code writes its label row, values and indices straight into arrays
     kept for its size: no Python float or array per value, no grouping as they are all in
-    namespace ``f``); anything else takes the general one (:meth:`batch`). Both give the same
-    batch; its label row and the fast path's features are arrays kept here, which the next call
-    overwrites (the learner is done with a batch before its next call). The fast path's batch
-    of each size is itself kept: the same object, with the same arrays, each time (so that the
-    learner can keep its kernel call's arguments too)."""
+    namespace ``f``); anything else takes the general one (:meth:`batch`), which handles the
+    dict's features together in numpy, so that its cost grows with their number by a few
+    Python operations each. Both give the same batch; its label row and the fast path's
+    features are arrays kept here, which the next call overwrites (the learner is done with a
+    batch before its next call). The fast path's batch of each size is itself kept: the same
+    object, with the same arrays, each time (so that the learner can keep its kernel call's
+    arguments too)."""
 
     def __init__(self, config, names: bool = False):
         self.config = config
         self.names = names
         self._hash_all = config.hash == "all"
-        self._index: dict = {}
-        self._plain: dict = {}  # a plain key's index as a numeric feature of namespace f
+        self._plain: dict = {}  # a plain key of FAST_KEY_TYPES: its index as a number (in f)
+        self._numbered = False  # whether _plain holds an int key (see fast)
+        self._index: dict = {}  # any other feature's texts (namespace, name, string): index
+        self._seeds: dict = {}  # a namespace's text: its seed
         self._constant = None if config.noconstant else CONSTANT_HASH & config.mask
+        self._constant_slot = self._constant or 0  # the fast path's constant index
         self._numbers = np.zeros((1, 3), dtype=np.float32)  # the general path's label row
         self._tags = np.full((1, 2), -1, dtype=np.int64)
         self._lines = np.zeros(1, dtype=np.int64)
@@ -356,63 +523,85 @@ class DictExamples:
 
     def _fast_batch(self, k: int) -> tuple:
         """The fast path's kept batch of ``k`` features (then the constant's), with a packer of
-        its label row and values, the memory it writes, a packer of its indices and their
-        memory. The label row (label, importance, initial) and the values are one float32 array
-        (the initial's pad bytes write its 0): one call of C code writes them all."""
+        its label row, values and indices, and the memory it writes. They are one buffer, so
+        that one call of C code writes them all: the label row (label, importance, initial: its
+        pad bytes write its 0), the values and the constant's, then the indices and the
+        constant's (slots there without a constant too, outside the batch's arrays)."""
         extra = 0 if self._constant is None else 1
-        numbers = np.zeros(3 + k + extra, dtype=np.float32)
-        index = np.zeros(k + extra, dtype=np.uint32)
-        if extra:
-            numbers[-1], index[-1] = 1.0, self._constant
-        namespace = np.full(k + extra, SVM_NAMESPACE[0], dtype=np.uint8)
+        memory = np.zeros(4 * (3 + k + 1 + k + 1), dtype=np.uint8)
+        numbers = memory[:4 * (3 + k + 1)].view(np.float32)
+        index = memory[4 * (3 + k + 1):].view(np.uint32)
+        namespace = np.full(k + extra, F_NAMESPACE, dtype=np.uint8)
         namespace[k:] = CONSTANT_NAMESPACE
-        batch = self._one(self._offsets[k + extra], index, numbers[3:], namespace, NO_TEXT,
-                          NO_NAMES, numbers[:3].reshape(1, 3))
-        return (batch, struct.Struct(f"2f4x{k}f").pack_into, memoryview(numbers),
-                struct.Struct(f"{k}I").pack_into, memoryview(index))
+        batch = self._one(self._offsets[k + extra], index[:k + extra],
+                          numbers[3:3 + k + extra], namespace, NO_TEXT, NO_NAMES,
+                          numbers[:3].reshape(1, 3))
+        return batch, struct.Struct(f"2f4x{k + 1}f{k + 1}I").pack_into, memoryview(memory)
 
     def _one(self, offsets, index, value, spaces, text, audit, numbers) -> ExampleBatch:
         """A batch of one example."""
         return ExampleBatch(text, SOURCE, 0, numbers, self._tags, self._lines, offsets, index,
                             value, spaces, audit, self._warnings, 0, 0, 0, 1)
 
-    @staticmethod
-    def _words(key) -> tuple[bytes, bytes]:
-        """A key's namespace and feature name (the default namespace's is a space): a name or
-        a (namespace, name) pair, each bytes as they are (the text line's bytes) or any other
-        value as its str, UTF-8."""
-        if not isinstance(key, tuple):
-            return SVM_NAMESPACE, _word(key)
-        if len(key) != 2:
-            raise TypeError(f"feature key {key!r}: a name or a (namespace, name) pair, not a "
-                            f"tuple of {len(key)}")
-        return _word(key[0]) or b" ", _word(key[1])
+    def _seed(self, space: bytes) -> int:
+        """The seed of namespace ``space``'s names (remembered: a dict has few namespaces)."""
+        seed = self._seeds.get(space)
+        if seed is None:
+            seed = self._seeds[space] = namespace_hash(space, self.config.hash_seed,
+                                                       self._hash_all)
+        return seed
 
-    def _feature(self, key, value) -> tuple[int, int]:
-        """(index, namespace byte) of a key, with a string value for string features."""
-        found = self._index.get((key, value))
-        if found is None:
-            space, name = self._words(key)
-            seed = namespace_hash(space, self.config.hash_seed, self._hash_all)
-            h = hash_bytes(name, seed, self._hash_all)
-            if value is not None:
-                h = hash_bytes(str(value).encode(), h, self._hash_all)
-            found = self._index[key, value] = (h & self.config.mask, space[0])
-            if value is None and not isinstance(key, tuple):
-                self._plain[key] = found[0]
+    def _plain_indices(self, keys: list) -> np.ndarray:
+        """The indices of plain keys of FAST_KEY_TYPES with numbers (namespace ``f``)."""
+        found = np.fromiter(map(self._plain.get, keys, repeat(-1)), dtype=np.int64,
+                            count=len(keys))
+        where = np.flatnonzero(found < 0)
+        if len(where):
+            missing = _taken(keys, where.tolist())
+            # their texts are their str (a str's characters, an int's digits)
+            found[where] = _hashes(list(map(str, missing)), self._seed(SVM_NAMESPACE),
+                                   self._hash_all) & self.config.mask
+            again = _remember(self._plain, missing, found[where].tolist())
+            self._numbered = ((self._numbered and not again)
+                              or not STR_KEY_TYPES.issuperset(map(type, missing)))
         return found
 
-    def _named(self, features: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
-        """The names' text and spans of ``features`` (index, value, space, key, string value);
-        the constant's (key None) are none."""
+    def _other_indices(self, keys: list, strings: list) -> tuple[np.ndarray, np.ndarray]:
+        """The indices and namespace bytes of the other features: ``keys`` with their string
+        values (None: a number), found by their texts."""
+        spaces, names, strings = _texts(keys, strings)
+        # a dict of more features than the map holds is hashed whole, each time
+        texts = list(zip(spaces, names, strings)) if len(keys) <= CACHE_KEYS else None
+        found = (np.fromiter(map(self._index.get, texts, repeat(-1)), dtype=np.int64,
+                             count=len(keys))
+                 if texts is not None else np.full(len(keys), -1, dtype=np.int64))
+        where = np.flatnonzero(found < 0)
+        if len(where):
+            take = where.tolist()
+            seeds = {space: self._seed(_word(space)) for space in set(spaces)}
+            hashes = _hashes(_taken(names, take),
+                             list(map(seeds.__getitem__, _taken(spaces, take))), self._hash_all)
+            values = _taken(strings, take)
+            valued = [k for k, string in enumerate(values) if string is not None]
+            if valued:  # a string feature: its value hashed with its name's hash as the seed
+                hashes[valued] = _hashes([values[k] for k in valued], hashes[valued],
+                                         self._hash_all)
+            found[where] = hashes & self.config.mask
+            if texts is not None:
+                _remember(self._index, _taken(texts, take), found[where].tolist())
+        first_byte = {space: _word(space)[0] for space in set(spaces)}
+        return found, np.fromiter(map(first_byte.__getitem__, spaces), dtype=np.uint8,
+                                  count=len(spaces))
+
+    def _named(self, keys: list, strings: list) -> tuple[np.ndarray, np.ndarray]:
+        """The names' text and audit spans of features ``keys`` with their string values (None:
+        a number), then the constant's (none, if it is there)."""
         words: list[bytes] = []
-        audit = np.full((len(features), AUDIT_COLS), -1, dtype=np.int64)
+        audit = np.full((len(keys) + (self._constant is not None), AUDIT_COLS), -1,
+                        dtype=np.int64)
         end = 0
-        for k, (*_, key, string) in enumerate(features):
-            if key is None:
-                continue
-            space, name = self._words(key)
-            value = None if string is None else str(string).encode()
+        for k, parts in enumerate(zip(*_texts(keys, strings))):
+            space, name, value = (None if part is None else _word(part) for part in parts)
             for column, word in ((0, name), (2, value), (4, None if space == b" " else space)):
                 if word is not None:
                     audit[k, column:column + 2] = end, end + len(word)
@@ -420,33 +609,47 @@ class DictExamples:
                     end += len(word)
         return np.frombuffer(b"".join(words), dtype=np.uint8), audit
 
-    def _general(self, x: dict) -> tuple[list[tuple], np.ndarray, np.ndarray]:
-        """``x``'s features (index, value, space, key, string value), grouped by namespace, the
-        constant last; with names, their text and spans."""
-        grouped: dict[int, list[tuple]] = {}
-        for key, value in x.items():
-            if isinstance(value, str):
-                index, space = self._feature(key, value)
-                grouped.setdefault(space, []).append((index, 1.0, space, key, value))
-            elif value is not None:
-                try:
-                    number = float(value)
-                except (TypeError, ValueError, OverflowError):  # not a number, or beyond float
-                    number = math.inf  # refused below
-                if number != number or number == 0:  # NaN and 0: no feature
-                    continue
-                with np.errstate(over="ignore"):  # beyond float32: the error below says so
-                    finite = bool(np.isfinite(np.float32(number)))
-                if not finite:
-                    raise OlearnError(f"feature {key!r}: {value!r} is not a finite number",
-                                      SOURCE)
-                index, space = self._feature(key, None)
-                grouped.setdefault(space, []).append((index, number, space, key, None))
-        features = [f for pairs in grouped.values() for f in pairs]
+    def _features(self, x: dict) -> tuple:
+        """``x``'s features as arrays (index, value, namespace byte), grouped by namespace (in
+        the order they first come), the constant last; with names, their text and spans."""
+        keys, values = list(x), list(x.values())
+        numbers, strings = _numbers(keys, values)
+        present = (numbers == numbers) & (numbers != 0)  # NaN and 0: no feature
+        if strings is not None:
+            present |= strings
+            numbers[strings] = 1.0
+        plain = present & np.fromiter(map(FAST_KEY_TYPES.__contains__, map(type, keys)),
+                                      dtype=bool, count=len(keys))
+        if strings is not None:
+            plain &= ~strings
+        index = np.zeros(len(keys), dtype=np.uint32)
+        space = np.full(len(keys), F_NAMESPACE, dtype=np.uint8)
+        where = np.flatnonzero(plain)
+        if len(where) == len(keys):  # (the usual dict: no copy of its keys)
+            index[:] = self._plain_indices(keys)
+        elif len(where):
+            index[where] = self._plain_indices([keys[k] for k in where.tolist()])
+        where = np.flatnonzero(present & ~plain).tolist()
+        if where:
+            index[where], space[where] = self._other_indices(
+                [keys[k] for k in where],
+                [None if strings is None or not strings[k] else values[k] for k in where])
+        order = np.flatnonzero(present)
+        spaces = space[order]
+        if len(order) and (spaces != spaces[0]).any():  # grouped as the text line groups them
+            _, first, which = np.unique(spaces, return_index=True, return_inverse=True)
+            order = order[np.argsort(np.argsort(first)[which], kind="stable")]
+        index, value, space = index[order], numbers[order].astype(np.float32), space[order]
         if self._constant is not None:
-            features.append((self._constant, 1.0, CONSTANT_NAMESPACE, None, None))
-        text, audit = self._named(features) if self.names else (NO_TEXT, NO_NAMES)
-        return features, text, audit
+            index = np.append(index, np.uint32(self._constant))
+            value = np.append(value, np.float32(1.0))
+            space = np.append(space, np.uint8(CONSTANT_NAMESPACE))
+        if not self.names:
+            return index, value, space, NO_TEXT, NO_NAMES
+        named = order.tolist()
+        return (index, value, space, *self._named(
+            [keys[k] for k in named],
+            [values[k] if strings is not None and strings[k] else None for k in named]))
 
     def fast(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch | None:
         """The example ``x`` (label ``y``, importance ``weight``) as the kept batch of its size,
@@ -462,20 +665,23 @@ class DictExamples:
         try:
             label = math.nan if y is None else float(y)
             # both are float32 in the batch: beyond its range they would be inf (a NaN fails)
-            ok = (y is None or abs(label) <= F32_MAX) and 0 <= weight <= F32_MAX
+            ok = (y is None or -F32_MAX <= label <= F32_MAX) and 0 <= weight <= F32_MAX
         except (TypeError, ValueError, OverflowError):  # not a number, or beyond float
             ok = False
         if not ok:
-            raise OlearnError("y and the weight must be finite numbers within float32's range, "
-                              "the weight >= 0", SOURCE)
+            _refuse_label_or_weight(y, weight)
         k = len(x)
         # (one key: itemgetter would not give a tuple)
         if self.names or not 2 <= k < FAST_FEATURES:
             return None
-        batch, pack_values, row, pack_indices, index = self._fast[k]
-        try:
-            pack_indices(index, 0, *itemgetter(*x)(self._plain))
-            pack_values(row, 0, label, weight, *x.values())  # a number beyond float32: inf
+        # a key equal to an int key of _plain may be a float or a bool (1.0, True): another
+        # feature (a check that only dicts with int keys pay)
+        if self._numbered and not FAST_KEY_TYPES.issuperset(map(type, x)):
+            return None
+        batch, pack, memory = self._fast[k]
+        try:  # (a number beyond float32 is packed as inf)
+            pack(memory, 0, label, weight, *x.values(), 1.0, *itemgetter(*x)(self._plain),
+                 self._constant_slot)
         except (KeyError, TypeError, OverflowError, struct.error):
             return None
         return batch
@@ -484,11 +690,21 @@ class DictExamples:
         """The example ``x`` (label ``y``, importance ``weight``, which :meth:`fast` has checked)
         as a batch of one, the general way."""
         self._numbers[0, :2] = math.nan if y is None else float(y), weight
-        features, text, audit = self._general(x)
-        k = len(features)
+        index, value, space, text, audit = self._features(x)
+        k = len(index)
         return self._one(self._offsets[k] if k < len(self._offsets)
-                         else np.array([0, k], dtype=np.int64),
-                         np.array([f[0] for f in features], dtype=np.uint32),
-                         np.array([f[1] for f in features], dtype=np.float32),
-                         np.array([f[2] for f in features], dtype=np.uint8), text, audit,
+                         else np.array([0, k], dtype=np.int64), index, value, space, text, audit,
                          self._numbers)
+
+
+def _refuse_label_or_weight(y, weight) -> None:
+    """The OlearnError saying which of a dict example's label and weight :meth:`DictExamples.fast`
+    refused: the label, unless it is a number within float32's range."""
+    try:
+        label_ok = y is None or abs(float(y)) <= F32_MAX
+    except (TypeError, ValueError, OverflowError):
+        label_ok = False
+    what, number, need = (("label y", y, "a number") if not label_ok
+                          else ("weight", weight, "a number >= 0"))
+    raise OlearnError(f"learn_one: the {what} {reprlib.repr(number)} must be {need} within "
+                      f"float32's range (±3.4e38)")

@@ -144,7 +144,9 @@ class Learner:
 
     def _locked(self) -> threading.Lock:
         """The lock, unless this thread is producing this learner's data: it would wait for
-        itself (fit holds the lock while it reads the data)."""
+        itself (fit holds the lock while it reads the data). (learn_one and predict_one first
+        try to take the lock without waiting: when that succeeds, no fit holds it, and this
+        check, a thread-local's attribute, is not needed.)"""
         if _producing.learner is self:
             raise OlearnError("the data given to fit() or predict() uses the same Learner, "
                               "which is busy reading it: give a list, or use another Learner")
@@ -230,20 +232,30 @@ class Learner:
     def learn_one(self, x: dict, y, weight: float = 1.0) -> "Learner":
         """Predict, then learn, one example given as a dict (River's convention; see
         matrices.DictExamples): ``{"age": 30, "city": "paris", ("u", "id"): 1}``."""
-        _check_dict(x)
-        with self._locked():
+        if type(x) is not dict:
+            _check_dict(x)
+        lock = self._lock
+        if not lock.acquire(False):  # (in a few instructions when it is free: see _locked)
+            self._locked().acquire()
+        try:
             dicts = self._dicts or self._dict_examples()
             batch = dicts.fast(x, y, weight)
             if batch is None or not self._learner.learn_kept(batch, self._one):
                 batch = dicts.batch(x, y, weight)
                 self._learner.learn(batch, self._one)
                 self._remember_names(batch)
+        finally:
+            lock.release()
         return self
 
     def predict_one(self, x: dict) -> float:
         """The prediction (after link and --binary) for one example given as a dict."""
-        _check_dict(x)
-        with self._locked():
+        if type(x) is not dict:
+            _check_dict(x)
+        lock = self._lock
+        if not lock.acquire(False):  # as in learn_one
+            self._locked().acquire()
+        try:
             dicts = self._dicts or self._dict_examples()
             batch = dicts.fast(x)
             if batch is None or not self._learner.predict_kept(batch, self._one):
@@ -251,6 +263,8 @@ class Learner:
                 self._learner.predict(batch, self._one)
                 self._remember_names(batch)
             return float(self._one[0, 0])
+        finally:
+            lock.release()
 
     def _dict_examples(self) -> matrices.DictExamples:
         """learn_one's and predict_one's examples (their kept arrays: made once, when first
