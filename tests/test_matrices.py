@@ -59,7 +59,7 @@ def test_a_matrix_of_several_batches_made_ahead_learns_what_its_text_learns():
 def test_an_error_made_ahead_is_raised_by_fit_before_learning():
     rows = matrices.ROWS_PER_BATCH + 1
     learner = Learner()
-    with pytest.raises(OlearnError, match="y: 8193 finite numbers expected"):
+    with pytest.raises(OlearnError, match="y: 8193 numbers expected, one per row of X, not 8192"):
         learner.fit(np.ones((rows, 2)), np.ones(rows - 1))
     assert np.isnan(learner.average_loss)
 
@@ -88,10 +88,15 @@ def test_decision_function_is_the_raw_score():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"y": Y[:-1]}, "y: 500 finite numbers"),
-    ({"y": np.where(np.arange(500) == 3, np.nan, Y)}, "y: 500 finite numbers"),
-    ({"sample_weight": -np.ones(500)}, "importances must be >= 0"),
-    ({"X": np.where(np.arange(12) == 2, np.inf, X)}, "NaN or infinite"),
+    ({"y": Y[:-1]}, "y: 500 numbers expected, one per row of X, not 499"),
+    ({"y": Y.reshape(250, 2)}, r"y: 500 numbers expected, .* not an array of shape \(250, 2\)"),
+    ({"y": np.where(np.arange(500) == 3, np.nan, Y)}, "y: row 3: nan is not a finite number"),
+    ({"y": np.where(np.arange(500) == 4, 1e39, Y)}, "y: row 4: 1e[+]39 is out of float32's"),
+    ({"y": ["a"] * 500}, "y: 500 numbers expected.*could not convert string to float: 'a'"),
+    ({"sample_weight": -np.ones(500)}, r"sample_weight: row 0: -1.0 is negative"),
+    ({"sample_weight": np.full(500, np.nan)}, "sample_weight: row 0: nan is not a finite"),
+    ({"X": np.where(np.arange(12) == 2, np.inf, X)}, "X: row 0, column 2: inf is not a finite"),
+    ({"X": np.where(np.arange(12) == 5, 1e39, X)}, "X: row 0, column 5: 1e[+]39 is out of"),
 ])
 def test_bad_numeric_input_is_one_clear_error(bad, message):
     args = {"X": X, "y": Y, **bad}
@@ -140,10 +145,186 @@ def test_a_dataframe_learns_what_its_text_learns():
     np.testing.assert_array_equal(from_frame.predict(frame.head(6)), from_text.predict(lines[:6]))
 
 
+def _same_model(a: Learner, b: Learner) -> None:
+    """The two learners' weight tables are the same, index by index."""
+    np.testing.assert_array_equal(a._learner.weights, b._learner.weights)
+
+
+@pytest.mark.parametrize("values", [[None, None, None], [np.nan, "x", None]],
+                         ids=["all missing", "some missing"])
+def test_a_string_column_with_missing_values_learns_as_its_lines(values):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"a": [1.0, 2.0, 3.0], "s": pandas.Series(values, dtype=object)})
+    lines = [f"1 |f a:{a}" + (f" s:{s}" if isinstance(s, str) else "")
+             for a, s in zip([1, 2, 3], values)]
+    _same_model(Learner().fit(frame, np.ones(3)), Learner().fit(lines))
+
+
+def test_a_row_whose_category_is_missing_predicts_without_it():
+    pandas = pytest.importorskip("pandas")
+    categories = pandas.Categorical(["x", "y"])
+    learner = Learner().fit(pandas.DataFrame({"a": [1.0, 2.0], "c": categories}), [1.0, 2.0])
+    missing = pandas.DataFrame({"a": [1.0], "c": pandas.Categorical([None],
+                                                                    categories=["x", "y"])})
+    assert learner.predict(missing)[0] == learner.predict(["|f a:1"])[0]
+
+
+def test_a_category_unseen_in_fit_is_a_feature_of_its_own():
+    pandas = pytest.importorskip("pandas")
+    learner = Learner().fit(pandas.DataFrame({"c": pandas.Categorical(["x", "y"] * 5)}),
+                            [1.0, 2.0] * 5)
+    unseen = pandas.DataFrame({"c": pandas.Categorical(["z"], categories=["x", "y", "z"])})
+    assert learner.predict(unseen)[0] == learner.predict(["|f c^z"])[0]
+
+
+def test_duplicate_column_names_are_two_features_of_that_name():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame([[1.0, 2.0], [3.0, 0.0]], columns=["a", "a"])
+    lines = ["1 |f a:1 a:2", "2 |f a:3"]
+    _same_model(Learner().fit(frame, [1.0, 2.0]), Learner().fit(lines))
+
+
+def test_values_pandas_holds_equal_are_string_features_of_their_own_texts():
+    pandas = pytest.importorskip("pandas")
+    mixed = pandas.DataFrame({"c": pandas.Series([1, 1.0, True, "1"] * 5, dtype=object)})
+    texts = pandas.DataFrame({"c": ["1", "1.0", "True", "1"] * 5})
+    labels = [1.0, 2.0, 3.0, 4.0] * 5
+    _same_model(Learner().fit(mixed, labels), Learner().fit(texts, labels))
+
+
+def test_the_namespace_named_empty_is_the_default_namespace():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"a": [1.0, 2.0], "b": [3.0, 0.0]})
+    learner = Learner().fit(frame, [1.0, 2.0], namespaces={"": ["a"], "u": "b"})
+    _same_model(learner, Learner().fit(["1 | a:1 |u b:3", "2 | a:2"]))
+
+
+@pytest.mark.parametrize("namespaces, error, message", [
+    ({"u": ["a"], "v": ["a"]}, OlearnError, "column 'a' is in two namespaces, 'u' and 'v'"),
+    ({"u": [["a"]]}, TypeError, r"namespaces\['u'\]: \['a'\] is not a column name"),
+    (["a"], TypeError, "namespaces: a dict of namespace names to lists of columns, not a list"),
+])
+def test_namespaces_that_do_not_fit_the_frame_are_one_clear_error(namespaces, error, message):
+    pandas = pytest.importorskip("pandas")
+    with pytest.raises(error, match=message):
+        Learner().fit(pandas.DataFrame({"a": [1.0]}), [1.0], namespaces=namespaces)
+
+
+def test_a_dataframe_value_beyond_float32_is_named_so():
+    pandas = pytest.importorskip("pandas")
+    with pytest.raises(OlearnError, match="column 'a', row 1: 1e[+]39 is out of float32's "
+                                          "range"):
+        Learner().fit(pandas.DataFrame({"a": [1.0, 1e39]}), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "Float64", "boolean", "Sparse[float64]"])
+def test_pandas_nullable_and_sparse_columns_learn_as_numbers(dtype):
+    pandas = pytest.importorskip("pandas")
+    values = [1, None, 0, 1] * 5 if dtype != "Sparse[float64]" else [1.0, np.nan, 0.0, 1.0] * 5
+    frame = pandas.DataFrame({"a": pandas.Series(values, dtype=dtype)})
+    lines = ["1 |f a:1", "2 |f", "3 |f", "4 |f a:1"] * 5
+    _same_model(Learner().fit(frame, [1.0, 2.0, 3.0, 4.0] * 5), Learner().fit(lines))
+
+
 def test_dataframe_namespaces_must_name_its_columns():
     pandas = pytest.importorskip("pandas")
     with pytest.raises(OlearnError, match="no column 'z'"):
         Learner().fit(pandas.DataFrame({"a": [1.0]}), [1.0], namespaces={"u": ["z"]})
+
+
+def _peak_bytes(action) -> int:
+    """The most memory Python and numpy held at once during ``action()`` (tracemalloc)."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_sparse_matrix_of_2_31_columns_takes_memory_for_its_values_only():
+    """Only the columns that occur are hashed (it made np.arange of 2^31 + 10 columns: 16 GiB)."""
+    sparse = pytest.importorskip("scipy.sparse")
+    width = 2 ** 31 + 10
+    wide = sparse.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, width - 1, 7]),
+                              np.array([0, 2, 3])), shape=(2, width))
+    lines = [f"1 |f 5:1 {width - 1}:2", "2 |f 7:3"]
+    Learner().fit(wide, [1.0, 2.0])  # the kernels loaded
+    learner = Learner()
+    assert _peak_bytes(lambda: learner.fit(wide, [1.0, 2.0])) < 2 ** 26
+    np.testing.assert_array_equal(learner.predict(wide), Learner().fit(lines).predict(lines))
+
+
+def test_a_wide_matrix_names_the_columns_it_holds():
+    sparse = pytest.importorskip("scipy.sparse")
+    wide = sparse.csr_matrix((np.array([1.0, 2.0]), np.array([3, 10 ** 9]), np.array([0, 2])),
+                             shape=(1, 10 ** 9 + 1))
+    names = Learner(names=True).fit(wide, [1.0]).weights()
+    assert set(names) == {"f^3", f"f^{10 ** 9}", "Constant"}
+
+
+def test_a_sparse_dataframe_takes_memory_for_its_values_not_its_shape():
+    pandas = pytest.importorskip("pandas")
+    sparse = pytest.importorskip("scipy.sparse")
+    X_sparse = sparse.random(2000, 2000, density=0.001, format="csr", random_state=0)
+    frame = pandas.DataFrame.sparse.from_spmatrix(X_sparse)
+    y = np.ones(2000)
+    Learner().fit(frame.iloc[:10, :10], y[:10])  # the kernels loaded
+    learner = Learner()
+    # (a dense n x d table of its features was 52 MB)
+    assert _peak_bytes(lambda: learner.fit(frame, y)) < 2 ** 23
+    assert learner.average_loss == Learner().fit(X_sparse, y).average_loss
+
+
+@pytest.mark.parametrize("kind", ["matrix", "masked", "object", "bool", "int8", "float16",
+                                  "uint64"])
+def test_a_numpy_array_of_numbers_of_any_kind_learns_as_its_float64(kind):
+    """np.matrix and object arrays of numbers are their numbers (np.matrix was a numba
+    TypingError), a masked array's masked entries no features, other dtypes their values."""
+    rows = np.array([[1, 0, 2], [0, 3, 1], [2, 2, 0]] * 5, dtype=np.float64)
+    y = np.arange(15.0)
+    given = {"matrix": np.matrix(rows), "object": rows.astype(object),
+             "masked": np.ma.masked_array(rows + 7 * (rows == 0), mask=rows == 0),
+             "bool": rows > 1, "int8": rows.astype(np.int8),
+             "float16": rows.astype(np.float16),
+             "uint64": rows.astype(np.uint64) * np.uint64(2 ** 60)}[kind]
+    want = np.asarray(given.filled(0) if kind == "masked" else given, dtype=np.float64)
+    learner = Learner().fit(given, y)
+    assert learner.average_loss == Learner().fit(want, y).average_loss
+    np.testing.assert_array_equal(learner.predict(given), Learner().fit(want, y).predict(want))
+
+
+@pytest.mark.parametrize("X, message", [
+    (np.array([[1.0, None]], dtype=object), "X: row 0, column 1 holds None, not a number"),
+    (np.array([[1.0, "x"]], dtype=object), "X: an object array must hold numbers: row 0, "
+                                            "column 1 holds 'x'"),
+    (np.array([[1.0, [2.0]]], dtype=object), "X: an object array must hold numbers"),
+    (np.ones((1, 2), dtype=complex), "X: a matrix of numbers, not of complex128"),
+    (np.zeros((1, 2), dtype="datetime64[s]"), "X: a matrix of numbers, not of datetime64"),
+], ids=["None", "str", "list", "complex", "datetime"])
+def test_a_matrix_of_what_is_not_a_number_is_a_type_error_naming_it(X, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        Learner().fit(X, [1.0])
+
+
+def test_a_complex_sparse_matrix_is_a_type_error():
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(TypeError, match="not of complex128"):
+        Learner().fit(sparse.csr_matrix(np.ones((1, 2), dtype=complex)), [1.0])
+
+
+def test_a_1d_array_with_y_is_refused_with_a_hint():
+    with pytest.raises(OptionError, match=re.escape("not with a 1-d numpy array of float64 "
+                                                    "(one feature per row: X.reshape(-1, 1))")):
+        Learner().fit(np.ones(3), np.ones(3))
+
+
+def test_a_matrix_of_no_rows_or_no_columns_learns_the_constant_only():
+    learner = Learner().fit(np.zeros((0, 3)), np.zeros(0))
+    assert np.isnan(learner.average_loss)
+    learner.fit(np.zeros((4, 0)), np.ones(4))
+    assert learner.average_loss == Learner().fit(["1 |f"] * 4).average_loss
 
 
 def test_learn_one_learns_what_the_lines_learn():
@@ -244,7 +425,7 @@ def test_learn_one_with_oaa_learns_what_the_lines_learn():
 
 
 def test_learn_one_refuses_non_finite_numbers():
-    with pytest.raises(OlearnError, match="feature 'a': inf is infinite"):
+    with pytest.raises(OlearnError, match="feature 'a': inf is not a finite number"):
         Learner().learn_one({"a": float("inf")}, 1.0)
     with pytest.raises(OlearnError, match="the label y nan must be a number"):
         Learner().learn_one({"a": 1.0}, float("nan"))
@@ -459,7 +640,7 @@ def test_an_inconsistent_sparse_matrix_is_one_clear_error_before_learning(break_
     else:
         bad.data[9] = 1e39
     learner = Learner()
-    with pytest.raises(OlearnError, match="inconsistent|beyond float32"):
+    with pytest.raises(OlearnError, match="inconsistent|out of float32's range"):
         learner.fit(bad, Y)
     assert np.isnan(learner.average_loss)
 

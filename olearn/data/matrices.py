@@ -53,6 +53,9 @@ TWO = frozenset({2})
 # values numpy converts to float64 as float() does (None: NaN, no feature)
 NUMBER_TYPES = frozenset({float, int, type(None), np.float16, np.float32, np.float64}) | NUMPY_INTS
 TEXT = (str, bytes)  # a dict value that makes a string feature
+# pandas' kinds of columns (infer_dtype) whose values pandas holds equal only when their texts
+# (:func:`_word`) are: not 1, 1.0 and True
+TEXT_SAFE_KINDS = frozenset({"string", "bytes", "integer", "empty"})
 SOURCE = "<matrix>"
 F32_MAX = float(np.finfo(np.float32).max)
 F_NAMESPACE = SVM_NAMESPACE[0]
@@ -62,9 +65,10 @@ NO_NAMES = np.empty((0, AUDIT_COLS), dtype=np.int64)  # batches without names (s
 
 
 def is_matrix(data: object) -> bool:
-    """Whether ``data`` is a 2-d numeric numpy array, a scipy.sparse matrix or a DataFrame."""
+    """Whether ``data`` is a matrix X: a 2-d numpy array (but of strings: those are example
+    lines, a 1-d array's), a scipy.sparse matrix or a DataFrame."""
     if isinstance(data, np.ndarray):
-        return data.ndim == 2 and data.dtype.kind in "biuf"
+        return data.ndim == 2 and data.dtype.kind not in "US"
     return (hasattr(data, "tocsr") and hasattr(data, "nnz")) or _is_frame(data)
 
 
@@ -79,95 +83,203 @@ def _spans(words: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(words), dtype=np.uint8), np.stack([starts, ends], axis=1)
 
 
+def _frame_namespaces(frame, namespaces: dict | None) -> list[bytes]:
+    """Each column's namespace (by position): the one ``namespaces`` maps its name to (a
+    column name or a list of them; ``""`` is the default namespace, as a line's ``| x``), else
+    ``f``; an OlearnError or TypeError naming what does not fit the frame (``namespaces`` is a
+    dict: Learner.fit checks it)."""
+    of_column: dict = {}
+    for name, columns in (namespaces or {}).items():
+        listed = [columns] if isinstance(columns, (str, bytes)) or not hasattr(
+            columns, "__iter__") else list(columns)
+        for column in listed:
+            try:
+                other = of_column.setdefault(column, name)
+            except TypeError:
+                raise TypeError(f"namespaces[{name!r}]: {column!r} is not a column name "
+                                f"(unhashable)") from None
+            if other != name:
+                raise OlearnError(f"namespaces: column {column!r} is in two namespaces, "
+                                  f"{other!r} and {name!r}", SOURCE)
+    present = set(frame.columns)
+    unknown = [c for c in of_column if c not in present]
+    if unknown:
+        raise OlearnError(f"namespaces: no column {unknown[0]!r} in the DataFrame", SOURCE)
+    return [_word(of_column[c]) or b" " if c in of_column else SVM_NAMESPACE
+            for c in frame.columns]
+
+
 def _frame_rows(frame, namespaces: dict | None, config, names: bool) -> tuple:
     """CSR of a DataFrame: row pointers, indices, values, namespace bytes, rows, and with
     ``names`` the names' text and each feature's name spans (else None, None). Columns are
-    grouped by namespace (the mapping's order, then ``f``), each in the frame's order."""
+    grouped by namespace (the mapping's order, then ``f``), each in the frame's order. Memory
+    grows with the values present, not with the frame's shape: each column gives the rows
+    where it has a feature."""
     hash_all = config.hash == "all"
-    mapped = {column: name for name, columns in (namespaces or {}).items() for column in columns}
-    unknown = [c for c in mapped if c not in frame.columns]
-    if unknown:
-        raise OlearnError(f"namespaces: no column {unknown[0]!r} in the DataFrame", SOURCE)
-    groups = [*(namespaces or {}), SVM_NAMESPACE.decode()]
-    order = sorted(frame.columns, key=lambda c: groups.index(mapped.get(c, groups[-1])))
+    spaces = _frame_namespaces(frame, namespaces)
+    groups = list(dict.fromkeys([*(_word(name) or b" " for name in namespaces or {}),
+                                 SVM_NAMESPACE]))
+    order = sorted(range(len(spaces)), key=lambda j: groups.index(spaces[j]))
     n = len(frame)
-    idx = np.zeros((n, len(order)), dtype=np.uint32)
-    val = np.zeros((n, len(order)), dtype=np.float64)
-    present = np.zeros((n, len(order)), dtype=bool)
-    ns = np.zeros(len(order), dtype=np.uint8)
+    parts: list[tuple] = []  # per column: its rows with a feature, indices, values, words
     # names: the namespaces', then the columns', then the string values' words
-    words = [str(mapped.get(c, groups[-1])).encode() for c in order]
-    words += [str(c).encode() for c in order]
-    value_word = np.full((n, len(order)), -1, dtype=np.int64) if names else None
-    for k, column in enumerate(order):
-        name = words[k]
-        ns[k] = name[0]
-        seed = namespace_hash(name, config.hash_seed, hash_all)
-        feature = hash_bytes(str(column).encode(), seed, hash_all)
-        values = frame[column]
+    words = [spaces[j] for j in order] + [_word(frame.columns[j]) for j in order]
+    for k, j in enumerate(order):
+        column, values = frame.columns[j], frame.iloc[:, j]
+        seed = namespace_hash(spaces[j], config.hash_seed, hash_all)
+        feature = hash_bytes(words[len(order) + k], seed, hash_all)
         if values.dtype.kind in "biuf":
             x = values.to_numpy(dtype=np.float64, na_value=np.nan)
-            present[:, k] = ~np.isnan(x) & (x != 0)
-            if not np.isfinite(x[present[:, k]].astype(np.float32)).all():
-                raise OlearnError(f"column {column!r} holds infinite values", SOURCE)
-            idx[:, k], val[:, k] = feature & config.mask, np.where(present[:, k], x, 0)
+            rows = np.flatnonzero((x == x) & (x != 0))  # NaN, missing and 0: no feature
+            x = x[rows]
+            if (bad := _beyond_float32(x)) >= 0:
+                _refuse_value(float(x[bad]), f"column {column!r}, row {rows[bad]}")
+            parts.append((rows, np.full(len(rows), feature & config.mask, dtype=np.uint32), x,
+                          None))
         else:  # a string feature name:value, hashed per distinct value
-            missing = values.isna().to_numpy()
-            codes, uniques = _factorize(values)
-            hashes = np.array([hash_bytes(str(u).encode(), feature, hash_all) for u in uniques],
-                              dtype=np.uint64)
-            present[:, k] = ~missing
-            idx[:, k] = np.where(missing, 0, hashes[np.maximum(codes, 0)] & config.mask)
-            val[:, k] = 1.0
+            codes, uniques = _text_codes(values)
+            rows = np.flatnonzero(codes >= 0)
+            hashes = _hashes(uniques, feature, hash_all) & config.mask
+            value_words = None
             if names:
-                value_word[:, k] = np.where(missing, -1, len(words) + codes)
-                words += [str(u).encode() for u in uniques]
-    rows, cols = np.nonzero(present)
-    indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
+                value_words = len(words) + codes[rows]
+                words += uniques
+            parts.append((rows, hashes[codes[rows]].astype(np.uint32), np.ones(len(rows)),
+                          value_words))
+    counts = np.zeros(n, dtype=np.int64)
+    for rows, *_ in parts:
+        counts[rows] += 1
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    # each row's features in the columns' order: column k's go after the earlier columns'
+    index = np.empty(indptr[-1], dtype=np.uint32)
+    value = np.empty(indptr[-1])
+    cols = np.empty(indptr[-1], dtype=np.int64)
+    value_word = np.full(indptr[-1], -1, dtype=np.int64)  # (none: a number, or no names)
+    filled = indptr[:-1].copy()
+    for k, (rows, indices, values, value_words) in enumerate(parts):
+        at = filled[rows]
+        filled[rows] += 1
+        index[at], value[at], cols[at] = indices, values, k
+        if value_words is not None:
+            value_word[at] = value_words
+    space_bytes = np.array([spaces[j][0] for j in order], dtype=np.uint8)[cols]
     text = spans = None
     if names:
         text, word_spans = _spans(words)
-        word_spans = np.concatenate([word_spans, [[-1, -1]]])  # word -1: no string value
-        spans = np.concatenate([word_spans[len(order) + cols], word_spans[value_word[rows, cols]],
-                                word_spans[cols]], axis=1)
-    return indptr, idx[rows, cols], val[rows, cols], ns[cols], n, text, spans
+        word_spans = np.concatenate([word_spans, [[-1, -1]]])  # word -1: none
+        space_word = np.where(space_bytes == ord(" "), -1, cols)  # the default's: none
+        spans = np.concatenate([word_spans[len(order) + cols], word_spans[value_word],
+                                word_spans[space_word]], axis=1)
+    return indptr, index, value, space_bytes, n, text, spans
 
 
-def _factorize(values):
+def _text_codes(values) -> tuple[np.ndarray, list[bytes]]:
+    """A column's values as codes (-1: missing) of their distinct texts (:func:`_word`):
+    values pandas holds equal but whose texts differ (1, 1.0, True) are apart."""
     import pandas  # only here: an optional extra, and a DataFrame means it is installed
-    return pandas.factorize(values)
+    codes, uniques = pandas.factorize(values)
+    labels = (values.cat.categories if isinstance(values.dtype, pandas.CategoricalDtype)
+              else values)
+    if pandas.api.types.infer_dtype(labels, skipna=True) not in TEXT_SAFE_KINDS:
+        present = codes >= 0  # factorized by their texts, then (a Python step per value)
+        codes[present], uniques = pandas.factorize(
+            np.array([_word(v) for v in values[present]], dtype=object))
+    return codes, [_word(u) for u in uniques]
 
 
-def column_indices(n_columns: int, config) -> np.ndarray:
-    """Each column's feature index: feature ``j`` of namespace ``f``, masked."""
+def _beyond_float32(values: np.ndarray) -> int:
+    """The position of the first value that is not finite in float32, or -1."""
+    with np.errstate(over="ignore"):  # beyond float32: refused by the caller
+        bad = ~np.isfinite(values.astype(np.float32))
+    return int(np.argmax(bad)) if bad.any() else -1
+
+
+def _refuse_value(value: float, where: str, source: str | None = SOURCE) -> None:
+    """The OlearnError of a value that is not finite in float32, at ``where`` in ``source``."""
+    what = "not a finite number" if not math.isfinite(value) else (
+        "out of float32's range (±3.4e38)")
+    raise OlearnError(f"{where}: {value!r} is {what}", source)
+
+
+def column_indices(columns: np.ndarray, config) -> np.ndarray:
+    """The feature index of each column number in ``columns``: feature ``j`` of namespace
+    ``f``, masked."""
     hash_all = config.hash == "all"
     seed = namespace_hash(SVM_NAMESPACE, config.hash_seed, hash_all)
     if hash_all:
-        hashes = np.array([hash_bytes(str(j).encode(), seed, True) for j in range(n_columns)],
-                          dtype=np.uint64)
+        hashes = _hashes(list(map(str, columns.tolist())), seed, True)
     else:  # an all-digit name hashes to its value plus the namespace's seed
-        hashes = (np.arange(n_columns, dtype=np.uint64) + np.uint64(seed)) & np.uint64(M32)
-    return (hashes & np.uint64(config.mask)).astype(np.uint32)
+        hashes = (columns.astype(np.int64) + seed) & M32
+    return (hashes & config.mask).astype(np.uint32)
 
 
-def _rows(X) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-    """CSR of ``X`` (zeros kept: the batches skip them): row pointers, columns, values, rows,
-    columns. A scipy CSR matrix in canonical form (sorted, no duplicates) is not copied."""
+def _numeric_array(X: np.ndarray) -> np.ndarray:
+    """A 2-d numpy array as a plain array of numbers: np.matrix (and any subclass) as a plain
+    array, a masked array's masked entries as zeros (no features), an object array's entries as
+    float64; a TypeError naming what is not a number."""
+    if isinstance(X, np.ma.MaskedArray):
+        X = X.filled(0)
+    X = np.asarray(X)
+    if X.dtype.kind == "O":
+        missing = np.argwhere(X == None)  # noqa: E711 (each entry's, not the array's)
+        if len(missing):  # (numpy would make it NaN)
+            r, c = missing[0]
+            raise TypeError(f"X: row {r}, column {c} holds None, not a number (a DataFrame "
+                            f"takes None as a missing value)")
+        try:
+            return X.astype(np.float64)
+        except (TypeError, ValueError, OverflowError) as error:
+            where = next((w for w, v in np.ndenumerate(X) if not _is_number(v)), None)
+            at = (f"row {where[0]}, column {where[1]} holds {reprlib.repr(X[where])}"
+                  if where is not None else error)
+            raise TypeError(f"X: an object array must hold numbers: {at}") from None
+    _check_dtype(X.dtype)
+    return X
+
+
+def _check_dtype(dtype: np.dtype) -> None:
+    """A TypeError unless ``dtype`` holds real numbers (bool, integers, floats)."""
+    if dtype.kind not in "biuf":
+        hint = (": pass X.real, or abs(X)" if dtype.kind == "c" else
+                ": a DataFrame makes strings string features" if dtype.kind in "USO" else "")
+        raise TypeError(f"X: a matrix of numbers, not of {dtype}{hint}")
+
+
+def _rows(X) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    """CSR of ``X`` (zeros kept: the batches skip them): row pointers, each entry's position
+    among the columns, values, rows, and the columns (their numbers). A scipy CSR matrix in
+    canonical form (sorted, no duplicates) is not copied."""
     if isinstance(X, np.ndarray):
+        X = _numeric_array(X)
         rows, cols = np.nonzero(X)  # row-major: each row's columns in order
         values = X[rows, cols]
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=X.shape[0]))])
     else:
+        _check_dtype(X.dtype)
         _check_sparse(X)  # before scipy's own code reads the arrays: it trusts them
         csr = X if X.format == "csr" and X.has_canonical_format else X.tocsr(copy=True)
         if not csr.has_canonical_format:
             csr.sum_duplicates()
         indptr, cols, values = csr.indptr, csr.indices, csr.data
+    indptr, cols = indptr.astype(np.int64, copy=False), cols.astype(np.int64, copy=False)
     values = values.astype(np.float64, copy=False)
-    if not _finite_in_float32(values):
-        raise OlearnError("X holds NaN or infinite values (or beyond float32)", SOURCE)
-    return (indptr.astype(np.int64, copy=False), cols.astype(np.int64, copy=False), values,
-            X.shape[0], X.shape[1])
+    if not _finite_in_float32(values):  # (a copy in float32 only to say where)
+        k = _beyond_float32(values)
+        _refuse_value(float(values[k]), f"X: row {np.searchsorted(indptr, k, 'right') - 1}, "
+                                        f"column {cols[k]}")
+    columns, positions = _columns_present(cols, X.shape[1])
+    return indptr, positions, values, X.shape[0], columns
+
+
+def _columns_present(cols: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The columns of a matrix of ``d`` that its entries (columns ``cols``) need, and each
+    entry's position among them: all ``d`` when they are no more than the entries, else only
+    those that occur (a matrix of 2^31 columns holding a few values: a few columns), so that
+    memory grows with the entries, not with the matrix's width."""
+    if d <= len(cols):
+        return np.arange(d, dtype=np.int64), cols
+    columns, positions = np.unique(cols, return_inverse=True)
+    return columns, positions.reshape(-1)
 
 
 def _check_sparse(X) -> None:
@@ -255,19 +367,43 @@ def _csr_batch(indptr, cols, values, column_index, start, end, constant, offsets
     return n
 
 
-def _vector(v, n: int, what: str) -> np.ndarray:
-    array = np.asarray(v, dtype=np.float64).reshape(-1) if v is not None else None
-    if array is not None and (len(array) != n or not np.isfinite(array).all()):
-        raise OlearnError(f"{what}: {n} finite numbers expected, one per row of X", SOURCE)
+def _is_number(value) -> bool:
+    """Whether float() takes ``value``, as numpy's cast of an object array does."""
+    try:
+        float(value)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
+def _vector(v, n: int, what: str) -> np.ndarray | None:
+    """``y`` or ``sample_weight`` (None: none) as float64, a number per row of X within
+    float32's range, or an OlearnError saying what is wrong and where."""
+    if v is None:
+        return None
+    try:
+        array = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise OlearnError(f"{what}: {n} numbers expected, one per row of X ({error})",
+                          SOURCE) from None
+    if array.ndim == 2 and array.shape[1] == 1:  # a column
+        array = array[:, 0]
+    if array.shape != (n,):
+        given = len(array) if array.ndim == 1 else f"an array of shape {array.shape}"
+        raise OlearnError(f"{what}: {n} numbers expected, one per row of X, not {given}",
+                          SOURCE)
+    if (row := _beyond_float32(array)) >= 0:
+        _refuse_value(float(array[row]), f"{what}: row {row}")
     return array
 
 
-def _column_names(d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Names of a matrix's columns: their text (``0 1 ... d-1``) and each column's audit spans
-    (namespace ``f``'s byte names it, as for svmlight input), then a row of none (-1)."""
-    text, word_spans = _spans([str(j).encode() for j in range(d)])
-    spans = np.full((d + 1, AUDIT_COLS), -1, dtype=np.int64)
-    spans[:d, :2] = word_spans
+def _column_names(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Names of a matrix's columns (their numbers ``columns``): their text and each column's
+    audit spans (namespace ``f``'s byte names it, as for svmlight input), then a row of none
+    (-1)."""
+    text, word_spans = _spans([str(j).encode() for j in columns.tolist()])
+    spans = np.full((len(columns) + 1, AUDIT_COLS), -1, dtype=np.int64)
+    spans[:len(columns), :2] = word_spans
     return text, spans
 
 
@@ -281,13 +417,15 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None,
         indptr, index_of_feature, values, namespace_of_feature, n, text, spans = _frame_rows(
             X, namespaces, config, names)
     else:
-        indptr, cols, values, n, d = _rows(X)
-        column_index = column_indices(d, config)
-        text, spans = _column_names(d) if names else (NO_TEXT, None)
+        indptr, cols, values, n, columns = _rows(X)
+        column_index = column_indices(columns, config)
+        text, spans = _column_names(columns) if names else (NO_TEXT, None)
     labels = _vector(y, n, "y")
     weights = _vector(sample_weight, n, "sample_weight")
     if weights is not None and (weights < 0).any():
-        raise OlearnError("sample_weight: importances must be >= 0", SOURCE)
+        row = int(np.argmax(weights < 0))
+        raise OlearnError(f"sample_weight: row {row}: {float(weights[row])!r} is negative (an "
+                          f"importance is >= 0)", SOURCE)
     constant = -1 if config.noconstant else CONSTANT_HASH & config.mask
     for start in range(0, n, ROWS_PER_BATCH):
         end = min(start + ROWS_PER_BATCH, n)
@@ -449,12 +587,9 @@ def _numbers(keys: list, values: list) -> tuple[np.ndarray, np.ndarray | None]:
         numbers[rest] = _floats([keys[k] for k in rest], [values[k] for k in rest])
     else:
         numbers, strings = _floats(keys, values), None
-    with np.errstate(over="ignore"):  # beyond float32: refused here
-        beyond = np.isinf(numbers.astype(np.float32))
-    if beyond.any():
-        k = int(np.argmax(beyond))
-        what = "infinite" if math.isinf(numbers[k]) else "out of float32's range"
-        raise OlearnError(f"feature {keys[k]!r}: {reprlib.repr(values[k])} is {what}")
+    if (k := _beyond_float32(numbers[numbers == numbers])) >= 0:  # (NaN: no feature)
+        k = int(np.flatnonzero(numbers == numbers)[k])
+        _refuse_value(float(numbers[k]), f"feature {keys[k]!r}", None)
     return numbers, strings
 
 
@@ -477,7 +612,7 @@ def _float(key, value) -> float:
         return float(value)
     except OverflowError:
         raise OlearnError(f"feature {key!r}: {reprlib.repr(value)} is out of float32's "
-                          f"range") from None
+                          f"range (±3.4e38)") from None
     except (TypeError, ValueError):
         raise OlearnError(f"feature {key!r}: {reprlib.repr(value)} is not a number, a string "
                           f"or None") from None

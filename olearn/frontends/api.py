@@ -66,6 +66,14 @@ def _check_dict(x) -> None:
                         f"({{name: value}}), not a {type(x).__name__}")
 
 
+def _kind(data) -> str:
+    """What ``data`` is, for a message: its type, and a numpy array's shape and dtype."""
+    if isinstance(data, np.ndarray):
+        hint = " (one feature per row: X.reshape(-1, 1))" if data.ndim == 1 else ""
+        return f"a {data.ndim}-d numpy array of {data.dtype}{hint}"
+    return f"a {type(data).__name__}"
+
+
 def _is_path(data: Data) -> bool:
     return isinstance(data, (str, os.PathLike))
 
@@ -169,10 +177,14 @@ class Learner:
         if matrix and y is None:
             raise OptionError("fit(X, y): a matrix needs its labels y")
         if not matrix and (y is not None or sample_weight is not None):
-            raise OptionError("y and sample_weight go with a matrix X (numpy or scipy.sparse)")
+            raise OptionError(f"y and sample_weight go with a matrix X (a 2-d numpy array, a "
+                              f"scipy.sparse matrix or a DataFrame), not with {_kind(data)}")
         if config.passes > 1 and not (matrix or isinstance(data, (str, os.PathLike, list,
                                                                   tuple))):
             raise OptionError("several passes need a path or a list of lines to read again")
+        if namespaces is not None and not isinstance(namespaces, Mapping):
+            raise TypeError(f"namespaces: a dict of namespace names to lists of columns, not "
+                            f"{_kind(namespaces)}")
         with self._locked():
             if namespaces is not None:
                 self._namespaces = dict(namespaces)
