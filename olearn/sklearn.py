@@ -26,7 +26,7 @@ class _OlearnEstimator(BaseEstimator):
 
     def __init__(self, options: str = "", *, passes: int = 1, learning_rate: float | None = None,
                  bit_precision: int = 18, l1: float = 0.0, l2: float = 0.0,
-                 quadratic: tuple = (), loss_function: str | None = None):
+                 quadratic: str | tuple = (), loss_function: str | None = None):
         self.options = options
         self.passes = passes
         self.learning_rate = learning_rate
@@ -37,9 +37,10 @@ class _OlearnEstimator(BaseEstimator):
         self.loss_function = loss_function
 
     def _new_learner(self) -> Learner:
+        # a string is one pair ("ab", as VW's -q ab), not one per letter
+        pairs = [self.quadratic] if isinstance(self.quadratic, str) else list(self.quadratic)
         keywords = {"passes": self.passes, "bit_precision": self.bit_precision,
-                    "l1": self.l1, "l2": self.l2, "quadratic": list(self.quadratic),
-                    **self._learner_options()}
+                    "l1": self.l1, "l2": self.l2, "quadratic": pairs, **self._learner_options()}
         if self.learning_rate is not None:
             keywords["learning_rate"] = self.learning_rate
         if self.loss_function is not None:

@@ -77,3 +77,10 @@ def test_multiclass_classifier_is_one_against_all():
     np.testing.assert_array_equal(model.predict(X), model.classes_[proba.argmax(axis=1)])
     assert model.coef_.shape == (4, 8) and model.intercept_.shape == (4,)
     assert model.score(X, labels) > 0.5  # chance is 0.25
+
+
+def test_quadratic_given_as_a_string_is_one_pair():
+    """quadratic="ff" is VW's -q ff (it was split into letters, -q f -q f)."""
+    X, y = make_regression(n_samples=100, n_features=4, random_state=4)
+    model = OlearnRegressor(quadratic="ff").fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), Learner("-q ff").fit(X, y).predict(X))
