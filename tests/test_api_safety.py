@@ -1,6 +1,7 @@
 """The Python API on odd inputs: data that is not example lines, lines holding newlines, parse
 warnings and --strict_parse, threads, and no numpy RuntimeWarning (nor from the CLI)."""
 import os
+import re
 import subprocess
 import threading
 import warnings
@@ -229,3 +230,47 @@ def test_bytes_keys_are_the_text_lines_names(as_bytes, as_text):
         for _ in range(5):
             learner.learn_one(x, 1.0)
     assert learners[0].weights() == learners[1].weights()
+
+
+@pytest.mark.parametrize("label", [1.5, -1, 0.5])
+def test_learn_one_refuses_a_label_that_is_not_a_class_as_fit_does(label):
+    learner = olearn.Learner("--oaa 3")
+    with pytest.raises(olearn.OlearnError, match=f"<dict>:1: --oaa: label {label:g} is not a "
+                                                 f"class"):
+        learner.learn_one({"a": 1.0, "b": 2.0}, label)
+    with pytest.raises(olearn.OlearnError, match=f"--oaa: label {label:g} is not a class"):
+        olearn.Learner("--oaa 3").fit([f"{label} |f a:1 b:2"])
+    assert np.isnan(learner.average_loss)
+
+
+def test_learn_one_warns_of_a_label_outside_the_classes_as_fit_does():
+    lines = _parse_warnings(lambda: olearn.Learner("--oaa 3").fit(["7 |f a:1 b:2"]))
+    one = _parse_warnings(lambda: olearn.Learner("--oaa 3").learn_one({"a": 1.0, "b": 2.0}, 7))
+    assert [m.replace("<dict>", "<lines>") for m in one] == lines and len(one) == 1
+
+
+@pytest.mark.parametrize("options, labels", [
+    ("--csoaa 3", r"class:cost lists \(--csoaa\)"),
+    ("--multilabel_oaa 3", r"lists of classes \(--multilabel_oaa\)"),
+    ("--csoaa_ldf m", r"multi-line examples \(--csoaa_ldf, --wap_ldf\)"),
+    ("--oaa 3 --named_labels a,b,c", r"names \(--named_labels\)")])
+def test_labels_that_are_not_one_number_are_refused_for_dicts_and_matrices(options, labels):
+    """A dict's or a matrix row's label is one number: options whose labels are not (costs,
+    lists, names) refuse them, where they learned from a misread label."""
+    with pytest.raises(olearn.OptionError, match=f"learn_one: .* labels are {labels}"):
+        olearn.Learner(options).learn_one({"a": 1.0}, 1.0)
+    with pytest.raises(olearn.OptionError, match=f"fit\\(X, y\\): .* labels are {labels}"):
+        olearn.Learner(options).fit(np.ones((2, 2)), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("X, hint", [
+    ([[1.0, 2.0]], "a list (example lines; np.array(X) makes a matrix)"),
+    (np.ones(3), "a 1-d numpy array of float64 (one feature per row: X.reshape(-1, 1))"),
+    (np.ones((2, 2, 2)), "a 3-d numpy array of float64"),
+    (np.array([["a", "b"]]), "a 2-d numpy array of <U1"),
+], ids=["list", "1-d", "3-d", "strings"])
+def test_y_with_what_is_not_a_matrix_says_what_x_is(X, hint):
+    with pytest.raises(olearn.OptionError, match=re.escape(f"go with a matrix X (a 2-d numpy "
+                                                           f"array, a scipy.sparse matrix or a "
+                                                           f"DataFrame), not with {hint}")):
+        olearn.Learner().fit(X, [1.0])

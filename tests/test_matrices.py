@@ -192,6 +192,14 @@ def test_values_pandas_holds_equal_are_string_features_of_their_own_texts():
     _same_model(Learner().fit(mixed, labels), Learner().fit(texts, labels))
 
 
+def test_values_pandas_cannot_hash_are_string_features_of_their_texts():
+    pandas = pytest.importorskip("pandas")
+    lists = pandas.DataFrame({"c": pandas.Series([[1], {"a": 2}, None] * 3, dtype=object)})
+    texts = pandas.DataFrame({"c": ["[1]", "{'a': 2}", None] * 3})
+    _same_model(Learner().fit(lists, [1.0, 2.0, 3.0] * 3),
+                Learner().fit(texts, [1.0, 2.0, 3.0] * 3))
+
+
 def test_the_namespace_named_empty_is_the_default_namespace():
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"a": [1.0, 2.0], "b": [3.0, 0.0]})
@@ -530,6 +538,15 @@ def test_the_hashing_kernel_refuses_arrays_that_do_not_fit():
     assert not run([4, 2])
     assert not run([2, 6], seeds=np.zeros(1, dtype=np.int64))
     assert not run([2, 6], into=np.zeros(1, dtype=np.int64))
+
+
+def test_pandas_missing_values_in_a_dict_are_no_features():
+    pandas = pytest.importorskip("pandas")
+    with_missing, without = Learner(), Learner()
+    for k in range(5):
+        with_missing.learn_one({"a": 1.0 + k, "b": pandas.NA, "c": pandas.NaT}, 1.0)
+        without.learn_one({"a": 1.0 + k}, 1.0)
+    _same_model(with_missing, without)
 
 
 def _dict_batch_arrays(batch) -> list:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import reprlib
 import struct
+import sys
 from itertools import repeat
 from operator import itemgetter
 from typing import Iterator
@@ -57,10 +58,12 @@ TEXT = (str, bytes)  # a dict value that makes a string feature
 # (:func:`_word`) are: not 1, 1.0 and True
 TEXT_SAFE_KINDS = frozenset({"string", "bytes", "integer", "empty"})
 SOURCE = "<matrix>"
+DICT_SOURCE = "<dict>"  # learn_one's examples, in messages
 F32_MAX = float(np.finfo(np.float32).max)
 F_NAMESPACE = SVM_NAMESPACE[0]
 F_TEXT = SVM_NAMESPACE.decode()
 NO_TEXT = np.empty(0, dtype=np.uint8)
+NO_INDEX, NO_VALUE, NO_SPACE = (np.empty(0, dtype=t) for t in (np.uint32, np.float32, np.uint8))
 NO_NAMES = np.empty((0, AUDIT_COLS), dtype=np.int64)  # batches without names (spans)
 
 
@@ -175,13 +178,16 @@ def _frame_rows(frame, namespaces: dict | None, config, names: bool) -> tuple:
 
 def _text_codes(values) -> tuple[np.ndarray, list[bytes]]:
     """A column's values as codes (-1: missing) of their distinct texts (:func:`_word`):
-    values pandas holds equal but whose texts differ (1, 1.0, True) are apart."""
+    values pandas holds equal but whose texts differ (1, 1.0, True) are apart, and a value
+    pandas cannot hash (a list) is its text too."""
     import pandas  # only here: an optional extra, and a DataFrame means it is installed
-    codes, uniques = pandas.factorize(values)
     labels = (values.cat.categories if isinstance(values.dtype, pandas.CategoricalDtype)
               else values)
-    if pandas.api.types.infer_dtype(labels, skipna=True) not in TEXT_SAFE_KINDS:
-        present = codes >= 0  # factorized by their texts, then (a Python step per value)
+    if pandas.api.types.infer_dtype(labels, skipna=True) in TEXT_SAFE_KINDS:
+        codes, uniques = pandas.factorize(values)
+    else:  # by their texts (a Python step per value; unhashable values, lists, too)
+        present = ~values.isna().to_numpy()
+        codes = np.full(len(values), -1, dtype=np.int64)
         codes[present], uniques = pandas.factorize(
             np.array([_word(v) for v in values[present]], dtype=object))
     return codes, [_word(u) for u in uniques]
@@ -554,6 +560,13 @@ def _remember(cache: dict, keys: list, values: list) -> bool:
     return again
 
 
+def _pandas_missing(value) -> bool:
+    """Whether ``value`` is pandas.NA or pandas.NaT (without importing pandas: a value can be
+    one only once pandas is imported)."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and (value is pandas.NA or value is pandas.NaT)
+
+
 def _texts(keys: list, strings: list) -> tuple[list, list, list]:
     """Dict features' namespaces (the default one's is a space), names and string values (None:
     a number), each a str as it is or anything else's bytes (:func:`_word`), so that two are
@@ -605,8 +618,8 @@ def _floats(keys: list, values: list) -> np.ndarray:
 
 
 def _float(key, value) -> float:
-    """:func:`_floats` of one value."""
-    if value is None:
+    """:func:`_floats` of one value; pandas' missing values (NA, NaT) are None's NaN."""
+    if value is None or _pandas_missing(value):
         return math.nan
     try:
         return float(value)
@@ -675,8 +688,20 @@ class DictExamples:
 
     def _one(self, offsets, index, value, spaces, text, audit, numbers) -> ExampleBatch:
         """A batch of one example."""
-        return ExampleBatch(text, SOURCE, 0, numbers, self._tags, self._lines, offsets, index,
-                            value, spaces, audit, self._warnings, 0, 0, 0, 1)
+        return ExampleBatch(text, DICT_SOURCE, 0, numbers, self._tags, self._lines, offsets,
+                            index, value, spaces, audit, self._warnings, 0, 0, 0, 1)
+
+    def _label_row(self, y, weight: float) -> np.ndarray:
+        """The general path's label row, of label ``y`` and importance ``weight`` (which
+        :meth:`fast` has checked)."""
+        self._numbers[0, :2] = math.nan if y is None else float(y), weight
+        return self._numbers
+
+    def labelled(self, y, weight: float = 1.0) -> ExampleBatch:
+        """A batch of one example of label ``y`` and importance ``weight`` and no features,
+        for the checks of a label (a reduction's classes)."""
+        return self._one(self._offsets[0], NO_INDEX, NO_VALUE, NO_SPACE, NO_TEXT, NO_NAMES,
+                         self._label_row(y, weight))
 
     def _seed(self, space: bytes) -> int:
         """The seed of namespace ``space``'s names (remembered: a dict has few namespaces)."""
@@ -824,12 +849,11 @@ class DictExamples:
     def batch(self, x: dict, y=None, weight: float = 1.0) -> ExampleBatch:
         """The example ``x`` (label ``y``, importance ``weight``, which :meth:`fast` has checked)
         as a batch of one, the general way."""
-        self._numbers[0, :2] = math.nan if y is None else float(y), weight
         index, value, space, text, audit = self._features(x)
         k = len(index)
         return self._one(self._offsets[k] if k < len(self._offsets)
                          else np.array([0, k], dtype=np.int64), index, value, space, text, audit,
-                         self._numbers)
+                         self._label_row(y, weight))
 
 
 def _refuse_label_or_weight(y, weight) -> None:

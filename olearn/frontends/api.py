@@ -22,6 +22,7 @@ import numpy as np
 
 from olearn.data import matrices, sources
 from olearn.data.batch import ExampleBatch
+from olearn.data.labels import LABEL_CLASSES, LABEL_COSTS, LABEL_LDF, label_kind
 from olearn.data.matrices import is_matrix
 from olearn.data.multiline import chosen as multiline_examples
 from olearn.engine.learner import OnlineLearner
@@ -63,15 +64,35 @@ def _check_dict(x) -> None:
     """learn_one's and predict_one's example: a dict of features (a TypeError otherwise)."""
     if type(x) is not dict and not isinstance(x, Mapping):
         raise TypeError(f"an example for learn_one/predict_one is a dict of features "
-                        f"({{name: value}}), not a {type(x).__name__}")
+                        f"({{name: value}}), not {_kind(x)}")
+
+
+# labels that are not one number, by their kind (data/labels.py)
+_LABELS_NOT_NUMBERS = {LABEL_COSTS: "class:cost lists (--csoaa)",
+                       LABEL_CLASSES: "lists of classes (--multilabel_oaa)",
+                       LABEL_LDF: "multi-line examples (--csoaa_ldf, --wap_ldf)"}
+
+
+def _labels_not_numbers(config: Config) -> str | None:
+    """What the labels are when they are not one number per example (a dict's, a matrix
+    row's), or None."""
+    if config.named_labels is not None:
+        return "names (--named_labels)"
+    return _LABELS_NOT_NUMBERS.get(label_kind(config))
 
 
 def _kind(data) -> str:
-    """What ``data`` is, for a message: its type, and a numpy array's shape and dtype."""
+    """What ``data`` is, for a message: its type (a numpy array's dimensions and dtype), with a
+    hint where a matrix was likely meant."""
+    if data is None:
+        return "None"
     if isinstance(data, np.ndarray):
         hint = " (one feature per row: X.reshape(-1, 1))" if data.ndim == 1 else ""
         return f"a {data.ndim}-d numpy array of {data.dtype}{hint}"
-    return f"a {type(data).__name__}"
+    hint = (" (example lines; np.array(X) makes a matrix)" if isinstance(data, (list, tuple))
+            else " (a pandas Series: X.to_frame() is a DataFrame of one column)"
+            if hasattr(data, "to_frame") else "")
+    return f"a {type(data).__name__}{hint}"
 
 
 def _is_path(data: Data) -> bool:
@@ -148,6 +169,9 @@ class Learner:
         self._names = NameCollector(self.config) if names else None
         learner.parse_names = learner.parse_names or names
         self._dicts: matrices.DictExamples | None = None  # learn_one's: made on its first call
+        self._labels = _labels_not_numbers(self.config)  # labels learn_one cannot take
+        # learn_one checks its labels (a reduction's classes, or the labels it cannot take)
+        self._checks_labels = learner.reduction.on or self._labels is not None
         self._one = np.empty((1, learner.prediction_columns()), dtype=np.float32)  # learn_one's
 
     def _locked(self) -> threading.Lock:
@@ -176,6 +200,9 @@ class Learner:
         matrix = is_matrix(data)
         if matrix and y is None:
             raise OptionError("fit(X, y): a matrix needs its labels y")
+        if matrix and self._labels is not None:
+            raise OptionError(f"fit(X, y): y holds a number per row, and these options' labels "
+                              f"are {self._labels}: give fit example lines")
         if not matrix and (y is not None or sample_weight is not None):
             raise OptionError(f"y and sample_weight go with a matrix X (a 2-d numpy array, a "
                               f"scipy.sparse matrix or a DataFrame), not with {_kind(data)}")
@@ -252,6 +279,11 @@ class Learner:
         try:
             dicts = self._dicts or self._dict_examples()
             batch = dicts.fast(x, y, weight)
+            if self._checks_labels:  # a reduction's classes (--oaa's), as fit checks them
+                if self._labels is not None:
+                    raise OptionError(f"learn_one: a label is one number, and these options' "
+                                      f"labels are {self._labels}: give fit example lines")
+                self._warn(dicts.labelled(y, weight), stacklevel=2)
             if batch is None or not self._learner.learn_kept(batch, self._one):
                 batch = dicts.batch(x, y, weight)
                 self._learner.learn(batch, self._one)
@@ -312,6 +344,12 @@ class Learner:
                     else batches)
         return self._learner.batches(_blocks(data, self))
 
+    def _warn(self, batch: ExampleBatch, stacklevel: int) -> None:
+        """The batch's parse warnings, and its labels' (a label that is not a class is an
+        OlearnError), as ParseWarnings pointing ``stacklevel`` frames up from the caller."""
+        for message in self._learner.warnings(batch, self.config.strict_parse, prefix=""):
+            warnings.warn(message, ParseWarning, stacklevel=stacklevel + 1)
+
     def _run(self, batches: Iterator[ExampleBatch],
              kept: Callable[[np.ndarray], np.ndarray] | None,
              stacklevel: int) -> tuple[np.ndarray | None, int]:
@@ -323,8 +361,7 @@ class Learner:
         outputs = []
         lines = 0
         for batch in batches:
-            for message in learner.warnings(batch, self.config.strict_parse, prefix=""):
-                warnings.warn(message, ParseWarning, stacklevel=stacklevel)
+            self._warn(batch, stacklevel)
             for piece in learner.pieces(batch):
                 preds = learner.new_predictions(piece)
                 if kept is None:
