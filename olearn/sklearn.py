@@ -37,8 +37,9 @@ class _OlearnEstimator(BaseEstimator):
         self.loss_function = loss_function
 
     def _new_learner(self) -> Learner:
-        # a string is one pair ("ab", as VW's -q ab), not one per letter
-        pairs = [self.quadratic] if isinstance(self.quadratic, str) else list(self.quadratic)
+        # a string is one pair ("ab", as VW's -q ab), not one per letter; None: none
+        pairs = ([self.quadratic] if isinstance(self.quadratic, str)
+                 else list(self.quadratic or ()))
         keywords = {"passes": self.passes, "bit_precision": self.bit_precision,
                     "l1": self.l1, "l2": self.l2, "quadratic": pairs, **self._learner_options()}
         if self.learning_rate is not None:
@@ -128,7 +129,10 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
 
     def _set_classes(self, y) -> None:
         check_classification_targets(y)
-        classes = np.unique(np.asarray(y))
+        try:
+            classes = np.unique(np.asarray(y))
+        except TypeError as error:  # (sorted, to number them: None among strings is not)
+            raise ValueError(f"y: classes must be of one orderable kind ({error})") from None
         if len(classes) == 1:
             raise ValueError("Classifier can't train when only one class is present.")
         self.classes_ = classes

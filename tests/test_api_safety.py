@@ -274,3 +274,20 @@ def test_y_with_what_is_not_a_matrix_says_what_x_is(X, hint):
                                                            f"array, a scipy.sparse matrix or a "
                                                            f"DataFrame), not with {hint}")):
         olearn.Learner().fit(X, [1.0])
+
+
+@pytest.mark.parametrize("method", ["fit", "predict"])
+def test_a_dict_given_as_data_is_a_type_error_pointing_at_learn_one(method):
+    """A dict's iteration is its keys: it was read as example lines ("a")."""
+    with pytest.raises(TypeError, match=re.escape("not dict (one example as a dict: learn_one "
+                                                  "or predict_one)")):
+        getattr(olearn.Learner(), method)({"a": 1.0})
+
+
+@pytest.mark.parametrize("make", [lambda **kw: olearn.Learner(**kw),
+                                  lambda **kw: olearn.Learner.load("m.olearn", **kw)],
+                         ids=["Learner", "load"])
+def test_a_keyword_that_is_no_option_is_a_type_error_naming_it(make):
+    with pytest.raises(TypeError, match="Learner: no option 'bit_precison': .*did you mean "
+                                        "bit_precision"):
+        make(bit_precison=20)

@@ -84,3 +84,16 @@ def test_quadratic_given_as_a_string_is_one_pair():
     X, y = make_regression(n_samples=100, n_features=4, random_state=4)
     model = OlearnRegressor(quadratic="ff").fit(X, y)
     np.testing.assert_array_equal(model.predict(X), Learner("-q ff").fit(X, y).predict(X))
+
+
+def test_quadratic_none_is_no_pair():
+    X, y = make_regression(n_samples=50, n_features=3, random_state=5)
+    np.testing.assert_array_equal(OlearnRegressor(quadratic=None).fit(X, y).predict(X),
+                                  OlearnRegressor().fit(X, y).predict(X))
+
+
+def test_classes_that_cannot_be_ordered_are_a_value_error():
+    X, _ = make_classification(n_samples=20, n_features=3, n_informative=2, n_redundant=0,
+                               random_state=6)
+    with pytest.raises(ValueError, match="y: classes must be of one orderable kind"):
+        OlearnClassifier().fit(X, np.array(["a", None] * 10, dtype=object))

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import shlex
 import threading
@@ -95,6 +96,17 @@ def _kind(data) -> str:
     return f"a {type(data).__name__}{hint}"
 
 
+def _check_keywords(options: dict) -> None:
+    """A TypeError naming a keyword that is no option's long name, and the nearest ones."""
+    known = {field.name for field in dataclasses.fields(Config) if field.init}
+    for name in options:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=3)
+            hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+            raise TypeError(f"Learner: no option {name!r}: a keyword is an option's long name "
+                            f"(bit_precision for -b){hint}")
+
+
 def _is_path(data: Data) -> bool:
     return isinstance(data, (str, os.PathLike))
 
@@ -110,11 +122,13 @@ def _blocks(data: Data, learner: "Learner") -> Iterator[sources.Block]:
     if isinstance(data, np.ndarray):
         kind += f" of {data.dtype} in {data.ndim} dimension(s)"
         iterable = data.ndim == 1 and data.dtype.kind in "USO"  # strings, or objects checked
-    else:
-        iterable = not isinstance(data, (bytes, bytearray, memoryview)) and hasattr(
+    else:  # (a dict's iteration is its keys: an example, not lines)
+        iterable = not isinstance(data, (bytes, bytearray, memoryview, Mapping)) and hasattr(
             data, "__iter__")
     if not iterable:
-        hint = " (lines in one bytes object: pass [data])" if isinstance(data, bytes) else ""
+        hint = (" (lines in one bytes object: pass [data])" if isinstance(data, bytes) else
+                " (one example as a dict: learn_one or predict_one)"
+                if isinstance(data, Mapping) else "")
         raise TypeError("data must be a path (str or os.PathLike) or an iterable of example "
                         f"lines (str or bytes), not {kind}{hint}")
     if not isinstance(data, (list, tuple)):
@@ -149,6 +163,7 @@ class Learner:
         """``args``: VW's options as one string (``"-q ab --l1 1e-6"``), as on the command line;
         ``options``: the same as keywords, which win over the string; ``names``: remember
         feature names for :meth:`weights`."""
+        _check_keywords(options)
         options.setdefault("quiet", True)
         self.config = config_of(shlex.split(args), **options)
         if self.config.data:
@@ -397,6 +412,7 @@ class Learner:
     def load(cls, path: str | os.PathLike, names: bool = False, **options) -> "Learner":
         """A learner from a model file (as ``olearn -i``); ``options`` override the model's;
         ``names`` as for a new Learner (the file holds no names)."""
+        _check_keywords(options)
         # checked as options beside -i: the model may supply what they need (--saew_sub: --saew)
         given = Config(**{"quiet": True, **options}, initial_regressor=os.fspath(path))
         learner = cls.__new__(cls)
