@@ -146,6 +146,28 @@ def test_threads_fitting_one_learner_give_one_serial_order():
     assert any(model.average_loss == serial.average_loss for serial in orders)
 
 
+def test_threads_calling_learn_one_end_as_the_same_calls_in_turn():
+    """learn_one takes the lock without waiting when it is free: calls from several threads
+    still run one at a time (the same example each, so that any order ends alike)."""
+    x, calls = {"a": 1.5, "b": -2.0, "c": 0.5}, 300
+    model = olearn.Learner()
+
+    def learn():
+        for _ in range(calls):
+            model.learn_one(x, 1.0)
+            model.predict_one(x)
+    threads = [threading.Thread(target=learn) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    serial = olearn.Learner()
+    for _ in range(4 * calls):
+        serial.learn_one(x, 1.0)
+    np.testing.assert_array_equal(model._learner.weights, serial._learner.weights)
+    assert model.average_loss == serial.average_loss
+
+
 def test_threads_saving_while_fitting_write_whole_models(tmp_path):
     model = olearn.Learner()
     fitting = threading.Thread(target=model.fit, args=(LINES * 100,))
