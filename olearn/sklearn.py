@@ -128,8 +128,8 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         return self._learn(X, y, sample_weight, reset=not hasattr(self, "learner_"))
 
     def _set_classes(self, y) -> None:
-        check_classification_targets(y)
-        try:
+        try:  # scikit-learn's check sorts the labels too
+            check_classification_targets(y)
             classes = np.unique(np.asarray(y))
         except TypeError as error:  # (sorted, to number them: None among strings is not)
             raise ValueError(f"y: classes must be of one orderable kind ({error})") from None
