@@ -128,11 +128,8 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         return self._learn(X, y, sample_weight, reset=not hasattr(self, "learner_"))
 
     def _set_classes(self, y) -> None:
-        try:  # scikit-learn's check sorts the labels too
-            check_classification_targets(y)
-            classes = np.unique(np.asarray(y))
-        except TypeError as error:  # (sorted, to number them: None among strings is not)
-            raise ValueError(f"y: classes must be of one orderable kind ({error})") from None
+        _check_targets(y)
+        classes = np.unique(np.asarray(y))
         if len(classes) == 1:
             raise ValueError("Classifier can't train when only one class is present.")
         self.classes_ = classes
@@ -148,7 +145,7 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         return {"loss_function": "logistic", "link": "logistic"}
 
     def _target(self, y):
-        check_classification_targets(y)
+        _check_targets(y)
         unknown = ~np.isin(y, self.classes_)
         if unknown.any():
             raise ValueError(f"y holds a class not in classes_: {y[unknown][0]!r}")
@@ -176,3 +173,12 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
             return self.classes_[self.learner_.predict(X).astype(int) - 1]
         positive = self.learner_.predict(X) > 0.5
         return self.classes_[positive.astype(int)]
+
+
+def _check_targets(y) -> None:
+    """scikit-learn's check of class labels, whose numpy TypeError (it sorts them: None among
+    strings cannot be) is said as y's, a ValueError."""
+    try:
+        check_classification_targets(y)
+    except TypeError as error:
+        raise ValueError(f"y: classes must be of one orderable kind ({error})") from None

@@ -92,8 +92,11 @@ def test_quadratic_none_is_no_pair():
                                   OlearnRegressor().fit(X, y).predict(X))
 
 
-def test_classes_that_cannot_be_ordered_are_a_value_error():
+@pytest.mark.parametrize("fit", [lambda m, X, y: m.fit(X, y),
+                                 lambda m, X, y: m.partial_fit(X, y, classes=["a", "b"])],
+                         ids=["fit", "partial_fit"])
+def test_classes_that_cannot_be_ordered_are_a_value_error_naming_y(fit):
     X, _ = make_classification(n_samples=20, n_features=3, n_informative=2, n_redundant=0,
                                random_state=6)
     with pytest.raises(ValueError, match="y: classes must be of one orderable kind"):
-        OlearnClassifier().fit(X, np.array(["a", None] * 10, dtype=object))
+        fit(OlearnClassifier(), X, np.array(["a", None] * 10, dtype=object))
