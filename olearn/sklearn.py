@@ -81,8 +81,7 @@ class _OlearnEstimator(BaseEstimator):
     def coef_(self) -> np.ndarray:
         """Each column's weight (the linear terms; with --quadratic, not the whole model);
         for more than two classes, a row per class."""
-        weights = self._weights(column_indices(np.arange(self.n_features_in_),
-                                               self.learner_.config))
+        weights = self._weights(column_indices(self.n_features_in_, self.learner_.config))
         return weights if len(weights) > 1 else weights[0]
 
     @property

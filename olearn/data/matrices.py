@@ -207,7 +207,12 @@ def _refuse_value(value: float, where: str, source: str | None = SOURCE) -> None
     raise OlearnError(f"{where}: {value!r} is {what}", source)
 
 
-def column_indices(columns: np.ndarray, config) -> np.ndarray:
+def column_indices(n_columns: int, config) -> np.ndarray:
+    """Each column's feature index: feature ``j`` of namespace ``f``, masked."""
+    return indices_of_columns(np.arange(n_columns, dtype=np.int64), config)
+
+
+def indices_of_columns(columns: np.ndarray, config) -> np.ndarray:
     """The feature index of each column number in ``columns``: feature ``j`` of namespace
     ``f``, masked."""
     hash_all = config.hash == "all"
@@ -424,7 +429,7 @@ def batches(X, y, sample_weight, config, namespaces: dict | None = None,
             X, namespaces, config, names)
     else:
         indptr, cols, values, n, columns = _rows(X)
-        column_index = column_indices(columns, config)
+        column_index = indices_of_columns(columns, config)
         text, spans = _column_names(columns) if names else (NO_TEXT, None)
     labels = _vector(y, n, "y")
     weights = _vector(sample_weight, n, "sample_weight")
