@@ -8,7 +8,9 @@ learns what ``olearn -d file.svm`` learns. DataFrames: a numeric column is the f
 by the column, any other column a string feature (VW's ``name:value``, hashed as the text
 reader hashes it), each in namespace ``f`` or the one ``namespaces`` maps it to; a missing
 value (NaN, None) is no feature. Zeros are no features (as VW drops them); every row gets the
-constant unless --noconstant.
+constant unless --noconstant. Memory grows with the values present, not with the input's
+shape: a matrix hashes only the columns its entries use, a DataFrame's columns give only the
+rows where they hold a feature.
 
 With ``names``, each batch also carries its features' names as the text parser's name spans
 (``text``, ``audit``), so ``Learner(names=True).weights()`` names them as ``--invert_hash``:
