@@ -217,65 +217,114 @@ def expanded_sizes(offsets, namespace, terms):
     return sizes
 
 
+# the rows of one chunk of an expansion too large to hold at once (8 bytes a row): an example
+# whose interactions expand to more is learned chunk by chunk (kernel/example_features.py)
+CHUNK_ROWS = 1 << 20
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def cursor_size(terms):
+    """The entries of an expansion's cursor (:func:`expand_part`) for a term table."""
+    return terms.shape[1] + 2
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def start_cursor(cursor, lo):
+    """Set ``cursor`` to the start of the expansion of the batch's features from ``lo``."""
+    cursor[0] = -1
+    cursor[1] = lo
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val, out_src,
-           pos):
+           cursor):
     """Linear features, then every interaction of every term, into ``out_*``; returns the count.
 
     ``ranges`` comes from :func:`expanded_size`, and ``out_*`` hold at least as many rows as it
     returned (trusted, as there). With ``out_src`` non-empty, row n holds the batch positions of
-    feature n's components (for --audit). ``pos`` is scratch of ``terms.shape[1]`` entries (it
-    allocates nothing: gd's scalar example loop runs without numba's runtime).
+    feature n's components (for --audit). ``cursor`` is scratch of :func:`cursor_size` entries
+    (it allocates nothing: gd's scalar example loop runs without numba's runtime)."""
+    start_cursor(cursor, lo)
+    return expand_part(index, value, lo, hi, terms, ranges, mask, permutations, out_idx,
+                       out_val, out_src, cursor)
 
+
+@njit(cache=True, nogil=True, _nrt=False)
+def expand_part(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out_val,
+                out_src, cursor):
+    """:func:`expand`, resumable: from where ``cursor`` stands (:func:`start_cursor`), as many
+    rows as ``out_idx`` holds; returns the count written and leaves the cursor after them
+    (:func:`expansion_done` tells when none are left). Trusts its arguments as :func:`expand`.
+
+    The cursor is (the phase: -1 for the linear features, else the term; the next position of
+    the innermost run, -1 before the term started; the term's other components' positions).
     The term's last namespace is the innermost loop: the hash and value of the other components
     are computed once per combination of them, and that loop (most of the work: all of it for
     ``-q``'s second namespace) is a plain run over one namespace's features, with no branch.
     """
-    n = 0
+    room = out_idx.shape[0]
     track = out_src.shape[0] > 0
-    for k in range(lo, hi):
-        out_idx[n] = index[k]
-        out_val[n] = value[k]
-        n += 1
-    if track:
-        out_src[:n, :] = -1
+    n = 0
+    t = cursor[0]
+    if t < 0:
+        first = cursor[1]
+        n = min(hi - first, room)
         for k in range(n):
-            out_src[k, 0] = lo + k
-    for t in range(terms.shape[0]):
+            out_idx[k] = index[first + k]
+            out_val[k] = value[first + k]
+        if track:
+            out_src[:n, :] = -1
+            for k in range(n):
+                out_src[k, 0] = first + k
+        if first + n < hi:
+            cursor[1] = first + n
+            return n
+        t = 0
+        cursor[1] = -1
+    pos = cursor[2:]
+    while t < terms.shape[0]:
         length = terms[t, 0]
         last = length - 1
-        empty = False
-        for i in range(length):
-            ns = terms[t, 1 + i]
-            if ranges[ns, 1] <= ranges[ns, 0]:
-                empty = True
-        if empty:
-            continue
-        for i in range(last):
-            ns = terms[t, 1 + i]
-            same = i > 0 and not permutations and ns == terms[t, i]
-            pos[i] = pos[i - 1] if same else ranges[ns, 0]
         # the innermost run starts at the previous component's position for an adjacent
         # repeat (index-ordered combinations), else at its namespace's first feature
         repeat_last = not permutations and terms[t, length] == terms[t, last]
         end = ranges[terms[t, length], 1]
+        if cursor[1] < 0:
+            empty = False
+            for i in range(length):
+                ns = terms[t, 1 + i]
+                if ranges[ns, 1] <= ranges[ns, 0]:
+                    empty = True
+            if empty:
+                t += 1
+                continue
+            for i in range(last):
+                ns = terms[t, 1 + i]
+                same = i > 0 and not permutations and ns == terms[t, i]
+                pos[i] = pos[i - 1] if same else ranges[ns, 0]
+            cursor[1] = pos[last - 1] if repeat_last else ranges[terms[t, length], 0]
         while True:
             g = FNV * np.int64(index[pos[0]])
             x = np.float32(value[pos[0]])
             for i in range(1, last):
                 g = FNV * (g ^ np.int64(index[pos[i]]))
                 x *= value[pos[i]]
-            start = pos[last - 1] if repeat_last else ranges[terms[t, length], 0]
-            for k in range(start, end):
+            start = cursor[1]
+            stop = min(end, start + room - n)
+            for k in range(start, stop):
                 out_idx[n + k - start] = (g ^ np.int64(index[k])) & mask
                 out_val[n + k - start] = x * value[k]
             if track:
-                for k in range(start, end):
+                for k in range(start, stop):
                     out_src[n + k - start, :] = -1
                     for i in range(last):  # (a slice copy would allocate)
                         out_src[n + k - start, i] = pos[i]
                     out_src[n + k - start, last] = k
-            n += end - start
+            n += stop - start
+            if stop < end:  # out of room: the next call goes on from here
+                cursor[0] = t
+                cursor[1] = stop
+                return n
             i = last - 1
             while i >= 0:
                 pos[i] += 1
@@ -288,7 +337,17 @@ def expand(index, value, lo, hi, terms, ranges, mask, permutations, out_idx, out
                 ns = terms[t, 1 + j]
                 same = not permutations and ns == terms[t, j]
                 pos[j] = pos[j - 1] if same else ranges[ns, 0]
+            cursor[1] = pos[last - 1] if repeat_last else ranges[terms[t, length], 0]
+        t += 1
+        cursor[1] = -1
+    cursor[0] = t
     return n
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def expansion_done(cursor, terms):
+    """Whether :func:`expand_part` has written every row of the expansion."""
+    return cursor[0] >= terms.shape[0]
 
 
 @njit(cache=True, nogil=True)
@@ -307,7 +366,7 @@ def expand_example(index, value, namespace, lo, hi, terms, mask, permutations):
     val = np.empty(need, dtype=np.float32)
     src = np.empty((need, max(terms.shape[1], 1)), dtype=np.int64)
     n = expand(index, value, lo, hi, terms, ranges, mask, permutations, idx, val, src,
-               np.empty(terms.shape[1], dtype=np.int64))
+               np.empty(cursor_size(terms), dtype=np.int64))
     return idx[:n], val[:n], src[:n]
 
 
@@ -325,7 +384,7 @@ def unseen_features(offsets, index, value, namespace, terms, mask, permutations,
     x_idx = np.empty(0, dtype=np.uint32)
     x_val = np.empty(0, dtype=np.float32)
     x_src = np.empty((0, width), dtype=np.int64)
-    pos = np.empty(terms.shape[1], dtype=np.int64)
+    cursor = np.empty(cursor_size(terms), dtype=np.int64)
     new_idx = np.empty(64, dtype=np.uint32)
     new_src = np.empty((64, width), dtype=np.int64)
     count = 0
@@ -336,7 +395,7 @@ def unseen_features(offsets, index, value, namespace, terms, mask, permutations,
             x_val = np.empty(x_idx.shape[0], dtype=np.float32)
             x_src = np.empty((x_idx.shape[0], width), dtype=np.int64)
         n = expand(index, value, offsets[e], offsets[e + 1], terms, ranges, mask, permutations,
-                   x_idx, x_val, x_src, pos)
+                   x_idx, x_val, x_src, cursor)
         for i in range(n):
             j = x_idx[i]
             if seen[j]:

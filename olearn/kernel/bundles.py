@@ -40,6 +40,11 @@ Out = namedtuple("Out", ["stats", "preds", "rows"])
 # expansion carries the batch's array along unread).
 Features = namedtuple("Features", ["index", "value", "lo", "hi", "namespace"])
 
+# An example too wide to expand at once (kernel/example_features.py ``chunk``): the batch
+# (``Examples``), its line ``e`` in it, the ``Expander`` and the expansion scratch whose cursor
+# walks its expansion a chunk at a time.
+Chunks = namedtuple("Chunks", ["examples", "e", "expander", "expansion"])
+
 # A scored example, as the family's update takes it: the clipped prediction, the label, the
 # importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).
 Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
@@ -47,9 +52,10 @@ Scored = namedtuple("Scored", ["p", "y", "imp", "initial", "loss", "shared"])
 # One example as the example loop reads it (loop._label): label, importance, initial
 # prediction, whether it has a label and whether it is learned, the classes and costs its
 # cost-sensitive label lists (views of the batch's; empty without; a multi-line example's: its
-# lines'), and its ``Unit``.
+# lines'), its ``Unit``, and whether it is wide: its features are the first chunk of its
+# expansion (kernel/example_features.py ``chunk``).
 Example = namedtuple("Example", ["y", "imp", "initial", "labeled", "learn", "classes",
-                                 "costs", "unit"])
+                                 "costs", "unit", "wide"])
 
 # Where an example lies in its batch: the batch (``Examples``), its lines ``first:end`` (one
 # line, but a multi-line example's, --csoaa_ldf) and the batch's prediction rows, a row per line.

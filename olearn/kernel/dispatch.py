@@ -44,6 +44,14 @@ def update(family, model, features, scored, s, work, prefetch):
     raise NotImplementedError("compiled code only")
 
 
+def update_wide(family, model, chunks, scored, s, work, prefetch):
+    raise NotImplementedError("compiled code only")
+
+
+def chunks(family):
+    raise NotImplementedError("compiled code only")
+
+
 def shows_first(family):
     raise NotImplementedError("compiled code only")
 
@@ -97,6 +105,28 @@ def _update(family, model, features, scored, s, work, prefetch):
         def call(family, model, features, scored, s, work, prefetch):
             kernel(family, model, features, scored, s, work, prefetch)
         return call
+
+
+@overload(update_wide, **_OVERLOAD)
+def _update_wide(family, model, chunks, scored, s, work, prefetch):
+    found = _family(family)
+    if found is None:
+        return None
+    kernel = found.KERNELS.update_wide
+    if kernel is None:  # never called: the loop learns no example by chunks for the family
+        return lambda family, model, chunks, scored, s, work, prefetch: None
+
+    def call(family, model, chunks, scored, s, work, prefetch):
+        kernel(family, model, chunks, scored, s, work, prefetch)
+    return call
+
+
+@overload(chunks, **_OVERLOAD)
+def _chunks(family):
+    found = _family(family)
+    if found is not None:
+        on = found.KERNELS.update_wide is not None
+        return lambda family: on
 
 
 @overload(shows_first, **_OVERLOAD)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from olearn.core.fields import Field, Layout, Param, Parameters
 from olearn.data.hashing import CONSTANT_HASH
-from olearn.features import stage_poly
+from olearn.features import interactions, stage_poly
 from olearn.learners import regularize
 from olearn.reductions import baseline, boosting, oaa
 
@@ -90,6 +90,8 @@ PARAMS = Parameters(
     Param("binary", lambda c: c.binary, bool),
     Param("mask", lambda c: c.mask, int),
     Param("permutations", lambda c: c.permutations, bool),
+    Param("chunk_rows", lambda c: interactions.CHUNK_ROWS, int,
+          "rows of an expansion's chunk: a wider example is learned by chunks where it can"),
     Param("l1", lambda c: c.l1),
     Param("l2", lambda c: c.l2),
     Param("regularized", lambda c: c.l1 > 0 or c.l2 > 0, bool),

@@ -16,7 +16,7 @@ from numba import literally, njit
 
 from olearn.data.batch import valid_batch, valid_offsets
 from olearn.features import stage_poly
-from olearn.features.interactions import valid_terms
+from olearn.features.interactions import cursor_size, valid_terms
 from olearn.kernel import dispatch, reducing
 from olearn.kernel.bundles import (
     Classes,
@@ -25,7 +25,12 @@ from olearn.kernel.bundles import (
     Synthetic,
     Unit,
 )
-from olearn.kernel.example_features import example_features, expansion_scratch, unit_rows
+from olearn.kernel.example_features import (
+    example_features,
+    expansion_scratch,
+    some_not_linear,
+    unit_rows,
+)
 from olearn.kernel.layouts import (
     PARAMS,
     PARAMS_SIZE,
@@ -172,12 +177,12 @@ def new_scratch(terms, params):
 def scratch_fits(scratch, terms, params):
     """Whether ``scratch`` has the shapes :func:`new_scratch` gives for these terms and
     parameters (at least its rows)."""
-    work, (ranges, pos, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = scratch
+    work, (ranges, cursor, x_idx, x_val, no_src), (s_idx, s_val, stack), classes = scratch
     synthetic = np.int64(params[P.mask]) + 1 if params[P.stage_poly] != 0 else 0
     depth = stage_poly.MAX_DEPTH + 1
     k = np.int64(params[P.classes])
     return (work.shape[0] >= 3 and work.shape[1] >= 1 and ranges.shape[0] == 256
-            and ranges.shape[1] == 2 and pos.shape[0] >= terms.shape[1]
+            and ranges.shape[1] == 2 and cursor.shape[0] >= cursor_size(terms)
             and x_val.shape[0] >= x_idx.shape[0] and no_src.shape[0] == 0
             and no_src.shape[1] >= terms.shape[1] and s_idx.shape[0] >= synthetic
             and s_val.shape[0] >= synthetic and stack[0].shape[0] >= depth
@@ -195,7 +200,7 @@ def _learn(model, family, expander, reduction, examples, out, scratch):
     # (kernel/reducing.py), the family's its own (kernel/dispatch.py); numba compiles a loop for
     # each combination used. Whether examples need an expansion is chosen per batch.
     if (expander.terms.shape[0] == 0 and model.params[P.stage_poly] == 0
-            and not _some_not_linear(expander.linear)):
+            and not some_not_linear(expander.linear)):
         return _learn_examples(False, model, family, expander, reduction, examples, out, scratch)
     return _learn_examples(True, model, family, expander, reduction, examples, out, scratch)
 
@@ -212,15 +217,6 @@ def _settings_kernel():
 
 
 settings = _settings_kernel()
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _some_not_linear(linear):
-    """Whether --ignore_linear leaves any namespace's features out of the linear terms."""
-    flagged = 0
-    for ns in range(256):  # no early exit: LLVM vectorizes the sum
-        flagged += linear[ns]
-    return flagged < 256
 
 
 # The per-example helpers (_predict, _label, _count_held_out, _count_example) are plain njit
@@ -324,7 +320,9 @@ def _learn_examples(expanded, model, family, expander, reduction, examples, out,
         e, nrows, rows_needed, class_rows_needed, stage = _examples(
             expanded, e, nrows, model, family, expander, reduction, examples, out, scratch)
         if rows_needed > 0:
-            grown = max(rows_needed, 2 * scratch.expansion[2].shape[0])
+            # doubled as examples need, but to no more than a chunk unless one example needs it
+            grown = min(max(rows_needed, 2 * scratch.expansion[2].shape[0]),
+                        max(rows_needed, s.chunk_rows))
             scratch = Scratch(scratch.work, expansion_scratch(expander.terms, grown),
                               scratch.synthetic, scratch.classes)
         elif class_rows_needed > 0:
@@ -369,8 +367,11 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
     stats, preds, rows = out
     s = settings(params)
     _, _, _, counters, _ = expander.poly
-    some_not_linear = _some_not_linear(expander.linear)
-    interacting = expanded and (expander.terms.shape[0] > 0 or some_not_linear)
+    not_linear = some_not_linear(expander.linear)
+    interacting = expanded and (expander.terms.shape[0] > 0 or not_linear)
+    # an example too wide to expand at once is learned by chunks where the stack can
+    chunked = (dispatch.chunks(family) and reducing.chunks(reduction)
+               and not (expanded and s.stage_poly))
     tracks_labels = reducing.tracks_labels(reduction)
     advances_t = reducing.advances_t(reduction)
     reports_loss = reducing.reports_loss(reduction)
@@ -385,9 +386,9 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             learn = True
         if expanded and s.stage_poly and learn and stage_poly.stage_due(counters):
             return e, nrows, 0, 0, True
-        # not_linear: features left out of the linear terms, counted as VW counts them
-        features, not_linear, rows_needed = example_features(
-            e, examples, expander, s, some_not_linear, interacting, scratch.expansion)
+        # left_out: features left out of the linear terms, counted as VW counts them
+        features, left_out, rows_needed, wide = example_features(
+            e, examples, expander, s, not_linear, interacting, scratch.expansion, chunked)
         if rows_needed == 0 and end > e + 1:
             rows_needed = unit_rows(e, end, examples, expander, interacting, scratch.expansion)
         if rows_needed > 0:
@@ -403,7 +404,7 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
         _, c_hi = _cost_span(end - 1, examples.cost_offsets)
         ex = Example(y, imp, np.float64(numbers[e, 2]), labeled, learn,
                      examples.cost_class[c_lo:c_hi], examples.cost_value[c_lo:c_hi],
-                     Unit(examples, e, end, preds))
+                     Unit(examples, e, end, preds), wide)
         predicted = reducing.predict(reduction, family, model, expander, features, ex, s,
                                      scratch, preds[e], expanded)
         if labeled:
@@ -434,7 +435,7 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
         else:
             stats[R_W_UNLABELED] += imp
         nrows = _count_example(stats, rows, nrows, params, e, y, predicted.shown,
-                               predicted.probability, predicted.n_features + not_linear)
+                               predicted.probability, predicted.n_features + left_out)
     return numbers.shape[0], nrows, 0, 0, False
 
 

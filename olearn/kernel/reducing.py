@@ -55,6 +55,10 @@ def unit_end(reduction, numbers, e):
     raise NotImplementedError("compiled code only")
 
 
+def chunks(reduction):
+    raise NotImplementedError("compiled code only")
+
+
 # as kernel/dispatch.py's: replaced by the kernel's call, literal arguments kept
 _OVERLOAD = {"inline": "always", "prefer_literal": True, "jit_options": {"_nrt": False}}
 
@@ -112,7 +116,8 @@ def _learn(reduction, family, model, expander, features, predicted, scored, ex, 
 
 def _constant(name: str):
     """The typing of a reduction's constant (``tracks_labels``, ``advances_t``,
-    ``reports_loss``): its table entry's value of that ``name``, a literal in the loop."""
+    ``reports_loss``, ``chunks``): its table entry's value of that ``name``, a literal in
+    the loop."""
     def typed(reduction):
         found = _kernels(reduction)
         if found is not None:
@@ -124,6 +129,7 @@ def _constant(name: str):
 overload(tracks_labels, **_OVERLOAD)(_constant("tracks_labels"))
 overload(advances_t, **_OVERLOAD)(_constant("advances_t"))
 overload(reports_loss, **_OVERLOAD)(_constant("reports_loss"))
+overload(chunks, **_OVERLOAD)(_constant("chunks"))
 
 
 @overload(unit_end, **_OVERLOAD)

@@ -29,6 +29,13 @@ a fifth of a linear pass). A literal argument (``prefetch``) stays one inside th
   and the loss's shared term); ``work`` is scratch (kernel/loop.py new_scratch).
 - ``count(family, features)`` (optional): the feature count the table reports for the
   example (without it: its rows, ``hi - lo``).
+- ``update_wide(family, model, chunks, scored, s, work, prefetch)`` (optional): ``update`` for
+  an example too wide to expand at once (kernel/bundles.py ``Chunks``), each of its passes
+  over the features a walk of kernel/example_features.py ``chunk``. A family that has it has a
+  ``predict`` and ``learn_predict`` that add to ``initial`` (a chunk's score is the next one's
+  start) and change no state but the features' own; under no reduction, the loop then learns
+  such an example by chunks, in memory of ``s.chunk_rows`` rows. Without it an example's
+  expansion is held whole.
 
 A family whose work happens between passes (--bfgs: batch L-BFGS) has its kernels only
 accumulate, and moves in :meth:`LearnerFamily.end_pass`, which may end the run; it can ask for
@@ -48,8 +55,8 @@ import numpy as np
 
 from olearn.learners.weights import W_W, storable
 
-Kernels = namedtuple("Kernels", ["fits", "predict", "learn_predict", "update", "count"],
-                     defaults=(None,))
+Kernels = namedtuple("Kernels", ["fits", "predict", "learn_predict", "update", "count",
+                                 "update_wide"], defaults=(None, None))
 
 
 class LearnerFamily:

@@ -14,6 +14,7 @@ from numba import literally, njit
 
 from olearn.core.option import choice, flag, number, text
 from olearn.core.vmath import prefetch_row
+from olearn.kernel.example_features import chunk, chunks_done
 from olearn.kernel.layouts import LINKS, S_NORM, S_REFUSING, S_REG, S_T, S_TOTAL, P
 from olearn.learners import regularize
 from olearn.learners.family import Kernels, LearnerFamily
@@ -138,12 +139,14 @@ def predict(W, index, value, lo, hi, initial, prefetch):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
+def update(model, index, value, lo, hi, walk, p, y, imp, shared, work, prefetch):
     """One example's update of ``model`` (kernel/bundles.py ``Model``) from its features
-    ``index``/``value`` rows ``lo:hi``: VW's gd.cc for every adaptive/normalized/invariant
-    combination. (The features come as arrays, not as a ``Features`` bundle: --oaa's loop, which
-    counts references, would count two per class per example building one; :func:`_update_rule`
-    takes them as a plain tuple.)
+    ``index``/``value`` rows ``lo:hi``, or (``walk`` not None) from a wide example's chunks:
+    ``walk`` is (kernel/bundles.py ``Chunks``, the loop's settings), and each of the update's
+    passes walks them (kernel/example_features.py ``chunk``). VW's gd.cc for every
+    adaptive/normalized/invariant combination. (The features come as arrays, not as a
+    ``Features`` bundle: --oaa's loop, which counts references, would count two per class per
+    example building one; :func:`_update_rule` takes them as a plain tuple.)
 
     Returns the example's global step η̄ = −u / loss′ (0 when there was no update), the step
     size of the regularization's proximal step. ``work`` is the update's scratch (3 rows, at
@@ -161,30 +164,23 @@ def update(model, index, value, lo, hi, p, y, imp, shared, work, prefetch):
     sqrt_rate = params[P.power_t] == 0.5
     masked = params[P.feature_mask] != 0
     if adaptive and normalized and sqrt_rate and not masked:
-        return _update_rule(True, True, True, False, model, features, p, y, imp, shared, work,
-                            prefetch)
-    if not adaptive and not normalized and not masked:  # sqrt_rate: only with a state
-        return _update_rule(False, False, False, False, model, features, p, y, imp, shared,
+        return _update_rule(True, True, True, False, model, features, walk, p, y, imp, shared,
                             work, prefetch)
-    return _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y, imp,
-                        shared, work, prefetch)
+    if not adaptive and not normalized and not masked:  # sqrt_rate: only with a state
+        return _update_rule(False, False, False, False, model, features, walk, p, y, imp,
+                            shared, work, prefetch)
+    return _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, p, y,
+                        imp, shared, work, prefetch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y, imp, shared,
-                 work, prefetch):
+def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, p, y, imp,
+                 shared, work, prefetch):
     """:func:`update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
-    0.5; ``masked``: --feature_mask, a feature whose weight is 0 is left out, as VW's). Over
-    each block of ``work.shape[1]`` features in turn (their scratch stays in the L1 cache),
-    three passes: the weights' sums (in order: a feature repeated in the example
-    sees its earlier occurrences), each feature's rate (:func:`_rates`: no memory but
-    ``work``'s, so that LLVM can vectorize its divisions and square roots), then the rates'
-    sums, in order (none of them when no feature has a state and the update is not
-    invariant: nothing would read their sums); then one pass of weight steps. ``work``'s rows
-    (x², the sums then the rates, the norms then the normalizer's terms) are indexed in place,
-    never taken as views: a view takes and drops a reference, atomically, per example."""
+    0.5; ``masked``: --feature_mask, a feature whose weight is 0 is left out, as VW's): the
+    features' state and sums (:func:`_gather`), the step they give, then one pass of weight
+    steps (:func:`_step_all`). The sums are taken in the features' order, chunk after chunk."""
     W, state, params = model
-    index, value, lo, hi = features
     invariant = params[P.invariant] != 0
     loss = int(params[P.loss])
     param = params[P.loss_param]
@@ -192,10 +188,63 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y,
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     d1 = derivative_shared(loss, param, p, y, shared)
     g2 = imp * d1 * d1 if adaptive else 0.0
+    rule = (adaptive, normalized, sqrt_rate, masked)
+    sums = (0.0, 0.0)
+    if walk is None:
+        sums = _gather(rule, model, features, g2, neg_norm_power, work, prefetch, sums)
+    else:
+        chunks, s = walk
+        restart = True
+        while restart or not chunks_done(chunks):
+            part = chunk(chunks, s, restart)
+            restart = False
+            sums = _gather(rule, model, (part.index, part.value, part.lo, part.hi), g2,
+                           neg_norm_power, work, prefetch, sums)
+    norm_x, ppu = sums
+    if normalized:
+        state[S_NORM] += imp * norm_x
+        state[S_TOTAL] += imp
+    multiplier = _multiplier(adaptive, normalized, sqrt_rate, neg_norm_power, state)
+    if multiplier == 0.0:  # no example so far had a feature: VW's update is NaN, made 0
+        return 0.0
+    ppu *= multiplier
+    scale = params[P.eta] * imp
+    if not adaptive:
+        scale *= (state[S_T] + imp) ** -power_t
+    if invariant:
+        u = invariant_update_shared(loss, param, p, y, scale, ppu, shared)
+    else:
+        u = -d1 * scale
+    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
+    u -= params[P.sparse_l2] * p  # VW's --sparse_l2, after the regularization's step size
+    if np.isnan(u):
+        u = 0.0
+    if not _step_all(W, features, walk, u * multiplier, adaptive or normalized, masked,
+                     prefetch):
+        state[S_REFUSING] = 1.0
+        return 0.0
+    return eta_bar
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _gather(rule, model, features, g2, neg_norm_power, work, prefetch, sums):
+    """The update's first passes over ``features`` (``rule``: see :func:`_update_rule`),
+    added to ``sums`` (the normalizer's norm, the prediction per update); returns them. Over
+    each block of ``work.shape[1]`` features in turn (their scratch stays in the L1 cache),
+    three passes: the weights' sums (in order: a feature repeated in the example sees its
+    earlier occurrences), each feature's rate (:func:`_rates`: no memory but ``work``'s, so
+    that LLVM can vectorize its divisions and square roots), then the rates' sums, in order
+    (none of them when no feature has a state and the update is not invariant: nothing would
+    read their sums). ``work``'s rows (x², the sums then the rates, the norms then the
+    normalizer's terms) are indexed in place, never taken as views: a view takes and drops a
+    reference, atomically, per example."""
+    adaptive, normalized, sqrt_rate, masked = rule
+    W, _, params = model
+    index, value, lo, hi = features
+    power_t = params[P.power_t]
     stateful = adaptive or normalized
-    norm_x = 0.0
-    ppu = 0.0
-    for first in range(lo, hi if stateful or invariant else lo, work.shape[1]):
+    norm_x, ppu = sums
+    for first in range(lo, hi if stateful or params[P.invariant] != 0 else lo, work.shape[1]):
         n = min(work.shape[1], hi - first)
         for k in range(n):
             if prefetch:
@@ -237,28 +286,7 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, p, y,
             if stateful:
                 W[index[first + k], W_RATE] = rate
             ppu += work[0, k] * rate
-    if normalized:
-        state[S_NORM] += imp * norm_x
-        state[S_TOTAL] += imp
-    multiplier = _multiplier(adaptive, normalized, sqrt_rate, neg_norm_power, state)
-    if multiplier == 0.0:  # no example so far had a feature: VW's update is NaN, made 0
-        return 0.0
-    ppu *= multiplier
-    scale = params[P.eta] * imp
-    if not adaptive:
-        scale *= (state[S_T] + imp) ** -power_t
-    if invariant:
-        u = invariant_update_shared(loss, param, p, y, scale, ppu, shared)
-    else:
-        u = -d1 * scale
-    eta_bar = -u / d1 if abs(u) > 1e-8 and abs(d1) > 1e-8 else 0.0
-    u -= params[P.sparse_l2] * p  # VW's --sparse_l2, after the regularization's step size
-    if np.isnan(u):
-        u = 0.0
-    if not _step(W, index, value, lo, hi, u * multiplier, stateful, masked, prefetch):
-        state[S_REFUSING] = 1.0
-        return 0.0
-    return eta_bar
+    return norm_x, ppu
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -303,6 +331,28 @@ def _step(W, index, value, lo, hi, u, stateful, masked, prefetch):
             _step_back(W, index, value, lo, k, u, stateful, masked)
             return False
         W[j, W_W] = new
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _step_all(W, features, walk, u, stateful, masked, prefetch):
+    """:func:`_step` on ``features`` (``index, value, lo, hi``) or (``walk``, as
+    :func:`update`'s) on a wide example's chunks: refused whole there too, the chunks stepped
+    before the refusing one stepped back."""
+    if walk is None:
+        index, value, lo, hi = features
+        return _step(W, index, value, lo, hi, u, stateful, masked, prefetch)
+    chunks, s = walk
+    taken = 0
+    while taken == 0 or not chunks_done(chunks):
+        part = chunk(chunks, s, taken == 0)
+        if not _step(W, part.index, part.value, part.lo, part.hi, u, stateful, masked,
+                     prefetch):
+            for again in range(taken):
+                part = chunk(chunks, s, again == 0)
+                _step_back(W, part.index, part.value, part.lo, part.hi, u, stateful, masked)
+            return False
+        taken += 1
     return True
 
 
@@ -372,9 +422,10 @@ def sensitivity(model, index, value, lo, hi, p, y, imp, work):
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def sparse_step(model, index, value, lo, hi, p, prefetch):
+def sparse_step(model, index, value, lo, hi, walk, p, prefetch):
     """--sparse_l2's step on an example the loss does not update (its loss is 0): -λ·p, with
-    each feature's rate and the normalizer's factor as the last update left them (VW's)."""
+    each feature's rate and the normalizer's factor as the last update left them (VW's).
+    ``walk``: as :func:`update`'s."""
     literally(prefetch)
     params = model.params
     adaptive = params[P.adaptive] != 0
@@ -383,8 +434,9 @@ def sparse_step(model, index, value, lo, hi, p, prefetch):
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     u = -params[P.sparse_l2] * p * _multiplier(adaptive, normalized, power_t == 0.5,
                                                 neg_norm_power, model.state)
-    if u != 0.0 and not _step(model.W, index, value, lo, hi, u, adaptive or normalized,
-                              params[P.feature_mask] != 0, prefetch):
+    if u != 0.0 and not _step_all(model.W, (index, value, lo, hi), walk, u,
+                                  adaptive or normalized, params[P.feature_mask] != 0,
+                                  prefetch):
         model.state[S_REFUSING] = 1.0
 
 
@@ -459,19 +511,42 @@ def _update(family, model, features, scored, s, work, prefetch):
     """:func:`update` where the loss is positive, then the regularization's proximal step. The
     features' pending steps are applied first: --oaa's earlier classes took steps since the
     prediction (as VW's gravity; otherwise there is nothing to apply)."""
+    index, value, lo, hi, _ = features
+    _learn(family, model, (index, value, lo, hi), None, scored, s, work, prefetch)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _update_wide(family, model, chunks, scored, s, work, prefetch):
+    """:func:`_update` of a wide example, chunk by chunk (kernel/bundles.py ``Chunks``)."""
+    _, _, x_idx, x_val, _ = chunks.expansion
+    _learn(family, model, (x_idx, x_val, 0, 0), (chunks, s), scored, s, work, prefetch)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _learn(family, model, features, walk, scored, s, work, prefetch):
+    """:func:`_update` of ``features`` or (``walk``) of a wide example's chunks."""
+    index, value, lo, hi = features
     if scored.loss > 0:
-        index, value, lo, hi, _ = features
         if s.regularized:
-            regularize.catch_up(model.W, family.lazy, model.state[S_REG:S_REG + regularize.SIZE],
-                                s.l1, s.l2 > 0, index, lo, hi)
-        eta_bar = update(model, index, value, lo, hi, scored.p, scored.y, scored.imp,
+            acc = model.state[S_REG:S_REG + regularize.SIZE]
+            if walk is None:
+                regularize.catch_up(model.W, family.lazy, acc, s.l1, s.l2 > 0, index, lo, hi)
+            else:
+                chunks, _ = walk
+                restart = True
+                while restart or not chunks_done(chunks):
+                    part = chunk(chunks, s, restart)
+                    restart = False
+                    regularize.catch_up(model.W, family.lazy, acc, s.l1, s.l2 > 0, part.index,
+                                        part.lo, part.hi)
+        eta_bar = update(model, index, value, lo, hi, walk, scored.p, scored.y, scored.imp,
                          scored.shared, work, prefetch)
         if s.regularized and eta_bar > 0.0:
             regularize.advance(model.W, family.lazy,
                                model.state[S_REG:S_REG + regularize.SIZE], s.l1, s.l2, eta_bar)
     elif s.sparse_l2 > 0.0:
-        index, value, lo, hi, _ = features
-        sparse_step(model, index, value, lo, hi, scored.p, prefetch)
+        sparse_step(model, index, value, lo, hi, walk, scored.p, prefetch)
 
 
-GradientDescent.KERNELS = Kernels(_fits, _predict, _predict, _update)
+GradientDescent.KERNELS = Kernels(_fits, _predict, _predict, _update,
+                                  update_wide=_update_wide)

@@ -77,8 +77,8 @@ def _names(j, examples, c):
 def _action(j, unit, expander, s, scratch, interacting):
     """Action ``j``'s features (after the interactions, in the expansion scratch, which the
     loop sized for them)."""
-    features, _, _ = example_features(j, unit.examples, expander, s, False, interacting,
-                                      scratch.expansion)
+    features, _, _, _ = example_features(j, unit.examples, expander, s, False, interacting,
+                                         scratch.expansion, False)
     return features
 
 

@@ -2,7 +2,8 @@
 
 The kernels the example loop (kernel/loop.py) calls for it, by its bundle type ``NoReduction``
 (reductions/table.py): the example's features (or, with --stage_poly, its synthetic example)
-are predicted, scored by the loss and learned as they are.
+are predicted, scored by the loss and learned as they are; a wide example's chunk by chunk
+(kernel/example_features.py).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from numba import njit
 
 from olearn.features import stage_poly
 from olearn.kernel import dispatch
-from olearn.kernel.bundles import Features, Predicted, Scored
+from olearn.kernel.bundles import Chunks, Features, Predicted, Scored
+from olearn.kernel.example_features import chunk, chunks_done
 from olearn.kernel.layouts import S_MAX, S_MIN, P
 from olearn.learners import gd
 from olearn.learners.losses import loss_value_shared, shared_term
@@ -49,11 +51,30 @@ def raw_score(family, model, features, ex, s, expanded):
     """The family's raw score of ``features`` for example ``ex``: its learn-time prediction
     when the example is learned (it may update the family's state, as VW's learners that
     predict inside their learn), else its prediction; NaN read as 0."""
-    if ex.learn:
-        raw = dispatch.learn_predict(family, model, features, ex.initial, ex.imp, s, expanded)
-    else:
-        raw = dispatch.predict(family, model, features, ex.initial, ex.imp, s, expanded)
+    raw = _score_from(family, model, features, ex.initial, ex, s, expanded)
     return 0.0 if np.isnan(raw) else raw
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score_from(family, model, features, initial, ex, s, expanded):
+    """:func:`raw_score` from ``initial``, NaN kept."""
+    if ex.learn:
+        return dispatch.learn_predict(family, model, features, initial, ex.imp, s, expanded)
+    return dispatch.predict(family, model, features, initial, ex.imp, s, expanded)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _wide_raw_score(family, model, expander, features, ex, s, scratch, expanded):
+    """:func:`raw_score` of a wide example (``features``: its first chunk), each chunk's score
+    the next one's start; and its feature count."""
+    chunks = Chunks(ex.unit.examples, ex.unit.first, expander, scratch.expansion)
+    raw = _score_from(family, model, features, ex.initial, ex, s, expanded)
+    n = features.hi - features.lo
+    while not chunks_done(chunks):
+        part = chunk(chunks, s, False)
+        raw = _score_from(family, model, part, raw, ex, s, expanded)
+        n += part.hi - part.lo
+    return 0.0 if np.isnan(raw) else raw, n
 
 
 # inline: these return arrays (Features), which only code compiled into the loop may do (it
@@ -84,12 +105,16 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
                              features.namespace)
     if ex.learn:
         widen_range(state, ex.y, s)
-    raw = raw_score(family, model, features, ex, s, expanded)
+    if ex.wide:
+        raw, n = _wide_raw_score(family, model, expander, features, ex, s, scratch, expanded)
+    else:
+        raw, n = raw_score(family, model, features, ex, s, expanded), dispatch.count(family,
+                                                                                    features)
     p = clipped(raw, state)
     shown = gd.output(model.params, shown_p if first else p)
     pred[0] = shown
     pred[1] = raw
-    return Predicted(shown, np.nan, dispatch.count(family, features), (features, p))
+    return Predicted(shown, np.nan, n, (features, p))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -108,7 +133,12 @@ def score(reduction, model, predicted, ex, s, scratch):
 @njit(cache=True, nogil=True, inline="always")
 def learn(reduction, family, model, expander, features, predicted, scored, ex, s, scratch,
           expanded):
-    """The family's update on the features predicted (with --stage_poly's SSM sums first)."""
+    """The family's update on the features predicted (with --stage_poly's SSM sums first;
+    a wide example's chunk by chunk)."""
+    if ex.wide:
+        chunks = Chunks(ex.unit.examples, ex.unit.first, expander, scratch.expansion)
+        dispatch.update_wide(family, model, chunks, scored, s, scratch.work, expanded)
+        return
     predicted_features = predicted.inner[0]
     if s.stage_poly and s.heuristic == 1:
         stage_poly.add_ssm(expander.poly[2], predicted_features.index, predicted_features.value,

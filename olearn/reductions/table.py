@@ -25,6 +25,9 @@ row (``Predicted``), ``score(...)`` gives the reported loss, the multiclass log 
 ``learn(...)`` updates from. ``tracks_labels``: the table's best constant and label sum apply
 (a scalar label). ``reports_loss`` (default yes): a learned example's loss is progressive
 loss; no (--oaa_subsample, as VW): it counts as unlabeled and the average loss is n.a.
+``chunks`` (default no): its ``predict`` and ``learn`` take a wide example (``Example.wide``:
+the features are the first chunk of its expansion, kernel/example_features.py), for a family
+that learns by chunks (learners/family.py ``update_wide``).
 """
 from __future__ import annotations
 
@@ -70,12 +73,12 @@ from olearn.reductions.subsample import SubsampledState
 # example advances the learner's clock t (VW's multi-line learners leave it).
 ReductionKernels = namedtuple("ReductionKernels", ["fits", "room", "predict", "score", "learn",
                                                    "tracks_labels", "unit_end", "advances_t",
-                                                   "reports_loss"],
-                              defaults=(None, True, True))
+                                                   "reports_loss", "chunks"],
+                              defaults=(None, True, True, False))
 
 REDUCTIONS = {
     NoReduction: ReductionKernels(one_problem.fits, one_problem.room, one_problem.predict,
-                                  one_problem.score, one_problem.learn, True),
+                                  one_problem.score, one_problem.learn, True, chunks=True),
     OneAgainstAllState: ReductionKernels(oaa_kernels.fits, oaa_kernels.room,
                                          oaa_kernels.predict, oaa_kernels.score,
                                          oaa_kernels.learn, False),
