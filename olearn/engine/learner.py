@@ -563,7 +563,8 @@ class OnlineLearner:
         """The error of a batch whose learning ran out of memory: where an example's
         interactions expand to many features (8 bytes each in the kernel's scratch), that
         example's file and line."""
-        sizes = interactions.expanded_sizes(batch.offsets, batch.namespace, self.terms)
+        sizes = interactions.expanded_sizes(batch.offsets, batch.namespace,
+                                            self.expansion_terms(batch))
         if len(sizes) == 0 or sizes.max() < WIDE_EXAMPLE:
             return OlearnError(f"{batch.source}: out of memory")
         e = int(np.argmax(sizes))
