@@ -41,9 +41,9 @@ Out = namedtuple("Out", ["stats", "preds", "rows"])
 Features = namedtuple("Features", ["index", "value", "lo", "hi", "namespace"])
 
 # An example too wide to expand at once (kernel/example_features.py ``chunk``): the batch
-# (``Examples``), its line ``e`` in it, the ``Expander`` and the expansion scratch whose cursor
-# walks its expansion a chunk at a time.
-Chunks = namedtuple("Chunks", ["examples", "e", "expander", "expansion"])
+# (``Examples``), its line ``e`` in it, the ``Expander``, the expansion scratch whose cursor
+# walks its expansion a chunk at a time, and the shift added to each index (--oaa's class).
+Chunks = namedtuple("Chunks", ["examples", "e", "expander", "expansion", "shift"])
 
 # A scored example, as the family's update takes it: the clipped prediction, the label, the
 # importance, the initial prediction, the loss and the loss's shared term (losses.shared_term).

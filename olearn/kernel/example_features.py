@@ -3,10 +3,10 @@ interactions and --ignore_linear, in the example loop's expansion scratch (kerne
 multi-line reductions, reductions/ldf_kernels.py, expand each line of an example with it).
 
 An example whose expansion holds more than ``s.chunk_rows`` rows (features/interactions.py
-CHUNK_ROWS) is, where the stack can learn it so (a family with ``update_wide``, learners/family.py,
-under no reduction), expanded a chunk at a time into scratch of that many rows (:func:`chunk`):
-the memory an example takes does not grow with its width. Each pass over its features (the
-prediction, the update's passes) expands it again.
+CHUNK_ROWS) is, where the stack can learn it so (a family with ``update_wide``,
+learners/family.py, under no reduction or --oaa), expanded a chunk at a time into scratch of
+that many rows (:func:`chunk`): the memory an example takes does not grow with its width. Each
+pass over its features (the prediction, the update's passes) expands it again.
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def example_features(e, examples, expander, s, not_linear, interacting, expansio
             if not_linear:  # the linear rows left out, counted without expanding
                 for k in range(lo, hi):
                     left_out += not expander.linear[namespace[k]]
-            first = chunk(Chunks(examples, e, expander, expansion), s, True)
+            first = chunk(Chunks(examples, e, expander, expansion, 0), s, True)
             return first, left_out, 0, True
         return Features(x_idx, x_val, 0, 0, namespace), 0, need, False
     n = expand(index, value, lo, hi, expander.terms, ranges, s.mask, s.permutations, x_idx,
@@ -101,8 +101,9 @@ def example_features(e, examples, expander, s, not_linear, interacting, expansio
 def chunk(chunks, s, restart):
     """The next chunk of a wide example's features (kernel/bundles.py ``Chunks``), or
     (``restart``) its first: at most the scratch's rows, after --ignore_linear (a chunk may
-    be empty then). :func:`chunks_done` tells when the last was given."""
-    examples, e, expander, expansion = chunks
+    be empty then), each index shifted by ``chunks.shift``. :func:`chunks_done` tells when the
+    last was given."""
+    examples, e, expander, expansion, shift = chunks
     namespace = examples.namespace
     ranges, cursor, x_idx, x_val, no_src = expansion
     lo = examples.offsets[e]
@@ -115,6 +116,9 @@ def chunk(chunks, s, restart):
                     s.permutations, x_idx, x_val, no_src, cursor)
     if some_not_linear(expander.linear):
         n, _ = drop_linear(x_idx, x_val, n, namespace, first, hi, expander.linear)
+    if shift != 0:
+        for r in range(n):
+            x_idx[r] = (np.int64(x_idx[r]) + shift) & s.mask
     return Features(x_idx, x_val, 0, n, namespace)
 
 

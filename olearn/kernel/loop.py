@@ -393,7 +393,8 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
             rows_needed = unit_rows(e, end, examples, expander, interacting, scratch.expansion)
         if rows_needed > 0:
             return e, nrows, rows_needed, 0, False
-        class_rows_needed = reducing.room(reduction, features, s, scratch)
+        # a wide example's classes walk its chunks, shifted: no copy
+        class_rows_needed = 0 if wide else reducing.room(reduction, features, s, scratch)
         if class_rows_needed == 0 and end > e + 1 and end - e > scratch.classes.scores.shape[0]:
             class_rows_needed = end - e  # a score per line of a multi-line example
         if class_rows_needed > 0:

@@ -7,7 +7,8 @@ into the per-class scratch, or with --stage_poly walked from the example for cla
 one-against-all: every class is predicted first (--stage_poly's walk without training), the
 first best clipped score is the prediction, then every class learns ±1 from its own clipped
 score (the walk now training), with its own normalizer sums, VW's per-model state; the clock t
-and the label range are shared.
+and the label range are shared. A wide example (kernel/example_features.py) is not copied: each
+class walks its chunks, shifted to the class's slots.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from olearn.kernel.bundles import Features, Predicted, Scored
 from olearn.kernel.layouts import S_INDEXING, S_MAX, S_MIN, S_NORM, S_TOTAL, P
 from olearn.learners.losses import loss_value_shared, shared_term
 from olearn.reductions import oaa
-from olearn.reductions.one_problem import clipped, scored_prediction
+from olearn.reductions.one_problem import chunks_of, clipped, scored_prediction, wide_score
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -68,13 +69,22 @@ def _class_features(k, features, s, expander, training, scratch):
 @njit(cache=True, nogil=True, inline="always")
 def update_class(k, reduction, family, model, class_features, scored, s, scratch):
     """Class ``k``'s update, with its own normalizer sums swapped into the learner state."""
+    _class_sums(k, reduction, model, True)
+    dispatch.update(family, model, class_features, scored, s, scratch.work, False)
+    _class_sums(k, reduction, model, False)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _class_sums(k, reduction, model, into_state):
+    """Class ``k``'s normalizer sums into the learner state (``into_state``) or back."""
     state = model.state
     classes = reduction.classes
-    state[S_NORM] = classes[k, oaa.CLASS_NORM]
-    state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
-    dispatch.update(family, model, class_features, scored, s, scratch.work, False)
-    classes[k, oaa.CLASS_NORM] = state[S_NORM]
-    classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
+    if into_state:
+        state[S_NORM] = classes[k, oaa.CLASS_NORM]
+        state[S_TOTAL] = classes[k, oaa.CLASS_TOTAL]
+    else:
+        classes[k, oaa.CLASS_NORM] = state[S_NORM]
+        classes[k, oaa.CLASS_TOTAL] = state[S_TOTAL]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -151,11 +161,17 @@ def predict_class(model, scratch, pred, raw_first, first, n_features):
 
 @njit(cache=True, nogil=True, inline="always")
 def predict(reduction, family, model, expander, features, ex, s, scratch, pred, expanded):
-    """Every class's clipped score, then the first best class (:func:`predict_class`)."""
+    """Every class's clipped score, then the first best class (:func:`predict_class`); a
+    wide example's classes each walk its chunks."""
     raw_first, first = class_numbering(model, ex)
     scores = scratch.classes.scores
     n_features = 0
     for k in range(np.int64(model.params[P.classes])):
+        if ex.wide:
+            raw, n_features = wide_score(family, model, chunks_of(ex, expander, scratch, k),
+                                         ex.initial, ex.imp, False, s, False)
+            scores[k] = clipped(raw, model.state)
+            continue
         class_features = _class_features(k, features, s, expander, False, scratch)
         if k == 0:
             n_features = class_features.hi - class_features.lo
@@ -210,6 +226,13 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
         shared = shared_term(s.loss, pk, yk)
         loss = loss_value_shared(s.loss, s.loss_param, pk, yk, shared)
         if not s.stage_poly and loss <= 0:
+            continue
+        if ex.wide:
+            _class_sums(k, reduction, model, True)
+            dispatch.update_wide(family, model, chunks_of(ex, expander, scratch, k),
+                                 Scored(pk, yk, ex.imp, ex.initial, loss, shared), s,
+                                 scratch.work, False)
+            _class_sums(k, reduction, model, False)
             continue
         class_features = _class_features(k, features, s, expander, True, scratch)
         if s.stage_poly and s.heuristic == 1:

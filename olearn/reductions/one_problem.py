@@ -51,30 +51,39 @@ def raw_score(family, model, features, ex, s, expanded):
     """The family's raw score of ``features`` for example ``ex``: its learn-time prediction
     when the example is learned (it may update the family's state, as VW's learners that
     predict inside their learn), else its prediction; NaN read as 0."""
-    raw = _score_from(family, model, features, ex.initial, ex, s, expanded)
+    raw = _score_from(family, model, features, ex.initial, ex.imp, ex.learn, s, expanded)
     return 0.0 if np.isnan(raw) else raw
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _score_from(family, model, features, initial, ex, s, expanded):
-    """:func:`raw_score` from ``initial``, NaN kept."""
-    if ex.learn:
-        return dispatch.learn_predict(family, model, features, initial, ex.imp, s, expanded)
-    return dispatch.predict(family, model, features, initial, ex.imp, s, expanded)
+def _score_from(family, model, features, initial, imp, learning, s, expanded):
+    """The family's learn-time prediction (``learning``) or prediction, from ``initial``."""
+    if learning:
+        return dispatch.learn_predict(family, model, features, initial, imp, s, expanded)
+    return dispatch.predict(family, model, features, initial, imp, s, expanded)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _wide_raw_score(family, model, expander, features, ex, s, scratch, expanded):
-    """:func:`raw_score` of a wide example (``features``: its first chunk), each chunk's score
-    the next one's start; and its feature count."""
-    chunks = Chunks(ex.unit.examples, ex.unit.first, expander, scratch.expansion)
-    raw = _score_from(family, model, features, ex.initial, ex, s, expanded)
-    n = features.hi - features.lo
-    while not chunks_done(chunks):
-        part = chunk(chunks, s, False)
-        raw = _score_from(family, model, part, raw, ex, s, expanded)
+def wide_score(family, model, chunks, initial, imp, learning, s, expanded):
+    """The raw score (as :func:`raw_score`'s, NaN read as 0) of a wide example's ``chunks``
+    (kernel/bundles.py ``Chunks``), each chunk's score the next one's start; and its feature
+    count."""
+    raw = initial
+    n = 0
+    restart = True
+    while restart or not chunks_done(chunks):
+        part = chunk(chunks, s, restart)
+        restart = False
+        raw = _score_from(family, model, part, raw, imp, learning, s, expanded)
         n += part.hi - part.lo
     return 0.0 if np.isnan(raw) else raw, n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def chunks_of(ex, expander, scratch, shift):
+    """A wide example's chunks (kernel/bundles.py ``Chunks``), each index shifted by
+    ``shift``."""
+    return Chunks(ex.unit.examples, ex.unit.first, expander, scratch.expansion, shift)
 
 
 # inline: these return arrays (Features), which only code compiled into the loop may do (it
@@ -106,7 +115,8 @@ def predict(reduction, family, model, expander, features, ex, s, scratch, pred, 
     if ex.learn:
         widen_range(state, ex.y, s)
     if ex.wide:
-        raw, n = _wide_raw_score(family, model, expander, features, ex, s, scratch, expanded)
+        raw, n = wide_score(family, model, chunks_of(ex, expander, scratch, 0), ex.initial,
+                            ex.imp, ex.learn, s, expanded)
     else:
         raw, n = raw_score(family, model, features, ex, s, expanded), dispatch.count(family,
                                                                                     features)
@@ -136,8 +146,8 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
     """The family's update on the features predicted (with --stage_poly's SSM sums first;
     a wide example's chunk by chunk)."""
     if ex.wide:
-        chunks = Chunks(ex.unit.examples, ex.unit.first, expander, scratch.expansion)
-        dispatch.update_wide(family, model, chunks, scored, s, scratch.work, expanded)
+        dispatch.update_wide(family, model, chunks_of(ex, expander, scratch, 0), scored, s,
+                             scratch.work, expanded)
         return
     predicted_features = predicted.inner[0]
     if s.stage_poly and s.heuristic == 1:

@@ -25,7 +25,8 @@ row (``Predicted``), ``score(...)`` gives the reported loss, the multiclass log 
 ``learn(...)`` updates from. ``tracks_labels``: the table's best constant and label sum apply
 (a scalar label). ``reports_loss`` (default yes): a learned example's loss is progressive
 loss; no (--oaa_subsample, as VW): it counts as unlabeled and the average loss is n.a.
-``chunks`` (default no): its ``predict`` and ``learn`` take a wide example (``Example.wide``:
+``chunks`` (default no; one scalar problem and --oaa): its ``predict`` and ``learn`` take a wide
+example (``Example.wide``:
 the features are the first chunk of its expansion, kernel/example_features.py), for a family
 that learns by chunks (learners/family.py ``update_wide``).
 """
@@ -81,7 +82,7 @@ REDUCTIONS = {
                                   one_problem.score, one_problem.learn, True, chunks=True),
     OneAgainstAllState: ReductionKernels(oaa_kernels.fits, oaa_kernels.room,
                                          oaa_kernels.predict, oaa_kernels.score,
-                                         oaa_kernels.learn, False),
+                                         oaa_kernels.learn, False, chunks=True),
     CostSensitiveState: ReductionKernels(csoaa_kernels.fits, oaa_kernels.room,
                                          csoaa_kernels.predict, csoaa_kernels.score,
                                          csoaa_kernels.learn, False),
