@@ -188,18 +188,19 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk,
     neg_norm_power = power_t - 1.0 if adaptive else -1.0
     d1 = derivative_shared(loss, param, p, y, shared)
     g2 = imp * d1 * d1 if adaptive else 0.0
-    rule = (adaptive, normalized, sqrt_rate, masked)
     sums = (0.0, 0.0)
     if walk is None:
-        sums = _gather(rule, model, features, g2, neg_norm_power, work, prefetch, sums)
+        sums = _gather(adaptive, normalized, sqrt_rate, masked, model, features, g2,
+                       neg_norm_power, work, prefetch, sums)
     else:
         chunks, s = walk
         restart = True
         while restart or not chunks_done(chunks):
             part = chunk(chunks, s, restart)
             restart = False
-            sums = _gather(rule, model, (part.index, part.value, part.lo, part.hi), g2,
-                           neg_norm_power, work, prefetch, sums)
+            sums = _gather(adaptive, normalized, sqrt_rate, masked, model,
+                           (part.index, part.value, part.lo, part.hi), g2, neg_norm_power,
+                           work, prefetch, sums)
     norm_x, ppu = sums
     if normalized:
         state[S_NORM] += imp * norm_x
@@ -227,18 +228,18 @@ def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk,
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _gather(rule, model, features, g2, neg_norm_power, work, prefetch, sums):
-    """The update's first passes over ``features`` (``rule``: see :func:`_update_rule`),
+def _gather(adaptive, normalized, sqrt_rate, masked, model, features, g2, neg_norm_power, work,
+            prefetch, sums):
+    """The update's first passes over ``features`` (the rule's flags: see :func:`_update_rule`),
     added to ``sums`` (the normalizer's norm, the prediction per update); returns them. Over
     each block of ``work.shape[1]`` features in turn (their scratch stays in the L1 cache),
     three passes: the weights' sums (in order: a feature repeated in the example sees its
-    earlier occurrences), each feature's rate (:func:`_rates`: no memory but ``work``'s, so
-    that LLVM can vectorize its divisions and square roots), then the rates' sums, in order
-    (none of them when no feature has a state and the update is not invariant: nothing would
-    read their sums). ``work``'s rows (x², the sums then the rates, the norms then the
-    normalizer's terms) are indexed in place, never taken as views: a view takes and drops a
-    reference, atomically, per example."""
-    adaptive, normalized, sqrt_rate, masked = rule
+    earlier occurrences), each feature's rate (:func:`_rates`: no memory but ``work``'s, so that
+    LLVM can vectorize its divisions and square roots), then the rates' sums, in order (none of
+    them when no feature has a state and the update is not invariant: nothing would read their
+    sums). ``work``'s rows (x², the sums then the rates, the norms then the normalizer's terms)
+    are indexed in place, never taken as views: a view takes and drops a reference, atomically,
+    per example."""
     W, _, params = model
     index, value, lo, hi = features
     power_t = params[P.power_t]
