@@ -359,7 +359,8 @@ def test_model_output_into_a_missing_folder_fails_before_learning(tmp_path, opti
 
 def test_an_example_too_wide_for_memory_is_one_line_naming_it(tmp_path):
     """A real MemoryError: the run's address space is limited to 3 GB, and one line's -q aa
-    takes 6.7 GB of scratch."""
+    takes 6.7 GB of scratch under --ftrl, which expands an example whole (gradient descent
+    would learn it by chunks)."""
     import subprocess
 
     resource = pytest.importorskip("resource")
@@ -369,8 +370,8 @@ def test_an_example_too_wide_for_memory_is_one_line_naming_it(tmp_path):
 
     data = tmp_path / "wide.vw"
     data.write_text("1 |a x y\n1 |a " + " ".join(f"f{i}" for i in range(30_000)) + "\n")
-    proc = subprocess.run(olearn_cmd("-d", data, "-q", "aa", "--quiet"), capture_output=True,
-                          text=True, preexec_fn=limited, timeout=300)
+    proc = subprocess.run(olearn_cmd("-d", data, "-q", "aa", "--ftrl", "--quiet"),
+                          capture_output=True, text=True, preexec_fn=limited, timeout=300)
     assert proc.returncode == 1
     assert proc.stderr == (f"olearn: error: {data}:2: out of memory: this example's interactions "
                            "take up to 900,030,001 features (6.7 GiB)\n")

@@ -317,14 +317,15 @@ def test_the_feature_limit_counts_interactions_of_namespaces_a_wildcard_adds(tmp
 
 @pytest.mark.parametrize("more", [[], ["-t"]])
 def test_a_line_that_runs_out_of_memory_costs_only_that_line(tmp_path, more):
-    """A real MemoryError: the server's address space is limited, the feature limit raised."""
+    """A real MemoryError: the server's address space is limited, the feature limit raised,
+    and the learner (--ftrl) one that expands an example whole."""
     resource = pytest.importorskip("resource")
 
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
 
     lines = _lines(6, seed=10)
-    server = Server("--quiet", "-q", "aa", "--daemon_max_features", 1 << 40, *more,
+    server = Server("--quiet", "-q", "aa", "--ftrl", "--daemon_max_features", 1 << 40, *more,
                     preexec_fn=limited)
     try:
         # 80 GB of expansion; the lines before it are answered in earlier rounds (it spans
@@ -339,7 +340,7 @@ def test_a_line_that_runs_out_of_memory_costs_only_that_line(tmp_path, more):
     assert re.fullmatch(rb"error: <daemon>:\d+: out of memory: this example's interactions take "
                         rb"up to [\d,]+ features \([\d.,]+ GiB\)\n", answers[3])
     assert b"".join(answers[:3] + answers[4:] + later) == _predictions(
-        "", lines + lines, tmp_path, "-q", "aa", *more)
+        "", lines + lines, tmp_path, "-q", "aa", "--ftrl", *more)
 
 
 def test_a_line_limit_given_holds_for_lines_split_across_reads(model, tmp_path):

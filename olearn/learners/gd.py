@@ -158,28 +158,31 @@ def update(model, index, value, lo, hi, walk, p, y, imp, shared, work, prefetch)
     """
     literally(prefetch)
     features = (index, value, lo, hi)
+    target = (p, y, imp, shared)
     params = model.params
     adaptive = params[P.adaptive] != 0
     normalized = params[P.normalized] != 0
     sqrt_rate = params[P.power_t] == 0.5
     masked = params[P.feature_mask] != 0
     if adaptive and normalized and sqrt_rate and not masked:
-        return _update_rule(True, True, True, False, model, features, walk, p, y, imp, shared,
-                            work, prefetch)
+        return _update_rule(True, True, True, False, model, features, walk, target, work,
+                            prefetch)
     if not adaptive and not normalized and not masked:  # sqrt_rate: only with a state
-        return _update_rule(False, False, False, False, model, features, walk, p, y, imp,
-                            shared, work, prefetch)
-    return _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, p, y,
-                        imp, shared, work, prefetch)
+        return _update_rule(False, False, False, False, model, features, walk, target, work,
+                            prefetch)
+    return _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, target,
+                        work, prefetch)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, p, y, imp,
-                 shared, work, prefetch):
+def _update_rule(adaptive, normalized, sqrt_rate, masked, model, features, walk, target, work,
+                 prefetch):
     """:func:`update` for one rule (``adaptive``, ``normalized``, ``sqrt_rate``: power_t is
-    0.5; ``masked``: --feature_mask, a feature whose weight is 0 is left out, as VW's): the
-    features' state and sums (:func:`_gather`), the step they give, then one pass of weight
-    steps (:func:`_step_all`). The sums are taken in the features' order, chunk after chunk."""
+    0.5; ``masked``: --feature_mask, a feature whose weight is 0 is left out, as VW's) and
+    ``target``, the example's (p, y, importance, the loss's shared term): the features' state
+    and sums (:func:`_gather`), the step they give, then one pass of weight steps
+    (:func:`_step_all`). The sums are taken in the features' order, chunk after chunk."""
+    p, y, imp, shared = target
     W, state, params = model
     invariant = params[P.invariant] != 0
     loss = int(params[P.loss])

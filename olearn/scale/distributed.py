@@ -599,10 +599,11 @@ def _passes(client, config: Config, parts: list[Partition], learner: OnlineLearn
         # partition k goes to worker k mod W, so that the passes spread evenly over the workers
         # (Dask would otherwise favour the worker holding the state) and each worker rereads
         # the same files; "loose", so that Dask moves a task whose worker is gone
+        # (none while a lost worker restarts: Dask then places the tasks itself)
         workers = sorted(client.scheduler_info()["workers"])
         tasks = [client.submit(learn_partition, config, parts[k], pass_no, current,
-                               learner.params.copy(), segment,
-                               key=f"{key}-part{k}", workers=[workers[k % len(workers)]],
+                               learner.params.copy(), segment, key=f"{key}-part{k}",
+                               workers=[workers[k % len(workers)]] if workers else None,
                                allow_other_workers=True)
                  for k in learning]
         root = tree_reduce(client, tasks, key, current if config.dask_sync else None)
