@@ -19,11 +19,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Generates a small regression dataset, warms numba's kernel cache, then trains on it.
+# Generates a small regression dataset, then trains on it. The first run compiles the kernels it
+# needs (about a minute) and starts the start-up module's build in the background.
 demo: $(STAMP)
 	$(BIN)/python scripts/make_data.py --examples 20000 --features 40 --out data/demo.vw.gz
-	@echo "Compiling olearn's kernels, once (about 15 minutes on 2 cores)..."
-	$(BIN)/olearn --warm-cache --quiet
 	$(BIN)/olearn -d data/demo.vw.gz -p data/demo.preds
 
 # The contributor's loop: every test but the slow, VW-oracle and Dask ones (pyproject.toml's

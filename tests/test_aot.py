@@ -125,78 +125,152 @@ def test_signatures_with_compiled_in_constants_are_not_exported():
     assert not aot._has_literal(nt.Tuple((nt.float64, nt.Array(nt.uint8, 1, "C"))))
 
 
-# -- the first run builds the module ------------------------------------------------------------
+# -- the first run starts the module's build -----------------------------------------------------
 
-BUILT = [p for p in glob.glob(os.path.join(aot._directory(), f"{aot.MODULE}.*"))
-         if p.endswith((".so", ".json"))]
-NEEDS_MODULE = pytest.mark.skipif(not any(p.endswith(".so") for p in BUILT),
-                                  reason="ahead-of-time kernels not built (olearn --warm-cache)")
-
-
-def _build_first_in_subprocess(cache_dir, command: list[str]) -> subprocess.CompletedProcess:
-    """aot.build_first(stderr, command) in a fresh interpreter (install needs numba unimported);
-    prints whether the module was installed and whether the real numba was imported (the
-    module's stand-in has no file)."""
+def _start_build_in_subprocess(cache_dir, command: list[str]) -> subprocess.CompletedProcess:
+    """aot.build_in_background(stderr, command) in a fresh interpreter; prints whether the
+    build was started."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
     code = ("import sys; from olearn.kernel import aot; "
-            f"print(aot.build_first(sys.stderr, {command!r}), "
-            "hasattr(sys.modules.get('numba'), '__file__'))")
+            f"print(aot.build_in_background(sys.stderr, {command!r}))")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
 
 
-def _copy_module_command(destination) -> list[str]:
-    """A stand-in for the build: copies the module built for these sources."""
-    return [sys.executable, "-c", f"import shutil; [shutil.copy(p, {str(destination)!r}) "
-                                  f"for p in {BUILT!r}]"]
+def _wait_for(path, seconds: float = 60.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
-@NEEDS_MODULE
-def test_first_run_names_the_compilation_and_starts_from_the_built_module(tmp_path):
-    result = _build_first_in_subprocess(tmp_path, _copy_module_command(tmp_path))
-    assert result.stdout.split() == ["True", "False"], result.stderr
-    assert "compiling its kernels, once" in result.stderr
-    assert "kernels compiled in" in result.stderr
+def test_a_first_run_starts_the_build_in_the_background_and_says_so(tmp_path):
+    marker = tmp_path / "built"
+    result = _start_build_in_subprocess(
+        tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ok')"])
+    assert result.stdout.strip() == "True", result.stderr
+    assert "builds in the background" in result.stderr
+    # the run did not wait for it: the build goes on after the run's process is gone
+    assert _wait_for(marker)
 
 
-def test_a_build_without_pycc_warns_is_recorded_and_not_retried(tmp_path, monkeypatch):
-    without_pycc = [sys.executable, "-c", "import sys; sys.modules['numba.pycc'] = None; "
-                                          "from olearn.kernel import aot; aot.build()"]
-    result = _build_first_in_subprocess(tmp_path, without_pycc)
-    assert result.stdout.split() == ["False", "False"]
-    assert "[warning] the start-up kernels were not built (" in result.stderr
-    assert "numba.pycc" in result.stderr
+def test_no_build_starts_while_one_runs(tmp_path):
+    with aot_lock(tmp_path):
+        marker = tmp_path / "built"
+        result = _start_build_in_subprocess(
+            tmp_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ok')"])
+    assert result.stdout.strip() == "False" and result.stderr == ""
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def aot_lock(directory):
+    """The build's lock, held (as a running build holds it)."""
+    import contextlib
+    import fcntl
+
+    @contextlib.contextmanager
+    def held():
+        with open(directory / f"{aot.MODULE}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+    return held()
+
+
+def test_the_background_build_gives_up_while_another_builds(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    with aot_lock(tmp_path):
+        result = subprocess.run([sys.executable, "-m", "olearn.frontends.build"], env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and not (tmp_path / aot.FAILED).exists(), result.stderr
+
+
+def test_a_failed_build_is_recorded_and_not_retried(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(aot.NO_BUILD, raising=False)
     monkeypatch.delenv("NUMBA_BOUNDSCHECK", raising=False)
+    assert aot.wants_build(["-d", "x.vw"])
+    aot.record_failure("ModuleNotFoundError: numba.pycc")
     assert not aot.wants_build(["-d", "x.vw"])
     (tmp_path / aot.FAILED).write_text("0" * 16 + "\n(other sources)\n")
     assert aot.wants_build(["-d", "x.vw"])
 
 
-@NEEDS_MODULE
-def test_a_second_process_waits_for_the_build_and_uses_it(tmp_path):
-    import fcntl
-    with open(tmp_path / f"{aot.MODULE}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-        code = "import sys; from olearn.kernel import aot; print(aot.build_first(sys.stderr))"
-        waiting = subprocess.Popen([sys.executable, "-c", code], env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        said = waiting.stderr.readline()  # it found the lock taken
-        subprocess.run(_copy_module_command(tmp_path), check=True)  # the other process's build
-    out, _ = waiting.communicate(timeout=60)
-    assert "waiting for another olearn" in said and out.strip() == "True"
+def test_a_build_of_these_sources_is_known_without_loading_it(tmp_path, monkeypatch):
+    import olearn
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not aot.built()
+    (tmp_path / f"{aot.MODULE}.json").write_text(json.dumps({"sources": "0" * 16}))
+    assert not aot.built()
+    (tmp_path / f"{aot.MODULE}.json").write_text(json.dumps({"sources": olearn.SOURCE_HASH}))
+    assert aot.built()
 
 
 @pytest.mark.parametrize("argv, env, wanted", [
     (["-d", "x.vw"], {}, True), (["--help"], {}, False), (["--version"], {}, False),
     (["-d", "x.vw"], {aot.NO_BUILD: "1"}, False),
     (["-d", "x.vw"], {"NUMBA_BOUNDSCHECK": "1"}, False)])
-def test_which_commands_build_first(tmp_path, monkeypatch, argv, env, wanted):
+def test_which_commands_start_a_build(tmp_path, monkeypatch, argv, env, wanted):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv(aot.NO_BUILD, raising=False)
     monkeypatch.delenv("NUMBA_BOUNDSCHECK", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert aot.wants_build(argv) is wanted
+
+
+def test_the_warm_up_compiles_both_example_loops_for_the_module():
+    # a run compiles the loop it needs only; the module exports what the warm-up compiled, and
+    # a later run may need the other loop
+    import numba
+
+    from olearn.engine.learner import OnlineLearner
+    from olearn.kernel import loop
+    from olearn.options.config import Config
+    learner = OnlineLearner(Config(quiet=True, bit_precision=10))
+    learner.compile_loops(both=True)
+    family = numba.typeof(learner.family.bundle())
+    for kernel in (loop.learn_batch, loop.learn_expanded_batch):
+        assert any(sig.args[1] == family for sig in kernel.nopython_signatures)
+
+
+@pytest.mark.parametrize("options, line", [({}, b"1 |a x\n"), ({"csoaa": 3}, b"1:0.5 2:1 |a x\n"),
+                                           ({"oaa": 3, "quadratic": ["aa"]}, b"2 |a x y\n")])
+def test_an_empty_batch_has_the_types_the_parser_gives(options, line):
+    # the kernels compiled ahead of a run (frontends/run.py compile_ahead) on an empty batch are
+    # the ones the run's parsed batches call
+    import numba
+
+    from olearn.data import sources
+    from olearn.data.batch import ExampleBatch
+    from olearn.data.parse import FORMAT_VW
+    from olearn.engine.learner import OnlineLearner
+    from olearn.options.config import Config
+    learner = OnlineLearner(Config(quiet=True, bit_precision=10, **options))
+
+    def types(batch):
+        return [numba.typeof(argument) for argument in learner._arguments(
+            batch, learner.new_predictions(batch), learner._no_rows, learner.params,
+            learner.state, learner.stats)]
+    parsed = learner.parse_block(sources.Block(line, "t", 0), FORMAT_VW)
+    assert len(parsed) == 1 and types(ExampleBatch.empty()) == types(parsed)
+
+
+@pytest.mark.slow  # a first run's compile, about 40 s
+def test_a_first_run_compiles_the_parser_in_a_child_and_the_loop_itself(tmp_path):
+    data = tmp_path / "d.vw"
+    data.write_text("1 |a x:1 y:2\n-1 |a x:2 |b z\n")
+    code = ("import os; from olearn.frontends.run import compile_ahead; "
+            "from olearn.engine.learner import OnlineLearner; from olearn.kernel import loop; "
+            "from olearn.data import parse; from olearn.options.config import Config; "
+            f"config = Config(data=[{str(data)!r}], quiet=True); "
+            "compile_ahead(OnlineLearner(config), config, config.data); "
+            "print(len(loop.learn_batch.nopython_signatures), "
+            "len(parse.parse_vw_block.nopython_signatures))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.stdout.split() == ["1", "0"], result.stderr[-2000:]
+    assert glob.glob(str(tmp_path / "cache" / "*" / "parse.parse_vw_block-*.nbi"))

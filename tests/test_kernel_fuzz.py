@@ -167,7 +167,8 @@ def learners():
 
 
 def _learn(learner, batch, **replace):
-    """loop.learn_batch on ``batch`` with some of its arguments replaced."""
+    """loop.learn_batch (or learn_expanded_batch) on ``batch`` with some of its arguments
+    replaced."""
     args = {"W": learner.weights, "family": learner.family.bundle(), "poly": learner.poly,
             "reduction": learner.reduction.bundle(), "state": learner.state, "stats": learner.stats,
             "params": learner.params, "terms": learner.terms, "linear": learner.linear,
@@ -179,12 +180,13 @@ def _learn(learner, batch, **replace):
             "rows": np.empty((4, layouts.ROW_COLS))}
     args.update(replace)
     a = args
-    return loop.learn_batch(Model(a["W"], a["state"], a["params"]), a["family"],
-                            Expander(a["terms"], a["linear"], a["poly"]), a["reduction"],
-                            Examples(a["numbers"], a["offsets"], a["index"], a["value"],
-                                     a["namespace"], a["lines"], a["first_line"],
-                                     a["cost_offsets"], a["cost_class"], a["cost_value"]),
-                            Out(a["stats"], a["preds"], a["rows"]))
+    kernel = loop.batch_kernel(a["terms"], a["linear"], a["params"])
+    return kernel(Model(a["W"], a["state"], a["params"]), a["family"],
+                  Expander(a["terms"], a["linear"], a["poly"]), a["reduction"],
+                  Examples(a["numbers"], a["offsets"], a["index"], a["value"], a["namespace"],
+                           a["lines"], a["first_line"], a["cost_offsets"], a["cost_class"],
+                           a["cost_value"]),
+                  Out(a["stats"], a["preds"], a["rows"]))
 
 
 @pytest.mark.slow  # thousands of inputs: make check runs them, bounds-checked too
@@ -285,6 +287,30 @@ def test_learner_takes_its_own_arguments(learners):
     batch = _parse(b"1 |a x y |b z\n2 |a x\n")
     for learner in learners.values():
         _learn(learner, batch)
+
+
+@pytest.mark.parametrize("name", ["sgd quadratic", "stage_poly"])
+def test_the_plain_loop_refuses_examples_that_expand(learners, name):
+    learner = learners[name]
+    batch = _parse(b"1 |a x y |b z\n2 |a x\n")
+    assert loop.batch_kernel(learner.terms, learner.linear, learner.params) is not loop.learn_batch
+    with pytest.raises(ValueError, match="expand"):
+        loop.learn_batch(*learner._arguments(batch, learner.new_predictions(batch),
+                                             np.empty((4, layouts.ROW_COLS)), learner.params,
+                                             learner.state, learner.stats))
+
+
+def test_the_plain_loop_learns_as_the_expanding_one(learners):
+    batch = _parse(b"1 |a x y |b z\n-1 |a x\n1 |b y:2\n")
+    plain, expanding = (OnlineLearner(Config(bit_precision=BITS, quiet=True)) for _ in range(2))
+    assert loop.batch_kernel(plain.terms, plain.linear, plain.params) is loop.learn_batch
+    for learner, kernel in ((plain, loop.learn_batch), (expanding, loop.learn_expanded_batch)):
+        preds = learner.new_predictions(batch)
+        kernel(*learner._arguments(batch, preds, np.empty((4, layouts.ROW_COLS)),
+                                   learner.params, learner.state, learner.stats))
+        learner.preds = preds
+    assert np.array_equal(plain.preds, expanding.preds)
+    assert np.array_equal(plain.weights, expanding.weights)
 
 
 @settings(max_examples=200)

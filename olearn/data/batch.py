@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.arrays import at
+from olearn.data.parsed import AUDIT_COLS
 
 NO_PARTS = np.full((0, 1), -1, dtype=np.int64)
 NO_COST_OFFSETS = np.zeros(0, dtype=np.int64)
@@ -55,6 +56,17 @@ class ExampleBatch:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+    @classmethod
+    def empty(cls) -> "ExampleBatch":
+        """A batch of no examples, of the parser's types (data/parse.py): what the kernels
+        are compiled for, without parsing."""
+        return cls(np.zeros(0, dtype=np.uint8), "", 0, np.zeros((0, 3), dtype=np.float32),
+                   np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64),
+                   np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint32),
+                   np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.uint8),
+                   np.zeros((0, AUDIT_COLS), dtype=np.int64), np.zeros((0, 4), dtype=np.int64),
+                   0, 0)
 
     def example(self, e: int) -> "ExampleBatch":
         """Example ``e`` alone, for the learner (views of its arrays; names stay batch-wide)."""

@@ -34,7 +34,7 @@ def line_ends(buf):
     n = buf.shape[0]
     ends = np.empty(n + 1, dtype=np.int64)
     k = 0
-    p = 0
+    p = np.int64(0)
     while p + 8 <= n:
         x = word(buf, p) ^ NEWLINES
         hits = ~(((x & LOW7) + LOW7) | x) & TOPS
@@ -55,9 +55,50 @@ def line_ends(buf):
 
 
 @njit(cache=True, nogil=True)
-def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels,
-                csv):
-    """Parse ``buf`` (uint8, whole lines; a last line may lack its newline).
+def parse_vw_block(buf, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels,
+                   csv):
+    """:func:`parse_block` of VW text."""
+    return _parse_block(buf, FORMAT_VW, mask, seed, hash_all, add_constant, audit, ns_hash,
+                        index_of, labels, csv)
+
+
+@njit(cache=True, nogil=True)
+def parse_svmlight_block(buf, mask, seed, hash_all, add_constant, audit, ns_hash, index_of,
+                         labels, csv):
+    """:func:`parse_block` of svmlight text."""
+    return _parse_block(buf, FORMAT_SVMLIGHT, mask, seed, hash_all, add_constant, audit,
+                        ns_hash, index_of, labels, csv)
+
+
+@njit(cache=True, nogil=True)
+def parse_csv_block(buf, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels,
+                    csv):
+    """:func:`parse_block` of CSV text."""
+    return _parse_block(buf, FORMAT_CSV, mask, seed, hash_all, add_constant, audit, ns_hash,
+                        index_of, labels, csv)
+
+
+# A kernel per format, so that a run compiles the parser of the formats it reads only (numba
+# compiles a kernel's every branch: the three parsers together took 50 s of a first run).
+PARSERS = {FORMAT_VW: parse_vw_block, FORMAT_SVMLIGHT: parse_svmlight_block,
+           FORMAT_CSV: parse_csv_block}
+
+
+def parse_block(buf: np.ndarray, fmt: int, *arguments) -> tuple:
+    """Parse ``buf`` (uint8, whole lines; a last line may lack its newline) of format ``fmt``,
+    by its kernel (``PARSERS``); ``arguments``: as :func:`_parse_block`'s after ``fmt``."""
+    if fmt not in PARSERS:
+        raise ValueError(f"parse_block: unknown format {fmt}")
+    return PARSERS[fmt](buf, *arguments)
+
+
+# inline: each format's kernel compiles this body with ``fmt`` a constant, its branches on the
+# other formats pruned before they are typed (numba would compile the parsers in them)
+@njit(cache=True, nogil=True, inline="always")
+def _parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, index_of, labels,
+                 csv):
+    """Parse ``buf`` (uint8, whole lines; a last line may lack its newline) of format ``fmt``
+    (a constant of the format's kernel).
 
     ``index_of`` (256 bytes) maps the first byte of a VW namespace's name to its index
     (--redefine; the identity otherwise). ``labels`` (data/labels.py ``Labels``): how a VW
@@ -98,10 +139,10 @@ def parse_block(buf, fmt, mask, seed, hash_all, add_constant, audit, ns_hash, in
     cost_value = np.empty(cost_class.shape[0], dtype=np.float32)
     out = Parsed(ex_num, ex_tag, f_idx, f_val, f_ns, f_audit, warns, cost_offsets, cost_class,
                  cost_value)
-    nf = 0
-    nw = 0
-    ex = 0
-    p = 0
+    nf = np.int64(0)  # not a literal: numba would compile the line parsers for it too
+    nw = np.int64(0)
+    ex = np.int64(0)
+    p = np.int64(0)
     for line in range(n_lines):
         s = p
         e = ends[line]

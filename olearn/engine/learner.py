@@ -555,9 +555,26 @@ class OnlineLearner:
         memory is an OlearnError naming the batch's widest example (:meth:`_out_of_memory`)."""
         try:
             self.family.before_batch(batch, self.terms)
-            return loop.learn_batch(*self._arguments(batch, preds, rows, params, state, stats))
+            return loop.batch_kernel(self.terms, self.linear, params)(
+                *self._arguments(batch, preds, rows, params, state, stats))
         except MemoryError:
             raise self._out_of_memory(batch) from None
+
+    def compile_loops(self, both: bool) -> None:
+        """Compile (or load from numba's cache) the example loop this learner's batches need
+        (loop.batch_kernel) or, ``both``, both loops (loop.learn_batch and
+        learn_expanded_batch), for the parser's batches (``ExampleBatch.empty``), without
+        running them. A run compiles the loop it needs only, and the start-up module
+        (kernel/aot.py) exports what the warm-up compiled, for runs that may need either.
+        Needs numba."""
+        import numba  # only here: the command line's compiled kernels run without it
+        empty = ExampleBatch.empty()
+        arguments = self._bundles(empty, self.new_predictions(empty), self._no_rows,
+                                  self.params.copy(), self.state.copy(), self.new_stats())
+        signature = tuple(numba.typeof(argument) for argument in arguments)
+        for kernel in ((loop.learn_batch, loop.learn_expanded_batch) if both else
+                       (loop.batch_kernel(self.terms, self.linear, self.params),)):
+            kernel.compile(signature)
 
     def _out_of_memory(self, batch: ExampleBatch) -> OlearnError:
         """The error of a batch whose learning ran out of memory: where an example's
@@ -610,6 +627,11 @@ class OnlineLearner:
         regularization (--l1_state/--l2_state) reaches the weights first."""
         if self.state[layouts.S_L1_STATE] != 0.0 or self.state[layouts.S_L2_STATE] != 1.0:
             self.settle()
+        return self._bundles(batch, preds, rows, params, state, stats)
+
+    def _bundles(self, batch: ExampleBatch, preds: np.ndarray, rows: np.ndarray,
+                 params: np.ndarray, state: np.ndarray, stats: np.ndarray) -> tuple:
+        """:meth:`_arguments`, the learner left as it is."""
         numbers = batch.numbers
         if self.class_weights is not None and params[layouts.P.test_only] == 0:
             numbers = self.class_weights.weighted(numbers, ~self._held_out(batch, params))

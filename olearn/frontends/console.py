@@ -59,7 +59,7 @@ def main() -> None:
     if "--warm-cache" not in argv:
         from olearn.kernel import aot
         if not aot.install() and not completes(argv) and aot.wants_build(argv):
-            aot.build_first(sys.stderr)
+            aot.build_in_background(sys.stderr)
     from olearn.frontends import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.frontends.cli import main as cli_main
     gc.enable()

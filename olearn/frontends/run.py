@@ -3,16 +3,18 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterable
 
 from olearn.core.atomic import AtomicOutput, check_writable
-from olearn.data import sources
+from olearn.data import formats, sources
 from olearn.data.batch import ExampleBatch
 from olearn.data.labels import names_of
+from olearn.data.parse import FORMAT_CSV
 from olearn.engine.learner import OnlineLearner
 from olearn.engine.passes import DataPlan, run_passes
 from olearn.features import stage_poly
-from olearn.kernel import aot, layouts
+from olearn.kernel import aot, layouts, loop
 from olearn.learners.families import FAMILIES, family_of
 from olearn.options.config import Config
 from olearn.outputs.audit import NameCollector, printed_examples
@@ -104,9 +106,34 @@ def header(config: Config, data_lines: list[str], notes: tuple[str, ...] = ()) -
     return "\n".join(lines) + "\n"
 
 
-def run(config: Config) -> OnlineLearner:
+def compile_ahead(learner: OnlineLearner, config: Config, paths: list[str]) -> None:
+    """Compile (or load from numba's cache) the run's kernels before it starts: the parser of
+    the first source's format in a forked process while this one compiles the example loop.
+    numba compiles one function at a time in a process, and a first run's compile is most of its
+    time: on 2 cores the two overlap (the parser is about a third). Nothing without numba (the
+    start-up module), fork or a second core, nor in a process with other threads (a lock one
+    of them held at the fork would never be released in the child). The format is read from
+    the options and the first source's name only: a source it misreads has its parser
+    compiled when read."""
+    if not (hasattr(loop.learn_batch, "compile") and hasattr(os, "fork")
+            and len(os.sched_getaffinity(0)) > 1 and threading.active_count() == 1):
+        return
+    fmt = formats.detect(formats.requested(config), paths[0] if paths else "-", b"")
+    child = os.fork() if fmt != FORMAT_CSV else 0  # a CSV block needs its source's header
+    if child == 0 and fmt != FORMAT_CSV:
+        try:  # the parser thread's first call, without the bytes: numba caches its kernel
+            learner.parse_block(sources.Block(b"", "", 0), fmt)
+        finally:
+            os._exit(0)  # nothing of the parent's (buffers, outputs, exit handlers) runs here
+    learner.compile_loops(both=False)
+    if child:
+        os.waitpid(child, 0)
+
+
+def run(config: Config, ahead: bool = True) -> OnlineLearner:
     """Train online over every source, for each pass; print VW's table and summary; write the
-    outputs (-p, -r, -f, text models)."""
+    outputs (-p, -r, -f, text models). ``ahead``: compile the kernels first
+    (:func:`compile_ahead`)."""
     paths = config.data or ([] if config.no_stdin else ["-"])
     sources.check_readable(paths)
     for path in (config.final_regressor, config.readable_model, config.invert_hash):
@@ -118,6 +145,8 @@ def run(config: Config) -> OnlineLearner:
         config = stage_poly.with_stages(config, sources.count_lines(paths))
     learner = OnlineLearner.start(config)
     config = learner.config
+    if ahead:
+        compile_ahead(learner, config, paths)
     plan = DataPlan(config, paths)
     sizes = [sources.file_size(p) for p in paths]
     console = Console(config.quiet, None if None in sizes or config.passes > 1 else sum(sizes))
@@ -275,8 +304,11 @@ def warm_up(runs: Iterable[int]) -> None:
                              for name, value in options.items() if value in (TEMPORARY, FOLDER)}
                     data = next((paths for option, paths in inputs.items()
                                  if option and options.get(option)), inputs[None])
-                    run(Config(**{"data": data, "quiet": True,
-                                  "predictions": os.path.join(tmp, "p"), **options, **files}))
+                    learner = run(Config(**{"data": data, "quiet": True,
+                                            "predictions": os.path.join(tmp, "p"), **options,
+                                            **files}), ahead=False)
+                    # the run compiled the example loop it needed; the module needs both
+                    learner.compile_loops(both=True)
             finally:
                 sys.stdout = stdout
 
@@ -305,6 +337,21 @@ def warm_cache() -> None:
     """Compile every kernel once (numba caches them on disk) on a tiny built-in input, then
     byte-compile olearn and build the ahead-of-time kernels the command line starts with
     (olearn/kernel/aot.py); with OLEARN_NO_BUILD set, compile the kernels only."""
+    compile_kernels()
+    if os.environ.get(aot.NO_BUILD):
+        return
+    with aot.build_lock(wait=True):  # after a background build, if one is running
+        try:
+            aot.build()
+        except Exception as exc:  # no C compiler, say: the command line keeps using numba
+            sys.stderr.write(f"[warning] ahead-of-time kernels not built ({exc}); "
+                             "olearn starts more slowly\n")
+
+
+def compile_kernels() -> None:
+    """Compile every kernel once, on every core, then again in this process from numba's
+    cache (the ahead-of-time build exports the signatures this process has called), and
+    byte-compile olearn."""
     runs = range(len(WARM_UP_OPTIONS) + 1)
     jobs = min(len(os.sched_getaffinity(0)), 4)
     if jobs > 1:
@@ -317,10 +364,3 @@ def warm_cache() -> None:
     import compileall  # only here: its import costs every run ~2 ms
     compileall.compile_dir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            quiet=1)
-    if os.environ.get(aot.NO_BUILD):
-        return
-    try:
-        aot.build()
-    except Exception as exc:  # no C compiler, say: the command line keeps using numba
-        sys.stderr.write(f"[warning] ahead-of-time kernels not built ({exc}); "
-                         "olearn starts more slowly\n")

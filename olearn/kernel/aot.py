@@ -12,10 +12,11 @@ the types the kernel was compiled for; a mismatch is an error, never a wrong rea
 tied to a hash of olearn's sources and ignored when they change; without it (no C compiler,
 nothing built yet), the command line uses numba as before.
 
-A plain install has no module yet: the first command that needs the kernels builds it
-(:func:`build_first`, which runs ``olearn --warm-cache`` and says so on stderr), so that every
-later run starts from it. A build that fails is recorded and not retried for these sources;
-that run and later ones use numba.
+A plain install has no module yet. The first command that needs the kernels runs with numba,
+which compiles the kernels that run needs only (about a minute), and starts the module's build
+in the background at the lowest priority (:func:`build_in_background`: ``olearn --warm-cache``'s
+work in a detached process, which says so on stderr); the runs after the build start from the
+module. A build that fails is recorded and not retried for these sources; later runs use numba.
 """
 from __future__ import annotations
 
@@ -34,7 +35,10 @@ import numpy as np
 import olearn
 
 MODULE = "olearn_kernels"
-ENTRY_POINTS = (("olearn.data.parse", "parse_block"), ("olearn.kernel.loop", "learn_batch"),
+ENTRY_POINTS = (("olearn.data.parse", "parse_vw_block"),
+                ("olearn.data.parse", "parse_svmlight_block"),
+                ("olearn.data.parse", "parse_csv_block"), ("olearn.kernel.loop", "learn_batch"),
+                ("olearn.kernel.loop", "learn_expanded_batch"),
                 ("olearn.outputs.predictions", "format_predictions"),
                 ("olearn.outputs.predictions", "format_pairs"),
                 ("olearn.outputs.predictions", "format_names"),
@@ -103,8 +107,14 @@ def build() -> str:
             self.release_gil = True
 
     pycc_compiler.Flags = GilReleasingFlags
+    import tempfile
+    directory = _directory()
+    os.makedirs(directory, exist_ok=True)
+    # built aside, then moved in: a running olearn maps the module, which must never change
+    # under it
+    building = tempfile.mkdtemp(prefix=f"{MODULE}-", dir=directory)
     cc = CC(MODULE)
-    cc.output_dir = str(_directory())
+    cc.output_dir = building
     cc.target_cpu = "host"
     cc.verbose = False
     exports: dict[str, list] = {}
@@ -122,12 +132,21 @@ def build() -> str:
             symbol = f"{name}__{len(variants)}"
             cc.export(symbol, signature)(kernel.py_func)
             variants.append([symbol, specs])
-    cc.compile()
-    with open(os.path.join(_directory(), f"{MODULE}.json"), "w") as f:
-        json.dump({"sources": olearn.SOURCE_HASH, "exports": exports}, f)
+    import shutil
+    try:
+        cc.compile()
+        for name in os.listdir(building):
+            if name.startswith(f"{MODULE}.") and name.endswith(".so"):
+                os.replace(os.path.join(building, name), os.path.join(directory, name))
+        described = os.path.join(building, f"{MODULE}.json")
+        with open(described, "w") as f:
+            json.dump({"sources": olearn.SOURCE_HASH, "exports": exports}, f)
+        os.replace(described, os.path.join(directory, f"{MODULE}.json"))
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
     if olearn.KERNEL_FOLDERS is not None:
-        prune_unused_kernel_folders(olearn.KERNEL_FOLDERS, _directory())
-    return _directory()
+        prune_unused_kernel_folders(olearn.KERNEL_FOLDERS, directory)
+    return directory
 
 
 UNUSED_DAYS = 30  # a kernel folder of other sources unused this long goes at the next build
@@ -248,16 +267,17 @@ def install() -> bool:
     return True
 
 
-# --- the first run: build the module before running ----------------------------------------------
+# --- the first run: build the module in the background -----------------------------------------
 
-BUILD_MINUTES = 15  # olearn --warm-cache on a 2-core machine, numba's cache empty (16 min measured)
+BUILD_MINUTES = 15  # olearn --warm-cache on a 2-core machine, numba's cache empty
 FAILED = f"{MODULE}.failed"  # the reason the build failed, for these sources
 NO_BUILD = "OLEARN_NO_BUILD"  # set: never build on a first run (numba only, as before)
 NO_KERNELS = ("-h", "--help", "--version", "--warm-cache")  # commands that run no kernel
+LOG = f"{MODULE}.log"  # the background build's messages
 
 
 def wants_build(argv: list[str]) -> bool:
-    """Whether this command should build the module first: it runs kernels, the build is not
+    """Whether this command should start the module's build: it runs kernels, the build is not
     turned off (nor bounds-checked kernels wanted: compiled code checks no bounds), and no
     build of these sources has failed before."""
     if any(arg in NO_KERNELS for arg in argv) or os.environ.get(NO_BUILD):
@@ -271,67 +291,51 @@ def wants_build(argv: list[str]) -> bool:
         return True
 
 
-def build_first(stderr, command: list[str] | None = None) -> bool:
-    """Build the module in a child process (``command``, default ``olearn --warm-cache``),
-    telling ``stderr`` what is happening and, on a terminal, the seconds elapsed; then install
-    it. One process builds while any other waits for it. A failed build is recorded in
-    FAILED and reported as a warning: the run goes on with numba. True if installed."""
+def build_lock(wait: bool):
+    """The build's lock (an open file holding it), or None when another process holds it and
+    ``wait`` is False. One process builds the module at a time."""
     import fcntl
-    import subprocess
-    import tempfile
     directory = _directory()
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, f"{MODULE}.lock"), "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            stderr.write("[olearn] waiting for another olearn to finish compiling its kernels\n")
-            stderr.flush()
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            return install()
-        if install():  # another process built it before we took the lock
-            return True
-        stderr.write(f"[olearn] first run of this olearn: compiling its kernels, once (about "
-                     f"{BUILD_MINUTES} minutes); later runs start at once\n")
-        stderr.flush()
-        start = time.monotonic()
-        with tempfile.TemporaryFile() as log:  # not a pipe: a full pipe would block the child
-            child = subprocess.Popen(command or [sys.executable, "-m", "olearn", "--warm-cache",
-                                                 "--quiet"],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=log)
-            try:
-                _wait(child, stderr, start)
-            except BaseException:  # Ctrl-C: no half-built module left running
-                child.kill()
-                child.wait()
-                raise
-            log.seek(0)
-            errors = log.read().decode("utf-8", "replace").strip()
-        seconds = time.monotonic() - start
-        if child.returncode == 0 and install():
-            stderr.write(f"[olearn] kernels compiled in {seconds:.0f} s\n")
-            return True
-        reason = (errors.splitlines() or [f"exit status {child.returncode}"])[-1]
-        with open(os.path.join(directory, FAILED), "w") as f:
-            f.write(f"{olearn.SOURCE_HASH}\n{reason}\n")
-        stderr.write(f"[warning] the start-up kernels were not built ({reason}); olearn "
-                     "compiles them with numba when used (slower start-up)\n")
-        return False
+    lock = open(os.path.join(directory, f"{MODULE}.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
 
 
-def _wait(child, stderr, start: float) -> None:
-    """Wait for ``child``; on a terminal, show the seconds elapsed, once a second."""
+def build_in_background(stderr, command: list[str] | None = None) -> bool:
+    """Start the module's build (``command``, default ``python -m olearn.frontends.build``) in a
+    detached process at the lowest priority, telling ``stderr``, unless a build is running;
+    this run goes on with numba. True if started."""
     import subprocess
-    tty = stderr.isatty()
-    while True:
-        try:
-            child.wait(timeout=1.0)
-            break
-        except subprocess.TimeoutExpired:
-            pass
-        if tty:
-            stderr.write(f"\r[olearn] compiling: {time.monotonic() - start:.0f} s")
-            stderr.flush()
-    if tty:
-        stderr.write("\r\033[K")
+    lock = build_lock(wait=False)
+    if lock is None:
+        return False
+    lock.close()  # the build takes it (frontends/build.py)
+    stderr.write("[olearn] first run of this olearn: numba compiles the kernels this run needs "
+                 "(about a minute for each new kind of run); the module that starts later runs "
+                 f"at once builds in the background (about {BUILD_MINUTES} minutes)\n")
+    stderr.flush()
+    with open(os.path.join(_directory(), LOG), "w") as log:
+        subprocess.Popen(command or [sys.executable, "-m", "olearn.frontends.build"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                         start_new_session=True, close_fds=True)
+    return True
+
+
+def record_failure(reason: str) -> None:
+    """Record that the build of these sources failed (``reason``): none is tried again."""
+    with open(os.path.join(_directory(), FAILED), "w") as f:
+        f.write(f"{olearn.SOURCE_HASH}\n{reason}\n")
+
+
+def built() -> bool:
+    """Whether the module of these sources is built (without loading it)."""
+    try:
+        with open(os.path.join(_directory(), f"{MODULE}.json")) as f:
+            return json.load(f).get("sources") == olearn.SOURCE_HASH
+    except (OSError, ValueError):
+        return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+from numba import types
 from numba.extending import overload
 
 from olearn.learners.families import FAMILIES
@@ -44,7 +45,7 @@ def update(family, model, features, scored, s, work, prefetch):
     raise NotImplementedError("compiled code only")
 
 
-def update_wide(family, model, chunks, scored, s, work, prefetch):
+def update_wide(family, model, chunks, scored, s, work, prefetch, expanded):
     raise NotImplementedError("compiled code only")
 
 
@@ -108,15 +109,19 @@ def _update(family, model, features, scored, s, work, prefetch):
 
 
 @overload(update_wide, **_OVERLOAD)
-def _update_wide(family, model, chunks, scored, s, work, prefetch):
+def _update_wide(family, model, chunks, scored, s, work, prefetch, expanded):
+    """The family's ``update_wide``; ``expanded``: the loop's (a literal), whose examples are
+    wide only when it expands them. A call that can never run compiles to nothing: numba
+    compiles a branch it cannot rule out, and the chunked update is much of a loop's code."""
     found = _family(family)
     if found is None:
         return None
     kernel = found.KERNELS.update_wide
-    if kernel is None:  # never called: the loop learns no example by chunks for the family
-        return lambda family, model, chunks, scored, s, work, prefetch: None
+    if kernel is None or (isinstance(expanded, types.BooleanLiteral)
+                          and not expanded.literal_value):
+        return lambda family, model, chunks, scored, s, work, prefetch, expanded: None
 
-    def call(family, model, chunks, scored, s, work, prefetch):
+    def call(family, model, chunks, scored, s, work, prefetch, expanded):
         kernel(family, model, chunks, scored, s, work, prefetch)
     return call
 

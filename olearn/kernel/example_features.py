@@ -21,7 +21,7 @@ from olearn.features.interactions import (
     expansion_done,
     start_cursor,
 )
-from olearn.kernel.bundles import Chunks, Features
+from olearn.kernel.bundles import Features
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -68,7 +68,7 @@ def example_features(e, examples, expander, s, not_linear, interacting, expansio
     (features, how many --ignore_linear left out, rows needed, wide): rows needed > 0 when the
     scratch holds fewer rows than the expansion may need (then nothing is written); wide when
     (``chunked``: the stack learns an example by chunks) the expansion exceeds ``s.chunk_rows``
-    and the features are its first chunk (:func:`chunk` gives the others). ``s``: the loop's
+    (then the features are none: :func:`chunk` gives the chunks). ``s``: the loop's
     settings (kernel/loop.py)."""
     offsets, index, value, namespace = (examples.offsets, examples.index, examples.value,
                                         examples.namespace)
@@ -86,8 +86,8 @@ def example_features(e, examples, expander, s, not_linear, interacting, expansio
             if not_linear:  # the linear rows left out, counted without expanding
                 for k in range(lo, hi):
                     left_out += not expander.linear[namespace[k]]
-            first = chunk(Chunks(examples, e, expander, expansion, 0), s, True)
-            return first, left_out, 0, True
+            # no features: each pass over a wide example walks its chunks from the first
+            return Features(x_idx, x_val, 0, 0, namespace), left_out, 0, True
         return Features(x_idx, x_val, 0, 0, namespace), 0, need, False
     n = expand(index, value, lo, hi, expander.terms, ranges, s.mask, s.permutations, x_idx,
                x_val, no_src, cursor)

@@ -11,6 +11,8 @@ kernel/dispatch.py for the families); every reduction runs in the one example lo
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numba import literally, njit
 
@@ -123,7 +125,9 @@ def _check_arguments(model, family, expander, reduction, examples, out):
 
 @njit(cache=True, nogil=True)
 def learn_batch(model, family, expander, reduction, examples, out):
-    """Predict, report and (where the example allows) learn each example of a batch in order.
+    """Predict, report and (where the example allows) learn each example of a batch in order;
+    the examples are their own features (:func:`learn_expanded_batch` learns those that expand
+    with interactions, --ignore_linear or --stage_poly).
 
     The arguments are kernel/bundles.py's: the ``model`` learned (weights, state, parameters),
     the learner ``family``'s own state, the ``expander`` in front of it (interaction terms,
@@ -139,8 +143,29 @@ def learn_batch(model, family, expander, reduction, examples, out):
     the weight table holds the model they exported.
     """
     _check_arguments(model, family, expander, reduction, examples, out)
-    return _learn(model, family, expander, reduction, examples, out,
-                  new_scratch(expander.terms, model.params))
+    if _expands(expander, model.params):
+        raise ValueError("learn_batch: these examples expand (learn_expanded_batch's)")
+    return _learn_examples(False, model, family, expander, reduction, examples, out,
+                           new_scratch(expander.terms, model.params))
+
+
+@njit(cache=True, nogil=True)
+def learn_expanded_batch(model, family, expander, reduction, examples, out):
+    """:func:`learn_batch` of examples that expand (any examples: those that need no expansion
+    learn faster by :func:`learn_batch`)."""
+    _check_arguments(model, family, expander, reduction, examples, out)
+    return _learn_examples(True, model, family, expander, reduction, examples, out,
+                           new_scratch(expander.terms, model.params))
+
+
+def batch_kernel(terms: np.ndarray, linear: np.ndarray, params: np.ndarray) -> Callable:
+    """The kernel that learns a batch with these interaction ``terms``, --ignore_linear's
+    ``linear`` flags and parameters: :func:`learn_batch`, or :func:`learn_expanded_batch` where
+    the examples expand. Two kernels, so that a run compiles the example loop it needs only
+    (numba compiles every branch of a kernel: the two loops in one took twice as long)."""
+    plain = (len(terms) == 0 and len(params) > P.stage_poly and params[P.stage_poly] == 0
+             and len(linear) == 256 and int(np.sum(linear != 0)) == 256)
+    return learn_batch if plain else learn_expanded_batch  # which checks its arguments
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -199,10 +224,17 @@ def _learn(model, family, expander, reduction, examples, out, scratch):
     # The stack is fixed at compile time: the reduction's bundle type chooses its kernels
     # (kernel/reducing.py), the family's its own (kernel/dispatch.py); numba compiles a loop for
     # each combination used. Whether examples need an expansion is chosen per batch.
-    if (expander.terms.shape[0] == 0 and model.params[P.stage_poly] == 0
-            and not some_not_linear(expander.linear)):
+    if not _expands(expander, model.params):
         return _learn_examples(False, model, family, expander, reduction, examples, out, scratch)
     return _learn_examples(True, model, family, expander, reduction, examples, out, scratch)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _expands(expander, params):
+    """Whether examples expand: interactions, --stage_poly or --ignore_linear (as
+    :func:`batch_kernel` decides in Python)."""
+    return (expander.terms.shape[0] > 0 or params[P.stage_poly] != 0
+            or some_not_linear(expander.linear))
 
 
 def _settings_kernel():
@@ -370,8 +402,8 @@ def _examples(expanded, e0, nrows, model, family, expander, reduction, examples,
     not_linear = some_not_linear(expander.linear)
     interacting = expanded and (expander.terms.shape[0] > 0 or not_linear)
     # an example too wide to expand at once is learned by chunks where the stack can
-    chunked = (dispatch.chunks(family) and reducing.chunks(reduction)
-               and not (expanded and s.stage_poly))
+    chunked = (expanded and dispatch.chunks(family) and reducing.chunks(reduction)
+               and not s.stage_poly)
     tracks_labels = reducing.tracks_labels(reduction)
     advances_t = reducing.advances_t(reduction)
     reports_loss = reducing.reports_loss(reduction)

@@ -231,7 +231,7 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
             _class_sums(k, reduction, model, True)
             dispatch.update_wide(family, model, chunks_of(ex, expander, scratch, k),
                                  Scored(pk, yk, ex.imp, ex.initial, loss, shared), s,
-                                 scratch.work, False)
+                                 scratch.work, False, expanded)
             _class_sums(k, reduction, model, False)
             continue
         class_features = _class_features(k, features, s, expander, True, scratch)

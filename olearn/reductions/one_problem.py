@@ -147,7 +147,7 @@ def learn(reduction, family, model, expander, features, predicted, scored, ex, s
     a wide example's chunk by chunk)."""
     if ex.wide:
         dispatch.update_wide(family, model, chunks_of(ex, expander, scratch, 0), scored, s,
-                             scratch.work, expanded)
+                             scratch.work, expanded, expanded)
         return
     predicted_features = predicted.inner[0]
     if s.stage_poly and s.heuristic == 1:
