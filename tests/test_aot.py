@@ -274,3 +274,17 @@ def test_a_first_run_compiles_the_parser_in_a_child_and_the_loop_itself(tmp_path
                             text=True, timeout=600)
     assert result.stdout.split() == ["1", "0"], result.stderr[-2000:]
     assert glob.glob(str(tmp_path / "cache" / "*" / "parse.parse_vw_block-*.nbi"))
+
+
+@pytest.mark.parametrize("argv, status, started", [(["--no_stdin", "--quiet"], 0, True),
+                                                   (["--no_such_option"], 2, False)])
+def test_the_build_starts_once_a_run_has_succeeded(tmp_path, argv, status, started):
+    # console.main hands aot.build_in_background to the command line as ``after``: the build
+    # would slow the run's own compile down, and a run that failed asks for no build
+    marker = tmp_path / "started"
+    code = ("import sys; from olearn.frontends.cli import main; "
+            f"main(sys.argv[1:], after=lambda: open({str(marker)!r}, 'w').close())")
+    result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == status, result.stderr[-2000:]
+    assert marker.exists() is started

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import Callable
 
 from olearn.core.atomic import STDOUT
 from olearn.data import cache
@@ -106,8 +107,9 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one line per failure, never a traceback; fast exit when done.
+def main(argv: list[str] | None = None, after: Callable[[], None] | None = None) -> None:
+    """Console entry point: one line per failure, never a traceback; fast exit when done
+    (``after`` runs first, when the command succeeded).
 
     Exit codes: 1 a data error, 2 a usage error, 130 Ctrl-C, 141 an output closed early (a
     broken pipe, as a shell reports SIGPIPE), 143 SIGTERM, 70 a bug."""
@@ -140,6 +142,11 @@ def main(argv: list[str] | None = None) -> None:
             raise
         code = _fail(f"internal error: {type(exc).__name__}: {exc} "
                      "(set OLEARN_DEBUG=1 for a traceback)", 70)
+    if after is not None and code == 0:
+        try:
+            after()
+        except Exception:  # the command's work is done and right: its exit status stands
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:

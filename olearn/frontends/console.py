@@ -56,11 +56,14 @@ def main() -> None:
     # The start-up imports leave no garbage cycles, yet set off ~45 cycle collections (~8 ms).
     gc.disable()
     argv = sys.argv[1:]
+    after = None
     if "--warm-cache" not in argv:
         from olearn.kernel import aot
         if not aot.install() and not completes(argv) and aot.wants_build(argv):
-            aot.build_in_background(sys.stderr)
+            # once the run is done: the build would slow the run's own compile down
+            def after() -> None:
+                aot.build_in_background(sys.stderr)
     from olearn.frontends import run  # noqa: F401 (imported here, before collection resumes)
     from olearn.frontends.cli import main as cli_main
     gc.enable()
-    cli_main()
+    cli_main(after=after)

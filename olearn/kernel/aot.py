@@ -13,10 +13,11 @@ tied to a hash of olearn's sources and ignored when they change; without it (no 
 nothing built yet), the command line uses numba as before.
 
 A plain install has no module yet. The first command that needs the kernels runs with numba,
-which compiles the kernels that run needs only (about a minute), and starts the module's build
-in the background at the lowest priority (:func:`build_in_background`: ``olearn --warm-cache``'s
-work in a detached process, which says so on stderr); the runs after the build start from the
-module. A build that fails is recorded and not retried for these sources; later runs use numba.
+which compiles the kernels that run needs only (about a minute), and once it is done starts the
+module's build in the background at the lowest priority (:func:`build_in_background`:
+``olearn --warm-cache``'s work in a detached process, which says so on stderr); the runs after
+the build start from the module. A build that fails is recorded and not retried for these
+sources; later runs use numba.
 """
 from __future__ import annotations
 
@@ -309,15 +310,16 @@ def build_lock(wait: bool):
 def build_in_background(stderr, command: list[str] | None = None) -> bool:
     """Start the module's build (``command``, default ``python -m olearn.frontends.build``) in a
     detached process at the lowest priority, telling ``stderr``, unless a build is running;
-    this run goes on with numba. True if started."""
+    the command line starts it when a run that used numba is done. True if started."""
     import subprocess
     lock = build_lock(wait=False)
     if lock is None:
         return False
     lock.close()  # the build takes it (frontends/build.py)
-    stderr.write("[olearn] first run of this olearn: numba compiles the kernels this run needs "
-                 "(about a minute for each new kind of run); the module that starts later runs "
-                 f"at once builds in the background (about {BUILD_MINUTES} minutes)\n")
+    stderr.write("[olearn] first runs of this olearn: numba compiled the kernels this run "
+                 "needed (about a minute, once for each kind of run); the module that starts "
+                 "every later run at once now builds in the background (about "
+                 f"{BUILD_MINUTES} minutes)\n")
     stderr.flush()
     with open(os.path.join(_directory(), LOG), "w") as log:
         subprocess.Popen(command or [sys.executable, "-m", "olearn.frontends.build"],
