@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import warnings
 
-from numba import types
 from numba.extending import overload
 
 from olearn.learners.families import FAMILIES
@@ -117,8 +116,9 @@ def _update_wide(family, model, chunks, scored, s, work, prefetch, expanded):
     if found is None:
         return None
     kernel = found.KERNELS.update_wide
-    if kernel is None or (isinstance(expanded, types.BooleanLiteral)
-                          and not expanded.literal_value):
+    # (the literal's value read as an attribute: the command line's stand-in numba, kernel/aot.py,
+    # has no numba.types, and this typing runs under numba only)
+    if kernel is None or getattr(expanded, "literal_value", None) is False:
         return lambda family, model, chunks, scored, s, work, prefetch, expanded: None
 
     def call(family, model, chunks, scored, s, work, prefetch, expanded):
