@@ -6,15 +6,15 @@ of each process and the average loss each reports. Inputs: a generated 200k-exam
 (``scripts/make_data.py``), that file fed several times over (peak memory must not grow), a
 10-line file (start-up time with a warm cache) and every ``train.vw.gz`` under ``../shared/data``.
 
-Four more measurements, each with its own target (skip them with --skip-l1, --skip-quadratic,
---skip-stage-poly, --skip-cache): olearn on the 200k file with ``--l1 1e-6`` vs without
-regularization (VW with ``--l1 1e-6`` for reference); olearn vs VW on the 200k file with a
-quadratic interaction of its first namespace with itself (``-q ff`` on the generated file), and
-on generated files of other namespace shapes (``SHAPES``: 2×40, 10×10 and 1×200 features per
-example, with ``-q``, ``--cubic`` and ``--interactions``); with ``--stage_poly``; and olearn on a
-copy of
-``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c`` cache, with the 10-line
-file's start-up time for context (also skipped by --skip-shared).
+Four more measurements, each with its own target (skip them with --skip-l1, --skip-workloads,
+--skip-quadratic, --skip-cache): olearn on the 200k file with ``--l1 1e-6`` vs without
+regularization (VW with ``--l1 1e-6`` for reference); olearn vs VW on each of ``WORKLOADS``
+(issue 36's table: linear, ``-q ff``, ``-q ab``, ``--cubic fff -b 22``, ``--ngram f2``,
+``--oaa 10``, ``--passes 5 --holdout_off`` from a cache already built, ``--stage_poly``; with
+each run's CPU time and peak RSS) and on generated files of other namespace shapes (``SHAPES``:
+2×40, 10×10 and 1×200 features per example, with ``-q``, ``--cubic`` and ``--interactions``);
+and olearn on a copy of ``../shared/data/kddcup99/train.vw.gz`` read as text vs from its ``-c``
+cache, with the 10-line file's start-up time for context (also skipped by --skip-shared).
 
 Long inputs (--skip-long): olearn vs VW on the 200k file written --copies times over into one
 file (``data/bench200k_x10.vw``; target ≤ 0.6× VW's wall time, its peak RSS shown beside the
@@ -29,7 +29,8 @@ The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matri
 (the default learner, and plain ``--sgd`` as scikit-learn's rule), against scikit-learn's
 ``SGDClassifier``/``SGDRegressor`` for one epoch, and olearn's and
 River's ``learn_one`` loops over the same rows as dicts (each tool skipped when not installed), on
-a9a (classification) and cpusmall (regression) from ``../shared/data``.
+a9a (classification) and cpusmall (regression) from ``../shared/data``; targets (issue 36): ``fit``
+≤ 1× scikit-learn's time, ``learn_one`` ≤ 0.6× River's, on both.
 
 The report keeps what follows its last section as it is: the APPLE and SAEW experiments'
 results with their caveats (from ``experiments/*/summary.md``, written by
@@ -73,6 +74,9 @@ SHAPES = ((2, 40, 100_000, ("-q", "ab")),
           (1, 200, 8_000, ("-q", "aa")))
 SHAPE_VOCABULARY = 2000  # feature names per namespace (> 200: distinct features in 1×200)
 POLY_TARGET = 0.7  # olearn / VW with --stage_poly, on the 200k file (issue 17)
+WORKLOAD_TARGET = 0.5  # olearn / VW on each of WORKLOADS, the worst row deciding (issue 36)
+FIT_TARGET = 1.0  # olearn fit(X, y) / scikit-learn's SGD, one epoch, on each task (issue 36)
+LEARN_ONE_TARGET = 0.6  # olearn learn_one / River's, on each task (issue 36)
 LONG_TARGET = 0.6  # olearn / VW on the 200k file written --copies times over (issue 17)
 PARSER_AIM_MB_S = 500.0  # parse_block's throughput on one thread (issue 17's aim, not a target)
 CACHE_TARGET = 2.0  # olearn text input / cache input, on the shared CACHE_DATASET
@@ -83,6 +87,37 @@ EXPERT_LEARNERS = (("BOA", "boa"), ("SAEW (BOA)", "saew"), ("EG", "eg"))  # name
 L1_PAIR = (f"olearn --l1 {L1_STRENGTH}", "olearn")  # the L1 ratio's numerator and denominator
 NAMESPACE = re.compile(r"\|([^\s|:])")  # a named namespace's first letter
 DASH = "—"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A row of the workloads table (issue 36): olearn and VW with ``options`` ("{ns}" is the
+    200k file's first namespace) on the 200k file, on its first ``head`` lines, or on a
+    200k-example file scripts/make_data.py writes with the options ``generate``; with
+    ``cached``, each tool reads its own cache file (``--cache_file``, which needs no ``-c``),
+    which the untimed run writes."""
+
+    options: str
+    generate: tuple[str, ...] = ()
+    head: int = 0
+    cached: bool = False
+
+    def label(self, ns: str) -> str:
+        """The row's options (``--cache_file`` for its cache), ``linear`` for none."""
+        return self.options.format(ns=ns) + (" --cache_file" if self.cached else "") or "linear"
+
+
+# Issue 36's table. The cubic expansion reads the first 20,000 lines: on the whole file each
+# run takes about a minute.
+WORKLOADS = (Workload(""),
+             Workload("-q {ns}{ns}"),
+             Workload("-q ab", generate=("--namespaces", "2", "--features", "20")),
+             Workload("--cubic {ns}{ns}{ns} -b 22", head=20_000),
+             Workload("--ngram {ns}2"),
+             Workload("--oaa 10", generate=("--classes", "10")),
+             Workload("--passes 5 --holdout_off", cached=True),
+             Workload("--stage_poly"))
+QUADRATIC_ROW, POLY_ROW = WORKLOADS[1], WORKLOADS[-1]  # the rows with issue 17's own targets
 
 
 @dataclass(frozen=True)
@@ -212,9 +247,10 @@ class Results:
     shared: dict[str, Timing]
     shared_note: str
     l1: Comparison
-    quadratic: Comparison
+    workloads: dict[Workload, Comparison]  # every row of WORKLOADS, or none (skipped)
+    workload_ns: str  # the namespace the rows' "{ns}" stood for
+    workloads_note: str  # why no row ran
     shapes: list[Comparison]
-    stage_poly: Comparison
     cache: Comparison
     experts: Throughput
     python: PythonTimes
@@ -443,19 +479,38 @@ def run_versus_vw(args: argparse.Namespace, tools: list[Tool], options: list[str
     return Comparison(as_timed(commands), time_commands(commands, runs), note)
 
 
-def run_quadratic(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
-    """olearn vs VW on the 200k file, interacting its first namespace with itself."""
-    if args.skip_quadratic:
-        return Comparison({}, note="Skipped (--skip-quadratic).")
+def run_workloads(args: argparse.Namespace,
+                  tools: list[Tool]) -> tuple[dict[Workload, Comparison], str, str]:
+    """olearn vs VW on each of WORKLOADS (each Comparison's note the command that wrote its
+    input, if one did; its files_mb the input), the namespace of the 200k file that the options
+    name, and why no row ran."""
+    if args.skip_workloads:
+        return {}, "", "Skipped (--skip-workloads)."
     found = namespaces(args.data)
     if not found:
-        return Comparison({}, note=f"Skipped: no named namespace in the first lines of "
-                                   f"`{args.data}`.")
-    pair = found[0] * 2
-    note = (f"Namespaces in the first 100 lines of `{args.data}`: "
-            + ", ".join(f"`{n}`" for n in found) + f"; `-q {pair}` interacts `{found[0]}` with "
-            "itself.")
-    return run_versus_vw(args, tools, ["-q", pair], note)
+        return {}, "", f"Skipped: no named namespace in the first lines of `{args.data}`."
+    ns = found[0]
+    runs = max(3, args.runs // 2)
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in WORKLOADS:
+            path, note = args.data, ""
+            if w.generate:
+                path = os.path.join(os.path.dirname(args.data) or ".",
+                                    "workload" + "".join(w.generate).replace("-", "_") + ".vw")
+                note = make_data(path, *w.generate)
+            elif w.head:
+                path = os.path.join(tmp, f"head{w.head}.vw")
+                write_head(args.data, path, w.head)
+                note = f"head -n {w.head} {shlex.quote(args.data)} > {shlex.quote(path)}"
+            commands = {t.name: t.command("-d", path, *shlex.split(w.options.format(ns=ns)),
+                                          *(("--cache_file", os.path.join(tmp, f"{t.name}.cache"))
+                                            if w.cached else ()))
+                        for t in tools}
+            log(f"workload {w.label(ns)}: {runs} alternated runs per tool")
+            rows[w] = Comparison(as_timed(commands), time_commands(commands, runs), note,
+                                 files_mb={path: os.path.getsize(path) / 1e6})
+    return rows, ns, ""
 
 
 def run_shapes(args: argparse.Namespace, tools: list[Tool]) -> list[Comparison]:
@@ -474,14 +529,6 @@ def run_shapes(args: argparse.Namespace, tools: list[Tool]) -> list[Comparison]:
         log(f"{count}x{features} {shlex.join(options)}: {runs} alternated runs per tool")
         out.append(Comparison(as_timed(commands), time_commands(commands, runs), made))
     return out
-
-
-def run_stage_poly(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
-    """olearn vs VW on the 200k file with --stage_poly (VW's defaults: α 1, batches of 1000
-    examples, doubling)."""
-    if args.skip_stage_poly:
-        return Comparison({}, note="Skipped (--skip-stage-poly).")
-    return run_versus_vw(args, tools, ["--stage_poly"])
 
 
 def long_file(path: str, copies: int) -> str:
@@ -697,6 +744,25 @@ def run_python(args: argparse.Namespace) -> PythonTimes:
     return PythonTimes(seconds, examples, "" if seconds else "Skipped: no shared datasets.")
 
 
+def python_targets(t: PythonTimes) -> list[str]:
+    """The Python API's targets: olearn's time / the other tool's, on every task."""
+    lines = []
+    for ours, theirs, target, what in (
+            ("olearn fit(X, y)", "scikit-learn SGD, 1 epoch", FIT_TARGET,
+             "`fit(X, y)` with the default learner ≤ {:g}× scikit-learn's SGD (one epoch)"),
+            ("olearn learn_one", "River learn_one", LEARN_ONE_TARGET,
+             "`learn_one` ≤ {:g}× River's")):
+        ratios = {task: statistics.median(t.seconds[task, ours])
+                  / statistics.median(t.seconds[task, theirs])
+                  for task in t.examples if (task, theirs) in t.seconds}
+        head = "- " + what.format(target)
+        lines.append(f"{head}: not measured. {t.note}" if not ratios else
+                     f"{head} on every task: " + ", ".join(f"{task} {ratio:.2f}" for task, ratio
+                                                           in ratios.items())
+                     + f", {verdict(max(ratios.values()) <= target)}.")
+    return lines
+
+
 def python_section(r: Results) -> list[str]:
     title = "## Python API: `fit(X, y)` against scikit-learn and River\n"
     t = r.python
@@ -758,9 +824,8 @@ def benchmark(args: argparse.Namespace) -> Results:
         write_head(args.data, small_path, 10)
         small = time_tools(tools, ["-d", small_path], args.runs)
     l1 = run_l1(args, tools)
-    quadratic = run_quadratic(args, tools)
+    workloads, workload_ns, workloads_note = run_workloads(args, tools)
     shapes = run_shapes(args, tools)
-    stage_poly = run_stage_poly(args, tools)
     cache = run_cache(args, olearn)
     shared, shared_note = run_shared(args, tools)
     long = run_long(args, tools)
@@ -771,8 +836,8 @@ def benchmark(args: argparse.Namespace) -> Results:
     parsers, parsers_note = run_parsers(args)
     return Results(env, tools, commands, args.data, count_lines(args.data), big, memory, small,
                    shlex.join(olearn.command("-d", small_path, "--quiet")), shared, shared_note,
-                   l1, quadratic, shapes, stage_poly, cache, experts, python, long, parsers,
-                   parsers_note, time.perf_counter() - started,
+                   l1, workloads, workload_ns, workloads_note, shapes, cache, experts, python, long,
+                   parsers, parsers_note, time.perf_counter() - started,
                    source_stamp() != stamp, load_average())
 
 
@@ -835,12 +900,13 @@ def targets_section(r: Results, copies: int, tolerance: float) -> list[str]:
     secs = r.small.median_s("olearn")
     lines.append(f"- 10-line file in ≤ {SMALL_TARGET_S:g} s with a warm cache: median "
                  f"{secs:.3f} s, {verdict(secs <= SMALL_TARGET_S)}.")
-    return lines + [l1_target(r.l1),
-                    versus_target(r.quadratic, "a quadratic interaction", QUAD_TARGET),
+    return lines + [l1_target(r.l1), workloads_target(r),
+                    workload_target(r, QUADRATIC_ROW, "a quadratic interaction", QUAD_TARGET),
                     shapes_target(r.shapes),
-                    versus_target(r.stage_poly, "`--stage_poly`", POLY_TARGET),
+                    workload_target(r, POLY_ROW, "`--stage_poly`", POLY_TARGET),
                     versus_target(r.long, "", LONG_TARGET, f"the {copies}× file"),
-                    parsers_line(r), cache_target(r.cache), experts_target(r.experts), ""]
+                    parsers_line(r), cache_target(r.cache), experts_target(r.experts),
+                    *python_targets(r.python), ""]
 
 
 def parser_rate(r: Results, path: str) -> tuple[float, float]:
@@ -928,6 +994,30 @@ def versus_target(c: Comparison, what: str, target: float, where: str = "the 200
     return (f"{head}{f' (`{options}`)' if options else ''}: ratio {ratio:.2f}, "
             f"{verdict(ratio <= target)}. (CPU-time ratio, for reference: "
             f"{fmt(c.timing.cpu_ratio(), '.2f')}.)")
+
+
+def workload_target(r: Results, w: Workload, what: str, target: float) -> str:
+    """versus_target of one workload's row."""
+    return versus_target(r.workloads.get(w, Comparison({}, note=r.workloads_note)), what, target)
+
+
+def workloads_target(r: Results) -> str:
+    head = f"- Wall time ≤ {WORKLOAD_TARGET:g}× VW's on every workload (the worst row decides)"
+    ratios = [(c.timing.ratio(), workload_name(r, w)) for w, c in r.workloads.items()
+              if c.timing is not None]
+    if not ratios or any(ratio is None for ratio, _ in ratios):
+        return f"{head}: not measured{' (no VW)' if ratios else '. ' + r.workloads_note}."
+    worst, name = max(ratios)
+    return (f"{head}: worst ratio {worst:.2f} ({name}), {verdict(worst <= WORKLOAD_TARGET)}; "
+            f"{sum(ratio <= WORKLOAD_TARGET for ratio, _ in ratios)} of {len(ratios)} rows "
+            "within it.")
+
+
+def workload_name(r: Results, w: Workload) -> str:
+    """A row as `-q ff`: its label with the namespace the rows ran on."""
+    label = w.label(r.workload_ns)
+    return ("linear" if label == "linear" else f"`{label}`"
+            + (", cache already built" if w.cached else ""))
 
 
 def shapes_target(shapes: list[Comparison]) -> str:
@@ -1066,6 +1156,39 @@ def versus_section(c: Comparison, title: str) -> list[str]:
             f"losses: {fmt(c.timing.loss_difference(), '.1e')}.\n"]
 
 
+def workloads_section(r: Results) -> list[str]:
+    """Issue 36's table: each workload's medians, ratios and peak memory."""
+    title = "## Workloads against VW\n"
+    if not r.workloads:
+        return [title, r.workloads_note + "\n"]
+    rows, commands = [], []
+    for w, c in r.workloads.items():
+        t = c.timing
+        assert t is not None
+        vw = "VW" in t.runs
+        (path, size_mb), = c.files_mb.items()
+        rows.append([workload_name(r, w), f"{os.path.basename(path)} ({size_mb:.0f} MB)",
+                     f"{t.median_s('olearn'):.3f}",
+                     fmt(t.median_s("VW") if vw else None, ".3f"),
+                     f"**{fmt(t.ratio(), '.2f')}**", fmt(t.cpu_ratio(), ".2f"),
+                     f"{t.median_rss('olearn'):.0f}", fmt(t.median_rss("VW") if vw else None,
+                                                          ".0f"),
+                     t.losses["olearn"] or "not found",
+                     (t.losses.get("VW") or "not found") if vw else DASH])
+        commands += [f"    {cmd}" for cmd in [c.note, *c.commands.values()] if cmd]
+    runs = len(next(iter(r.workloads.values())).timing.runs["olearn"])  # type: ignore
+    return [title,
+            f"olearn against VW on the 200k file, or a file generated like it, with each "
+            f"workload's options; {runs} timed runs per tool, alternated, after an untimed "
+            f"run that gives the losses (and writes the `--cache_file` row's caches, one per "
+            f"tool). Target: every row ≤ {WORKLOAD_TARGET:g}. The commands (the input's, if it "
+            f"is written for the row, then the timed runs):\n",
+            "\n".join(commands) + "\n",
+            table(["workload", "input", "olearn median s", "VW median s", "wall-time ratio",
+                   "CPU-time ratio", "olearn peak RSS MB", "VW peak RSS MB", "olearn loss",
+                   "VW loss"], rows) + "\n"]
+
+
 def shapes_section(r: Results) -> list[str]:
     """The interaction shapes' table, after the -q ff comparison."""
     if not r.shapes:
@@ -1150,9 +1273,7 @@ def shared_section(r: Results, shared_dir: str, runs: int) -> list[str]:
 def report(r: Results, args: argparse.Namespace) -> str:
     sections = (header_section(r) + targets_section(r, args.copies, args.rss_tolerance)
                 + big_file_section(r) + memory_section(r, args.copies) + small_section(r)
-                + l1_section(r) + versus_section(r.quadratic, "## Quadratic interactions\n")
-                + shapes_section(r)
-                + versus_section(r.stage_poly, "## Polynomial expansion (`--stage_poly`)\n")
+                + l1_section(r) + workloads_section(r) + shapes_section(r)
                 + versus_section(r.long, f"## The 200k file {args.copies}× over\n")
                 + parsers_section(r)
                 + cache_section(r) + experts_section(r) + python_section(r)
@@ -1168,7 +1289,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=7,
                         help="timed runs per tool on the 200k and 10-line files, per command "
                         "in the L1 check, tripled in the cache check, and, halved (at least 3), "
-                        "in the quadratic and stage_poly checks (default 7)")
+                        "in the workloads and shapes (default 7)")
     parser.add_argument("--shared-runs", type=int, default=3,
                         help="timed runs per tool per shared dataset (default 3)")
     parser.add_argument("--rss-runs", type=int, default=5,
@@ -1184,8 +1305,8 @@ def parse_args() -> argparse.Namespace:
                         help="shared datasets, relative to the repo (default ../shared/data)")
     for name, what in (("shared", f"the shared datasets (and the cache check on {CACHE_DATASET})"),
                        ("l1", f"olearn with vs without --l1 {L1_STRENGTH}"),
-                       ("quadratic", "olearn vs VW with a quadratic interaction"),
-                       ("stage-poly", "olearn vs VW with --stage_poly"),
+                       ("workloads", "olearn vs VW on each workload (WORKLOADS)"),
+                       ("quadratic", "olearn vs VW with interactions of other namespace shapes"),
                        ("cache", f"olearn reading {CACHE_DATASET} as text vs from its -c cache"),
                        ("long", "olearn vs VW on the 200k file written --copies times over"),
                        ("parsers", "the parsers' throughput per thread"),
