@@ -1323,11 +1323,13 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-# The sections other scripts write at the end of the report, kept from the first of them on:
-# the experiments' (scripts/apple_experiment.py and scripts/saew_experiment.py, 10-30 minutes
-# each, with their caveats), scripts/bench_dask.py's (a cluster), scripts/bench_daemon.py's
-# (a server) and scripts/bench_reductions.py's (a row per reduction): none is rerun here.
-KEPT_SECTIONS = ("<!-- experiments begin -->", "<!-- dask-bench begin -->",
+# The sections written elsewhere at the end of the report, kept from the first of them on: the
+# first run's (by hand: an empty cache, a fresh install), the experiments' (scripts/
+# apple_experiment.py and scripts/saew_experiment.py, 10-30 minutes each, with their caveats),
+# scripts/bench_dask.py's (a cluster), scripts/bench_daemon.py's (a server) and
+# scripts/bench_reductions.py's (a row per reduction): none is rerun here.
+KEPT_SECTIONS = ("<!-- first-run begin -->", "<!-- experiments begin -->",
+                 "<!-- dask-bench begin -->",
                  "<!-- daemon-bench begin -->", "<!-- reductions-bench begin -->")
 
 
