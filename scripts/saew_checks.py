@@ -11,12 +11,17 @@ Checks:
 * ``robust``: the quantile long horizon (d = 100, tau = 0.8, the constant as intercept, radius
   1.1): SAEW with default options against BOA's iterate and BOA's average. A run is
   *catastrophic* when SAEW's final error is above BOA's (iterate or average).
-* ``regrow``: the square and quantile long horizons, SAEW's --saew_regrow with d0 = 5 and with
-  d0 = 3 (fewer than theta*'s 5 nonzeros: the truncation must err).
+* ``regrow``: the square and quantile long horizons, SAEW's --saew_regrow (without the floor)
+  and --saew_regrow_floor (the default) with d0 = 5 and with d0 = 3 (fewer than theta*'s 5
+  nonzeros: the truncation must err).
 * ``calib``: square and quantile (d = 500, T = 2000): calibrated SAEW against BOA and SAEW at
   fixed parameters.
+* ``floor``: the paper's square setting (d = 500, T = 2000), SAEW's sparse output (--saew_C
+  0.5, --saew_center last, radius 1) with d0 = 5, 2 and 20 (right, too small, too large) under
+  the default --saew_regrow_floor, the earlier default (--saew_regrow 0.75 without the floor)
+  and the paper's exact d0.
 
-Usage: python scripts/saew_checks.py robust|calib [--runs 30] [--T 100000] [--seed 1]
+Usage: python scripts/saew_checks.py robust|regrow|calib|floor [--runs 30] [--T 100000] [--seed 1]
        [--methods a,b] [--out experiments/saew]
 """
 from __future__ import annotations
@@ -36,23 +41,37 @@ CHECKS = {
     "robust": {"settings": {"quantile-long": (100, 100_000, QUANTILE)},
                "methods": {"boa": {"boa": True}, "boa-average": {"boa": True,
                                                                  "saew_output": "average"},
-                           "saew": {"saew": True}, "saew-regrow0": {"saew": True,
-                                                                    "saew_regrow": 0.0}}},
+                           "saew": {"saew": True}, "saew-exact-d0": {"saew": True,
+                                                                     "saew_regrow_floor": 0.0}}},
     "regrow": {"settings": {"square-long": (100, 100_000, SQUARE),
                             "quantile-long": (100, 100_000, QUANTILE)},
                "methods": {"boa": {"boa": True}, "boa-average": {"boa": True,
                                                                  "saew_output": "average"},
                            **{f"saew-d0{d0}-regrow{g:g}": {"saew": True, "saew_d0": d0,
-                                                           "saew_regrow": g}
-                              for d0 in (3, 5) for g in (0.0, 0.5, 0.75, 1.0)}}},
+                                                           "saew_regrow": g,
+                                                           "saew_regrow_floor": 0.0}
+                              for d0 in (3, 5) for g in (0.0, 0.5, 0.75, 1.0)},
+                           **{f"saew-d0{d0}-floor{f:g}": {"saew": True, "saew_d0": d0,
+                                                          "saew_regrow_floor": f}
+                              for d0 in (3, 5) for f in (20.0, 50.0, 100.0)}}},
     "calib": {"settings": {"square": (500, 2000, SQUARE), "quantile": (500, 2000, QUANTILE)},
               "methods": {"boa": {"boa": True}, "boa-average": {"boa": True,
                                                                  "saew_output": "average"},
-                          "saew": {"saew": True}, "saew-regrow0": {"saew": True,
-                                                                   "saew_regrow": 0.0},
+                          "saew": {"saew": True}, "saew-exact-d0": {"saew": True,
+                                                                    "saew_regrow_floor": 0.0},
                           "saew-C1": {"saew": True, "saew_C": 1.0},
                           "saew-C0.25": {"saew": True, "saew_C": 0.25},
                           "calibrated": {"saew_calibrate": True}}},
+    "floor": {"settings": {"square": (500, 2000, {**SQUARE, "radius": 1.0})},
+              "methods": {f"saew-d0{d0}-{name}": {"saew": True, "saew_C": 0.5,
+                                                  "saew_center": "last",
+                                                  "saew_output": "sparse", "saew_d0": d0,
+                                                  **rule}
+                          for d0 in (5, 2, 20)
+                          for name, rule in (("floor50", {}),
+                                             ("regrow0.75", {"saew_regrow": 0.75,
+                                                             "saew_regrow_floor": 0.0}),
+                                             ("exact", {"saew_regrow_floor": 0.0}))}},
 }
 
 

@@ -839,10 +839,11 @@ class _Instance:
     """One SAEW instance over every coordinate of the data, updated densely; only the active
     ones (seen in a learned example) count in the normalization, as olearn's compact index."""
 
-    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0, regrow=0.75, sgd_eta=1.0,
-                 sgd_l1=0.0):
+    def __init__(self, n_coords, sub, d0, alpha, radius, b_scale=1.0, regrow=0.0,
+                 regrow_floor=50.0, sgd_eta=1.0, sgd_l1=0.0):
         self.sub, self.d0, self.alpha, self.radius, self.b_scale = sub, d0, alpha, radius, b_scale
-        self.regrow, self.sgd_eta, self.sgd_l1 = regrow, sgd_eta, sgd_l1
+        self.regrow, self.regrow_floor = regrow, regrow_floor
+        self.sgd_eta, self.sgd_l1 = sgd_eta, sgd_l1
         self.n = n_coords
         self.session, self.b_max, self.grown = 0, 0.0, 0
         self.center = np.zeros(n_coords)
@@ -959,21 +960,26 @@ class _Instance:
                           else self.center + self.avg / self.steps)
                 if self.sub == "sgd":
                     source = self.projected(source)
-                self.center = self.truncated(source)
+                self.center = self.truncated(source, active)
                 self.grown = max(self.grown, np.count_nonzero(self.center))
                 self.session += 1
                 self.eps = self.radius * 2.0 ** (-self.session / 2)
                 self.fresh()
 
-    def truncated(self, values):
-        """The d0 largest |values| (d0 grown to the most a center kept), and the next largest
-        while the smaller ones weigh more than regrow × the next session's radius (regrow 0:
-        exactly d0)."""
+    def truncated(self, values, active):
+        """The d0 largest |values| (d0 grown to the most a center kept), every one above
+        regrow_floor × the median of the ``active`` ones' magnitudes (0, or a median of 0:
+        none), and the next largest while the smaller ones weigh more than regrow × the next
+        session's radius (regrow 0: no such limit)."""
         d0 = max(self.d0, self.grown)
         budget = (self.regrow * self.radius * 2.0 ** (-(self.session + 1) / 2) if self.regrow > 0
                   else np.inf)
         order = np.argsort(np.abs(values))
         dropped = np.searchsorted(np.cumsum(np.abs(values[order])), budget, side="right")
+        if self.regrow_floor > 0 and active.any():
+            level = self.regrow_floor * np.median(np.abs(values[active]))
+            if level > 0:
+                dropped = min(dropped, int(np.sum(np.abs(values) <= level)))
         out = values.copy()
         out[order[:min(dropped, max(len(values) - d0, 0))]] = 0.0
         return out
@@ -986,7 +992,7 @@ class _Instance:
             estimate = self.center + (self.avg / self.steps if self.steps else 0.0)
         if self.sub == "sgd":
             estimate = self.projected(estimate)
-        return self.truncated(estimate) if output == "sparse" else estimate
+        return self.truncated(estimate, active) if output == "sparse" else estimate
 
 
 def _dense_stream(examples):
@@ -1011,7 +1017,8 @@ def _dense_stream(examples):
 
 
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
-                        output="iterate", regrow=0.75, sgd_eta=1.0, sgd_l1=0.0, **settings):
+                        output="iterate", regrow=0.0, regrow_floor=50.0, sgd_eta=1.0,
+                        sgd_l1=0.0, **settings):
     """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in learners/experts/saew.py) in plain
     numpy, squared loss: progressive predictions of (label or None, importance, [(index, value)])
     examples. Every corner is updated at every step, including those of features not seen yet.
@@ -1019,7 +1026,8 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     center_last."""
     stream = _dense_stream(examples)
     coords = next(stream)
-    inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow, sgd_eta=sgd_eta,
+    inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow,
+                     regrow_floor=regrow_floor, sgd_eta=sgd_eta,
                      sgd_l1=sgd_l1)
     active = np.zeros(len(coords), dtype=bool)
     out = []

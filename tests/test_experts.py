@@ -169,7 +169,7 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
     import olearn
     _, second, whole = halves
     options = {"saew": True, "saew_C": 0.05, "saew_output": "sparse", "saew_d0": 2,
-               "saew_regrow": 0.0}
+               "saew_regrow_floor": 0.0}
     learner = olearn.Learner(**options)
     learner.fit(str(whole))
     learner.save(tmp_path / "m.olearn")
@@ -181,11 +181,11 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
                                rtol=1e-5, atol=1e-6)
 
 
-def _truncated(values, d0, keep=-1, budget=np.inf):
+def _truncated(values, d0, keep=-1, budget=np.inf, floor=0.0):
     from olearn.learners.experts.saew import _truncate
     values = np.array(values)
     out = np.full(len(values) + 2, 7.0)  # past n: left alone
-    _truncate(values, out, len(values), d0, keep, budget)
+    _truncate(values, out, len(values), d0, keep, budget, floor)
     assert (out[len(values):] == 7.0).all()
     return out[:len(values)].tolist()
 
@@ -203,16 +203,29 @@ def test_truncation_keeps_more_than_d0_while_it_would_drop_over_the_budget():
     assert _truncated([0.5, -0.02, 0.3, 0.01, -0.2], 1, budget=0.1) == [0.5, 0, 0.3, 0, -0.2]
 
 
-def _truncated_slowly(values, d0, keep, budget):
+def test_truncation_keeps_what_stands_above_the_noise_floor():
+    # median |value| 0.02: with floor 5, 0.3 and -0.2 stand above 0.1, the rest are noise
+    values = [0.5, -0.02, 0.3, 0.01, -0.2, 0.015, 0.012]
+    assert _truncated(values, 1, floor=5.0) == [0.5, 0, 0.3, 0, -0.2, 0, 0]
+    assert _truncated(values, 1) == [0.5, 0, 0, 0, 0, 0, 0]
+
+
+def test_truncation_ignores_a_floor_over_a_median_of_zero():
+    assert _truncated([0.5, 0.0, 0.3, 0.0, 0.0], 1, floor=5.0) == [0.5, 0, 0, 0, 0]
+
+
+def _truncated_slowly(values, d0, keep, budget, floor):
     """The truncation by its definition: drop the smallest |values| (the constant ``keep``
-    aside) one at a time, while more than d0 are left and the dropped mass stays within the
-    budget."""
+    aside) one at a time, while more than d0 are left, the dropped mass stays within the
+    budget and (floor > 0, over a median above 0) the magnitude is at most floor times the
+    median magnitude."""
     out = list(values)
     others = sorted((abs(v), s) for s, v in enumerate(values) if s != keep)
+    level = floor * float(np.median([m for m, _ in others])) if others else 0.0
     dropped = 0.0
     for magnitude, s in others[:max(len(others) - d0, 0)]:
         dropped += magnitude
-        if dropped > budget:
+        if dropped > budget or 0 < level < magnitude:
             break
         out[s] = 0.0
     return out
@@ -226,8 +239,9 @@ def test_truncation_matches_its_definition(seed):
     d0 = int(rng.integers(0, n + 1))
     keep = int(rng.integers(-1, n))
     budget = float(rng.choice([np.inf, rng.random() * 2]))
-    assert _truncated(values, d0, keep, budget) == _truncated_slowly(values.tolist(), d0, keep,
-                                                                      budget)
+    floor = float(rng.choice([0.0, rng.random() * 4]))
+    assert _truncated(values, d0, keep, budget, floor) == _truncated_slowly(
+        values.tolist(), d0, keep, budget, floor)
 
 
 @pytest.mark.parametrize("regrow, grows", [(0.75, True), (0.0, False)])
@@ -236,7 +250,8 @@ def test_d0_grows_when_a_center_would_drop_too_much(halves, regrow, grows):
     once it is below 0.4, so the centers keep 2 coordinates and d0 becomes 2."""
     import olearn
     from olearn.learners.experts import state
-    learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, noconstant=True)
+    learner = olearn.Learner(saew=True, saew_d0=1, saew_regrow=regrow, saew_regrow_floor=0.0,
+                             noconstant=True)
     learner.fit(str(halves[2]))
     es = learner._learner.family.ew[6]
     assert es[0, state.E_SESSION] >= 4

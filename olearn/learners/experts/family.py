@@ -110,6 +110,7 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_OUTPUT] = L.OUTPUTS[config.saew_output]
     settings[L.S_CALIBRATE] = config.saew_calibrate
     settings[L.S_REGROW] = config.saew_regrow
+    settings[L.S_REGROW_FLOOR] = config.saew_regrow_floor
     settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
     settings[L.S_SGD_ETA] = config.saew_sgd_eta
     settings[L.S_SGD_L1] = config.saew_sgd_l1
@@ -179,7 +180,8 @@ class ExponentialWeights(LearnerFamily):
         if config.saew_calibrate:
             return f"saew calibrated ({sub})"
         return (f"saew ({sub}, radius {l1_radius(config):g}, d0 {config.saew_d0}, "
-                f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, center {config.saew_center})")
+                f"C {config.saew_C:g}, regrow {config.saew_regrow:g}, floor "
+                f"{config.saew_regrow_floor:g}, center {config.saew_center})")
 
     def sync(self, weights: np.ndarray, state: np.ndarray) -> None:
         """Export θ (the iterate, the session average or its truncation) into the weights."""

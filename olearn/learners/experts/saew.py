@@ -69,10 +69,15 @@ OPTIONS = (
            help="SAEW: the subroutine's constant a in the stopping rule; 0: sqrt(ln 2d)."),
     number("--saew_b", kind=float, default=0.0, low=0.0, model=True,
            help="SAEW: the subroutine's constant b in the stopping rule; 0: ln 2d."),
-    number("--saew_regrow", kind=float, default=0.75, low=0.0, model=True,
-           help="SAEW: a center keeps more than its d0 largest coordinates while it would "
-                "drop over this fraction of the next radius in l1 mass, so that a coordinate "
-                "truncated by mistake can come back; 0: exactly d0 (the paper)."),
+    number("--saew_regrow_floor", kind=float, default=50.0, low=0.0, model=True,
+           help="SAEW: a center keeps, beyond its d0 largest coordinates, every one whose "
+                "magnitude exceeds this multiple of the median magnitude (the noise level), "
+                "so that a d0 guessed too small loses no true coordinate; 0: none."),
+    number("--saew_regrow", kind=float, default=0.0, low=0.0, model=True,
+           help="SAEW: a center also keeps more than its d0 largest coordinates while it "
+                "would drop over this fraction of the next radius in l1 mass; 0: no such "
+                "limit. With --saew_regrow_floor 0 and --saew_regrow 0: exactly d0 (the "
+                "paper)."),
     choice("--saew_center", choices=("average", "last"), default="last", model=True,
            help="SAEW: recenter on the truncated session average (the paper) or last iterate."),
     choice("--saew_output", choices=tuple(L.OUTPUTS), default="iterate", model=True,
@@ -241,13 +246,15 @@ def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
 
 
 @njit(cache=True, nogil=True)
-def _truncate(values, out, n, d0, keep, budget):
+def _truncate(values, out, n, d0, keep, budget, floor):
     """out[:n] = values[:n] sparsified: coordinate ``keep`` (the constant; -1: none) stays, and
-    of the others the d0 largest |entries|, then also the next largest while the smaller ones
-    would add up to more than ``budget`` in l1 mass (np.inf: exactly d0). Returns how many of
-    the others it kept. ``values[:n]`` is scratch (overwritten: the magnitudes, sorted in
-    place; nothing is allocated, as gd's example loop runs without numba's runtime). Of
-    entries tied at the largest magnitude dropped, the lowest coordinates go first."""
+    of the others the d0 largest |entries|, then also every one above ``floor`` times the
+    median of their magnitudes (0, or a median of 0: none), and the next largest while the
+    smaller ones would add up to more than ``budget`` in l1 mass (np.inf: no such limit).
+    Returns how many of the others it kept. ``values[:n]`` is scratch (overwritten: the
+    magnitudes, sorted in place; nothing is allocated, as gd's example loop runs without
+    numba's runtime). Of entries tied at the largest magnitude dropped, the lowest coordinates
+    go first."""
     others = n - 1 if 0 <= keep < n else n
     top = others if d0 >= others else (int(d0) if d0 > 0 else 0)  # (a NaN d0 keeps nothing)
     removable = others - top
@@ -262,6 +269,13 @@ def _truncate(values, out, n, d0, keep, budget):
         if dropped > budget:
             break
         m += 1
+    if floor > 0 and others > 0:  # (the magnitudes are sorted: those above the floor are last)
+        level = floor * 0.5 * (values[(others - 1) // 2] + values[others // 2])
+        if level > 0:
+            below = 0
+            while below < m and values[below] <= level:
+                below += 1
+            m = below
     if m == 0:
         return top + removable
     threshold = values[m - 1]
@@ -331,7 +345,8 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
         scratch = coord[L.K_SCRATCH]
         for s in range(n):  # (not a slice copy, which could allocate)
             scratch[s] = out[s]
-        _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings))
+        _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings),
+                  settings[L.S_REGROW_FLOOR])
 
 
 @njit(cache=True, nogil=True)
@@ -339,7 +354,8 @@ def _next_session(corners, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
     _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
               keep, source)
-    kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings))
+    kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings),
+                     settings[L.S_REGROW_FLOOR])
     es[L.E_GROWN] = max(es[L.E_GROWN], kept)
     es[L.E_SESSION] += 1.0
     es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)

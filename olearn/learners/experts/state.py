@@ -89,14 +89,16 @@ SETTINGS = Layout(
     Field("calibrate", "Algorithm 3: BOA over the instances, restarted on doubling blocks",
           saved=False),
     Field("regrow", "a center drops at most this fraction of the next radius in l1 mass "
-                    "(0: exactly its d0 largest coordinates)", saved=False),
+                    "(0: no limit)", saved=False),
+    Field("regrow_floor", "a center keeps every coordinate above this multiple of the "
+                          "median magnitude (0: none beyond its d0 largest)", saved=False),
     Field("constant", "the constant feature's weight index, never truncated (-1: none)",
           saved=False),
     Field("sgd_eta", "SGD: the step size's factor (of eps / sqrt(Σ g²), per coordinate)",
           saved=False),
     Field("sgd_l1", "SGD: the L1 level's factor (of the session's RMS ||g||∞)", saved=False))
 (S_SUB, S_SESSIONS, S_C, S_A, S_B, S_CENTER_LAST, S_OUTPUT, S_CALIBRATE, S_REGROW,
- S_CONSTANT, S_SGD_ETA, S_SGD_L1) = range(len(SETTINGS))
+ S_REGROW_FLOOR, S_CONSTANT, S_SGD_ETA, S_SGD_L1) = range(len(SETTINGS))
 S_SIZE = len(SETTINGS)
 SETTINGS.check_constants(globals(), "S_")
 
