@@ -470,15 +470,6 @@ def run_l1(args: argparse.Namespace, tools: list[Tool]) -> Comparison:
     return Comparison(as_timed(commands), time_commands(commands, args.runs))
 
 
-def run_versus_vw(args: argparse.Namespace, tools: list[Tool], options: list[str],
-                  note: str = "") -> Comparison:
-    """olearn vs VW on the 200k file, both with ``options``; fewer runs (each takes seconds)."""
-    runs = max(3, args.runs // 2)
-    commands = {t.name: t.command("-d", args.data, *options) for t in tools}
-    log(f"{shlex.join(options)}: {runs} alternated runs per tool")
-    return Comparison(as_timed(commands), time_commands(commands, runs), note)
-
-
 def run_workloads(args: argparse.Namespace,
                   tools: list[Tool]) -> tuple[dict[Workload, Comparison], str, str]:
     """olearn vs VW on each of WORKLOADS (each Comparison's note the command that wrote its
@@ -1001,34 +992,40 @@ def workload_target(r: Results, w: Workload, what: str, target: float) -> str:
     return versus_target(r.workloads.get(w, Comparison({}, note=r.workloads_note)), what, target)
 
 
+def worst_target(head: str, ratios: list[tuple[float | None, str]], target: float,
+                 note: str = "") -> str:
+    """A target over several rows, each (ratio, name): the worst ratio and its row, or why
+    none was measured (``note`` when no row ran)."""
+    if not ratios:
+        return f"{head}: not measured. {note}".rstrip()
+    if any(ratio is None for ratio, _ in ratios):
+        return f"{head}: not measured (no VW)."
+    worst, name = max(ratios)  # type: ignore[type-var]
+    within = sum(ratio <= target for ratio, _ in ratios)  # type: ignore[operator]
+    return (f"{head}: worst ratio {worst:.2f} ({name}), {verdict(worst <= target)}; {within} of "
+            f"{len(ratios)} rows within it.")
+
+
 def workloads_target(r: Results) -> str:
-    head = f"- Wall time ≤ {WORKLOAD_TARGET:g}× VW's on every workload (the worst row decides)"
-    ratios = [(c.timing.ratio(), workload_name(r, w)) for w, c in r.workloads.items()
-              if c.timing is not None]
-    if not ratios or any(ratio is None for ratio, _ in ratios):
-        return f"{head}: not measured{' (no VW)' if ratios else '. ' + r.workloads_note}."
-    worst, name = max(ratios)
-    return (f"{head}: worst ratio {worst:.2f} ({name}), {verdict(worst <= WORKLOAD_TARGET)}; "
-            f"{sum(ratio <= WORKLOAD_TARGET for ratio, _ in ratios)} of {len(ratios)} rows "
-            "within it.")
+    return worst_target(f"- Wall time ≤ {WORKLOAD_TARGET:g}× VW's on every workload (the worst "
+                        "row decides)",
+                        [(c.timing.ratio(), workload_name(r, w)) for w, c in r.workloads.items()
+                         if c.timing is not None], WORKLOAD_TARGET, r.workloads_note)
 
 
 def workload_name(r: Results, w: Workload) -> str:
     """A row as `-q ff`: its label with the namespace the rows ran on."""
     label = w.label(r.workload_ns)
-    return ("linear" if label == "linear" else f"`{label}`"
-            + (", cache already built" if w.cached else ""))
+    if label == "linear":
+        return label
+    return f"`{label}`" + (", cache already built" if w.cached else "")
 
 
 def shapes_target(shapes: list[Comparison]) -> str:
-    head = (f"- Wall time with interactions ≤ {QUAD_TARGET:g}× VW's on the files of other "
-            "namespace shapes")
-    ratios = [(c.timing.ratio(), shape_name(c)) for c in shapes if c.timing is not None]
-    if not ratios or any(r is None for r, _ in ratios):
-        return f"{head}: not measured{' (no VW)' if ratios else ''}."
-    worst, name = max(ratios)
-    return (f"{head} (every case below): largest ratio {worst:.2f} ({name}), "
-            f"{verdict(worst <= QUAD_TARGET)}.")
+    return worst_target(f"- Wall time with interactions ≤ {QUAD_TARGET:g}× VW's on the files of "
+                        "other namespace shapes (every case below)",
+                        [(c.timing.ratio(), shape_name(c)) for c in shapes
+                         if c.timing is not None], QUAD_TARGET)
 
 
 def shape_name(c: Comparison) -> str:

@@ -294,6 +294,14 @@ def _truncate(values, out, n, d0, keep, budget, floor):
     return top + removable - m
 
 
+@njit(cache=True, nogil=True)
+def _center_of(values, out, n, es, settings, keep):
+    """:func:`_truncate` by the run's rule: d0 (grown), --saew_regrow's budget and
+    --saew_regrow_floor."""
+    return _truncate(values, out, n, _sparsity(es), keep, _budget(es, settings),
+                     settings[L.S_REGROW_FLOOR])
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _sparsity(es):
     """d0, grown to the most coordinates a center had to keep."""
@@ -345,8 +353,7 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
         scratch = coord[L.K_SCRATCH]
         for s in range(n):  # (not a slice copy, which could allocate)
             scratch[s] = out[s]
-        _truncate(scratch, out, n, _sparsity(es), keep, _budget(es, settings),
-                  settings[L.S_REGROW_FLOOR])
+        _center_of(scratch, out, n, es, settings, keep)
 
 
 @njit(cache=True, nogil=True)
@@ -354,8 +361,7 @@ def _next_session(corners, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
     _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
               keep, source)
-    kept = _truncate(source, coord[L.K_CENTER], n, _sparsity(es), keep, _budget(es, settings),
-                     settings[L.S_REGROW_FLOOR])
+    kept = _center_of(source, coord[L.K_CENTER], n, es, settings, keep)
     es[L.E_GROWN] = max(es[L.E_GROWN], kept)
     es[L.E_SESSION] += 1.0
     es[L.E_EPS] = es[L.E_U] * 2.0 ** (-es[L.E_SESSION] / 2.0)
