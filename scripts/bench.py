@@ -23,7 +23,9 @@ the 200k file and its svmlight twin (``data/bench200k.svm``), as MB/s per thread
 
 The exponential-weights learners (--skip-experts): BOA's, SAEW's and EG's learning kernels alone,
 in-process on parsed batches of dense examples (the SAEW paper's d = 500, every feature active
-from the first example), as corner updates per second (2d per example; target ≥ 50 million).
+from the first example), as corner updates per second (2d per example; target ≥ 50 million);
+and BOA's and SAEW's on text (the shared sst2, when ../shared is present) against the default
+learner's.
 
 The Python API (--skip-python): ``Learner.fit(X, y)``, one pass over a CSR matrix in-process
 (the default learner, and plain ``--sgd`` as scikit-learn's rule), against scikit-learn's
@@ -84,6 +86,10 @@ CACHE_DATASET = "kddcup99"
 BOA_TARGET = 50e6  # BOA corner updates per second
 EXPERTS_SHAPE = (20000, 500)  # examples, dense features (the SAEW paper's d)
 EXPERT_LEARNERS = (("BOA", "boa"), ("SAEW (BOA)", "saew"), ("EG", "eg"))  # name, option
+# the exponential-weights learners on text, against the default learner (issue 35)
+TEXT_DATASET = "sst2"
+TEXT_LEARNERS = (("default learner", {}), ("BOA", {"boa": True, "radius": 1.0}),
+                 ("SAEW (BOA)", {"saew": True, "radius": 1.0}))
 L1_PAIR = (f"olearn --l1 {L1_STRENGTH}", "olearn")  # the L1 ratio's numerator and denominator
 NAMESPACE = re.compile(r"\|([^\s|:])")  # a named namespace's first letter
 DASH = "—"
@@ -216,6 +222,8 @@ class Throughput:
     corners_per_example: int
     examples: int
     note: str = ""
+    text: dict[str, list[float]] = field(default_factory=dict)  # TEXT_LEARNERS on TEXT_DATASET
+    text_note: str = ""
 
     def rate(self, name: str) -> float:
         """Corner updates per second (median time)."""
@@ -650,7 +658,37 @@ def run_experts(args: argparse.Namespace) -> Throughput:
     for _ in range(runs):
         for name, option in EXPERT_LEARNERS:
             seconds[name].append(learn_all(option, examples))
-    return Throughput(seconds, 2 * d, examples)
+    text, text_note = _text_experts(Path(args.shared) / TEXT_DATASET / "train.vw.gz", runs)
+    return Throughput(seconds, 2 * d, examples, text=text, text_note=text_note)
+
+
+def _text_experts(path: Path, runs: int) -> tuple[dict[str, list[float]], str]:
+    """TEXT_LEARNERS' learning time on a shared text dataset (logistic loss), alternated."""
+    if not path.is_file():
+        return {}, f"Skipped: {path} not found."
+    import gzip
+
+    import numpy as np
+
+    from olearn.data import sources
+    from olearn.engine.learner import OnlineLearner
+    from olearn.options.config import Config
+    with gzip.open(path, "rt") as f:
+        lines = f.readlines()
+
+    def learn_all(options: dict) -> float:
+        learner = OnlineLearner(Config(loss_function="logistic", quiet=True, **options))
+        batches = list(learner.batches(sources.blocks_of_lines(lines)))
+        start = time.perf_counter()
+        for batch in batches:
+            learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
+        return time.perf_counter() - start
+
+    seconds: dict[str, list[float]] = {name: [] for name, _ in TEXT_LEARNERS}
+    for _ in range(runs):
+        for name, options in TEXT_LEARNERS:
+            seconds[name].append(learn_all(options))
+    return seconds, f"{len(lines):,} examples"
 
 
 PYTHON_TASKS = (("a9a", "classification"), ("cpusmall", "regression"))
@@ -956,11 +994,26 @@ def experts_section(r: Results) -> list[str]:
             f"{t.examples:,} dense examples of d = {d} features (every one active from the "
             "first example, `--noconstant`), parsed first; the time is the learning kernel "
             f"alone, in-process, {len(t.seconds['BOA'])} alternated runs per learner. A corner "
-            f"update is one of the 2d = {2 * d} experts' steps per example (BOA's cost is "
-            "Θ(d); SAEW adds its session bookkeeping; EG± is O(nonzeros), here all d, "
-            "so its figure is examples × 2d / time for comparison).\n",
+            f"update is one of the 2d = {2 * d} experts' steps per example (BOA's rates are "
+            "frozen between a feature's appearances, O(nonzeros) per example, but with every "
+            "feature in every example each step is a full, Θ(d) one; SAEW adds its session "
+            "bookkeeping; EG± is O(nonzeros), here all d, so its figure is examples × 2d / "
+            "time for comparison).\n",
             table(["learner", "options", "median s", "min s", "million corner updates / s"],
-                  rows) + "\n"]
+                  rows) + "\n", *text_experts_lines(t)]
+
+
+def text_experts_lines(t: Throughput) -> list[str]:
+    """The TEXT_DATASET table: each learner's learning time and its ratio to the default's."""
+    head = f"On text ({TEXT_DATASET}, logistic loss, `--radius 1`): "
+    if not t.text:
+        return [head + t.text_note + "\n"]
+    base = statistics.median(t.text["default learner"])
+    rows = [[name, f"{statistics.median(t.text[name]):.3f}", f"{min(t.text[name]):.3f}",
+             f"{statistics.median(t.text[name]) / base:.1f}"] for name, _ in TEXT_LEARNERS]
+    return [head + f"{t.text_note}, parsed first, the learning kernel alone, "
+            f"{len(t.text['BOA'])} alternated runs.\n",
+            table(["learner", "median s", "min s", "× the default learner"], rows) + "\n"]
 
 
 def l1_target(c: Comparison) -> str:

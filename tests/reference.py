@@ -835,6 +835,19 @@ def _at_least(b: float, x: float) -> float:
     return b
 
 
+def _frozen_rate(eta: float) -> float:
+    """The greatest 2^(i/16) <= eta, i in [-16000, 320] (BOA's frozen rates), as
+    2^floor(i/16) × 2^((i mod 16)/16)."""
+    def rate(i):
+        return math.ldexp(2.0 ** ((i % 16) / 16), i // 16)
+    level = min(max(math.floor(16 * math.log2(eta)) if eta > 0 else -16000, -16000), 320)
+    while level < 320 and rate(level + 1) <= eta:
+        level += 1
+    while level > -16000 and rate(level) > eta:
+        level -= 1
+    return rate(level)
+
+
 class _Instance:
     """One SAEW instance over every coordinate of the data, updated densely; only the active
     ones (seen in a learned example) count in the normalization, as olearn's compact index."""
@@ -848,6 +861,7 @@ class _Instance:
         self.session, self.b_max, self.grown = 0, 0.0, 0
         self.center = np.zeros(n_coords)
         self.eps = radius
+        self.full_steps = 0
         self.fresh()
 
     def fresh(self):
@@ -856,6 +870,10 @@ class _Instance:
         self.avg = np.zeros(n)
         self.V, self.B2, self.R = np.zeros((2, n)), np.full((2, n), 2.0 ** -20), np.zeros((2, n))
         self.eta_b = np.full((2, n), 2.0 ** 20)
+        # BOA's rates are frozen between touches (learners/experts/boa_corners.py); the ghost
+        # is a corner no gradient touched (V, B2, R, rate), the others' state when they appear
+        self.ghost = [0.0, 2.0 ** -20, 0.0, 2.0 ** 20]
+        self.touches, self.s2_session, self.s2_full = 0, 0.0, 0.0
         self.G, self.eta, self.var, self.range = np.zeros(n), 0.0, 0.0, 0.0
         # SGD: θ̂ - center with every step's L1 shrinkage applied to every coordinate, and as
         # of each coordinate's last touch (what the session average counts between touches)
@@ -908,19 +926,37 @@ class _Instance:
                 if self.eta == 0 or eta < self.eta:
                     self.eta = eta
         else:
-            r = self.eps * np.stack([m - g, m + g])
-            self.V += r * r
-            for s in (0, 1):
-                for k in range(self.n):
-                    b = _at_least(self.B2[s, k], abs(r[s, k]))
-                    self.B2[s, k] = b
-                    eta = 1.0 / b
-                    if self.V[s, k] > 0:
-                        eta = min(eta, math.sqrt(math.log(2 * n_active) / self.V[s, k]))
-                    self.eta_b[s, k] = eta
-                    self.R[s, k] += 0.5 * (r[s, k] - eta * r[s, k] ** 2
-                                           + (b if eta * r[s, k] > 0.5 else 0.0))
+            self.boa_step(g, active, g != 0 if touched is None else touched, m)
         self.end_session_if_over(active, settings)
+
+    def boa_step(self, g, active, touched, m):
+        """Dense BOA on every corner, a corner's rate (rounded down to a power of 2^(1/16))
+        fresh when its coordinate is touched and at full steps, frozen otherwise."""
+        rho = self.eps * m
+        r = self.eps * np.stack([m - g, m + g])
+        log_n = math.log(2 * active.sum())
+        self.touches += int(touched.sum())
+        self.s2_session += rho * rho
+        top = max(self.eta_b[:, active].max(), self.ghost[3])
+        full = self.touches >= active.sum() or self.s2_session > 2 * self.s2_full or top * rho > 0.5
+        if full:
+            self.touches, self.s2_full = 0, self.s2_session
+            self.full_steps += 1
+
+        def step(v, b, rr, eta, r, fresh):
+            v += r * r
+            b = _at_least(b, abs(r))
+            if fresh:
+                eta = 1.0 / b if v == 0 else min(1.0 / b, math.sqrt(log_n / v))
+                eta = _frozen_rate(eta)
+            return v, b, rr + 0.5 * (r - eta * r * r + (b if eta * r > 0.5 else 0.0)), eta
+
+        for s in (0, 1):
+            for k in range(self.n):
+                self.V[s, k], self.B2[s, k], self.R[s, k], self.eta_b[s, k] = step(
+                    self.V[s, k], self.B2[s, k], self.R[s, k], self.eta_b[s, k], r[s, k],
+                    full or touched[k])
+        self.ghost = list(step(*self.ghost, rho, full))
 
     def sgd_step(self, g, touched):
         """AdaGrad (sums of ||g||∞²) with L1 towards the center on the box around it
@@ -1018,12 +1054,12 @@ def _dense_stream(examples):
 
 def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=None,
                         output="iterate", regrow=0.0, regrow_floor=50.0, sgd_eta=1.0,
-                        sgd_l1=0.0, **settings):
+                        sgd_l1=0.0, counts=None, **settings):
     """EG± / BOA / SAEW (algorithms.md §2-4, olearn's choices in learners/experts/saew.py) in plain
     numpy, squared loss: progressive predictions of (label or None, importance, [(index, value)])
     examples. Every corner is updated at every step, including those of features not seen yet.
-    ``final`` (a dict) receives the exported θ by feature index. ``settings``: sessions, C,
-    center_last."""
+    ``final`` (a dict) receives the exported θ by feature index, ``counts`` (a dict) BOA's
+    number of full steps. ``settings``: sessions, C, center_last."""
     stream = _dense_stream(examples)
     coords = next(stream)
     inst = _Instance(len(coords), sub, d0, alpha, radius, regrow=regrow,
@@ -1040,6 +1076,8 @@ def experts_predictions(examples, sub="boa", d0=5, alpha=1.0, radius=1.0, final=
     if final is not None:
         theta = inst.estimate(active, output)
         final.update({j: theta[i] for i, j in enumerate(coords) if active[i]})
+    if counts is not None:
+        counts["full_steps"] = inst.full_steps
     return out
 
 

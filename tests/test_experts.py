@@ -76,6 +76,34 @@ def test_kernel_matches_dense_reference(case, output):
                                [want_theta.get(j, 0.0) for j in keys], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("output", ["iterate", "average"])
+def test_boa_between_full_steps_matches_dense_reference(output):
+    """On examples with a few of 150 features, most steps are lazy (only the touched corners
+    step, the others' frozen rates settle on their next touch): the kernel still gives the
+    dense reference's predictions and θ."""
+    examples = _sparse_regression(seed=8, n=600, features=150)
+    config = Config(bit_precision=10, noconstant=True, boa=True, radius=0.5, saew_output=output)
+    got, theta = _exported(config, examples)
+    want_theta, counts = {}, {}
+    want = experts_predictions(examples, final=want_theta, output=output, sub="boa",
+                               radius=0.5, counts=counts)
+    assert counts["full_steps"] < len(examples) / 4
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+    keys = sorted(want_theta)
+    np.testing.assert_allclose([theta.get(j, 0.0) for j in keys], [want_theta[j] for j in keys],
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_boa_on_dense_examples_takes_only_full_steps():
+    """Every coordinate in every example: each step is dense BOA's."""
+    rng = np.random.default_rng(3)
+    examples = [(float(rng.normal()), 1.0, [(j, float(rng.normal())) for j in range(6)])
+                for _ in range(50)]
+    counts = {}
+    experts_predictions(examples, sub="boa", counts=counts)
+    assert counts["full_steps"] == len(examples)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_examples_without_features_before_any_feature_are_learned_as_nothing(case):
     """An empty example leaves every corner as it was (zero gradient), also when no

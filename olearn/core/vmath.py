@@ -91,6 +91,18 @@ def ceil_pow2(x):
     return _as_float((_as_int(x) + _MANTISSA) & ~_MANTISSA)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def exponent(x):
+    """k with 2^k <= x < 2^(k+1), for a normal x > 0 (its exponent bits)."""
+    return (_as_int(x) >> 52) - 1023
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pow2(k):
+    """2^k, for an integer -1022 <= k <= 1023 (built from its bits)."""
+    return _as_float((k + 1023) << 52)
+
+
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 in 32 bits: k * _LN2_HI is exact (fdlibm's split)
 _LN2_LO = 1.90821492927058770002e-10

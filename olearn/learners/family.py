@@ -74,6 +74,7 @@ class LearnerFamily:
     LEARNS_WEIGHTLESS = False
     UNMERGEABLE = ""  # why --dask cannot merge the state ("": by the declared rules)
     ARRAYS: dict = {}  # model-file arrays: name -> (dtype, shape with None for any length)
+    OPTIONAL_ARRAYS: tuple = ()  # those a model of an earlier olearn may lack
     NAMED: dict = {}  # those with declared fields: name -> (layout, axis)
     WARM_UP: dict | None = None  # the options of olearn --warm-cache's run of the family
     PROGRESS_TABLE = True  # whether the run prints VW's progress table

@@ -59,8 +59,10 @@ ARRAYS = {"index": ("<u4", (None,)), "rows": ("<f4", (None, None)),
 # The arrays whose fields are declared (olearn/core/fields.py), and the axis the fields run along.
 NAMED = {"rows": (COLUMNS, 1), "state": (layouts.STATE, 0), "counters": (report.COUNTERS, 0),
          **{name: named for owner in OWNERS for name, named in owner.NAMED.items()}}
-# The arrays a model may lack: the progress counters (older olearns', --predict_only_model).
-OPTIONAL_ARRAYS = {"counters"}
+# The arrays a model may lack: the progress counters (older olearns', --predict_only_model),
+# and the owners' own (arrays added since an earlier olearn, which the owner's restore fills).
+OPTIONAL_ARRAYS = {"counters",
+                   *(name for owner in OWNERS for name in getattr(owner, "OPTIONAL_ARRAYS", ()))}
 # The fields of formats 3 and 4, by position (format 3's state lacks the last one).
 LEGACY_FIELDS = {
     "rows": ["w", "G", "N", "rate"],
@@ -284,7 +286,7 @@ def _names(config: Config) -> set[str]:
     if config.stage_poly:
         names |= set(StagePoly.ARRAYS)
     names |= reduction_of(config).saved(config)
-    names |= set(family_of(config).ARRAYS)
+    names |= set(family_of(config).ARRAYS) - OPTIONAL_ARRAYS
     return names
 
 

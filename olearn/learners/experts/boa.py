@@ -9,8 +9,8 @@ gradient trick the regret of expert j is ``r_j = l'(ŷ) (ŷ - f_j)``; the weight
     R_j += (r_j - eta_j r_j² + B2_j 1{eta_j r_j > 1/2}) / 2,
     pi_j ∝ eta_j exp(eta_j R_j)                 (uniform prior: the form that matches the theory)
 
-The same per-expert step serves the 2d corners of an l1 ball (saew.py) and the calibration's
-aggregation of SAEW instances: :func:`step`, on values, inside each one's own loop.
+The calibration's aggregation of SAEW instances runs these steps; the 2d corners of an l1 ball
+(boa_corners.py) use the rate and the range with the rates frozen between touches.
 """
 from __future__ import annotations
 
@@ -55,9 +55,7 @@ def rate(v, b, log_n):
 
 @njit(cache=True, nogil=True, inline="always")
 def step(v, b, rr, r, log_n):
-    """An expert's state (V, B2, R) after regret ``r``, and its new eta. On values rather than
-    the experts array: numba inlines a function with an array argument in a form that LLVM
-    does not vectorize, and the corners' loop (saew.py) must be."""
+    """An expert's state (V, B2, R) after regret ``r``, and its new eta."""
     r2 = r * r
     v += r2
     b = at_least(b, abs(r))

@@ -15,7 +15,7 @@ from olearn.core.checks import REL_TOL, counts, require
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.errors import OlearnError, OptionError
 from olearn.kernel.layouts import S_MAX, S_MIN
-from olearn.learners.experts import boa, saew
+from olearn.learners.experts import boa, boa_corners, saew
 from olearn.learners.experts import state as L
 from olearn.learners.experts.saew import l1_radius
 from olearn.learners.family import Kernels, LearnerFamily
@@ -26,9 +26,11 @@ if TYPE_CHECKING:  # annotations only: the registry imports every family
 
 # The model arrays of this family: dtype and shape (None: any length), and which of them have
 # declared fields (olearn/core/fields.py) along which axis.
-ARRAYS = {"ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, boa.ROWS, None)),
+ARRAYS = {"ew_hashes": ("<i8", (None,)), "ew_corners": ("<f8", (None, None, None)),
           "ew_coord": ("<f8", (None, None, None)), "ew_es": ("<f8", (None, None)),
-          "ew_shared": ("<f8", (None,)), "ew_meta": ("<f8", (boa.ROWS + 1, None))}
+          "ew_shared": ("<f8", (None,)), "ew_meta": ("<f8", (boa.ROWS + 1, None)),
+          "ew_groups": ("<f8", (None, boa_corners.SAVED_GROUP_ROWS, None)),
+          "ew_records": ("<f8", (None, 2, None))}
 NAMED = {"ew_es": (L.ES, 1), "ew_shared": (L.SHARED, 0), "ew_coord": (L.COORD, 1)}
 
 # Address space the state may reserve (pages are touched only for the active features).
@@ -76,6 +78,7 @@ def new_es(config: Config) -> np.ndarray:
     es = np.zeros((len(grid), L.E_SIZE))
     es[:, L.E_D0], es[:, L.E_ALPHA], es[:, L.E_U], es[:, L.E_B_SCALE], es[:, L.E_JOIN] = grid.T
     es[:, L.E_B] = config.saew_B
+    es[:, L.E_FROZEN] = 1.0
     return es
 
 
@@ -87,8 +90,10 @@ def new_experts(config: Config) -> tuple:
     """
     cap = 1 << config.bit_precision if config.experts else 1
     count = instances(config)
-    corner_columns = 2 * cap + 1 if config.experts and config.subroutine == "boa" else 1
-    needed = 8 * (count * (boa.ROWS * corner_columns + L.K_ROWS * cap) + corner_columns)
+    boa_sub = config.experts and config.subroutine == "boa"
+    corner_columns = 2 * cap + 1 if boa_sub else 1
+    corner_rows = boa_corners.ROWS if boa_sub else boa_corners.SAVED_ROWS
+    needed = 8 * count * (corner_rows * corner_columns + L.K_ROWS * cap)
     if needed > MAX_EXPERTS_BYTES:
         raise OptionError(f"--{config.expert_learner} with -b {config.bit_precision} and "
                           f"{count} instance(s) would reserve {needed / 2 ** 30:.0f} GiB "
@@ -114,10 +119,11 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
     settings[L.S_SGD_ETA] = config.saew_sgd_eta
     settings[L.S_SGD_L1] = config.saew_sgd_l1
+    groups = np.zeros((count, boa_corners.GROUP_ROWS, boa_corners.LEVELS if boa_sub else 1))
+    records = np.zeros((count, 2, boa_corners.RECORDS if boa_sub else 1))
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
-            np.zeros(cap, dtype=np.int64), np.zeros((count, boa.ROWS, corner_columns)),
-            np.zeros((count, L.K_ROWS, cap)), es, shared, meta, np.zeros(corner_columns),
-            settings)
+            np.zeros(cap, dtype=np.int64), np.zeros((count, corner_rows, corner_columns)),
+            np.zeros((count, L.K_ROWS, cap)), es, shared, meta, settings, groups, records)
 
 
 ExponentialWeightsState = namedtuple("ExponentialWeightsState", ["ew"])
@@ -138,6 +144,7 @@ class ExponentialWeights(LearnerFamily):
                    "means of exponential weights are not the algorithm's state); train them in "
                    "one process")
     ARRAYS = ARRAYS
+    OPTIONAL_ARRAYS = ("ew_groups", "ew_records")  # models from before BOA's frozen rates
     NAMED = NAMED
 
     def __init__(self, config: Config):
@@ -189,20 +196,31 @@ class ExponentialWeights(LearnerFamily):
 
     def model_arrays(self) -> dict:
         """The state a model file keeps: that of the active coordinates (and BOA's ghost
-        corner)."""
-        _, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        corner), with BOA's groups of the levels in use and its records of |rho|, so that a
+        continued run is the run that did not stop."""
+        _, hashes, _, _, corners, coord, es, shared, meta, _, groups, records = self.ew
         n = int(shared[L.SH_ACTIVE])
+        k = len(es)
+        saved_groups = np.zeros((k, boa_corners.SAVED_GROUP_ROWS, 0))
+        saved_records = np.zeros((k, 2, 0))
         if corners.shape[2] > 1:
-            corners = np.concatenate([corners[:, :, :2 * n], corners[:, :, -1:]], axis=2)
-        return dict(zip(ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta)))
+            rows = boa_corners.SAVED_ROWS
+            corners = np.concatenate([corners[:, :rows, :2 * n], corners[:, :rows, -1:]], axis=2)
+            if shared[L.SH_T] > 0:  # (before the first example, the groups are not formed)
+                low, high = int(es[:, L.E_LO].min()), int(es[:, L.E_HI].max())
+                saved_groups = groups[:, :boa_corners.SAVED_GROUP_ROWS, low:high + 1]
+                saved_records = records[:, :, :int(es[:, L.E_RECORDS].max())]
+        return dict(zip(ARRAYS, (hashes[:n], corners, coord[:, :, :n], es, shared, meta,
+                                 saved_groups, saved_records)))
 
     def restore(self, arrays: dict, path: str) -> None:
         """Continue from a model's state (model.load checked it against the model's options;
         the run's options may still ask for another grid)."""
-        slot, hashes, _, _, corners, coord, es, shared, meta, _, _ = self.ew
+        slot, hashes, _, _, corners, coord, es, shared, meta, _, groups, records = self.ew
         n = len(arrays["ew_hashes"])
         boa_sub = corners.shape[2] > 1
-        expected = {"ew_corners": (corners.shape[0], corners.shape[1], 2 * n + 1 if boa_sub else 1),
+        rows = arrays["ew_corners"].shape[1]
+        expected = {"ew_corners": (corners.shape[0], rows, 2 * n + 1 if boa_sub else 1),
                     "ew_coord": (coord.shape[0], coord.shape[1], n), "ew_es": es.shape,
                     "ew_shared": shared.shape, "ew_meta": meta.shape}
         if any(arrays[name].shape != shape for name, shape in expected.items()):
@@ -211,14 +229,28 @@ class ExponentialWeights(LearnerFamily):
         hashes[:n] = arrays["ew_hashes"]
         slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
         if boa_sub:
-            corners[:, :, :2 * n] = arrays["ew_corners"][:, :, :-1]
-            corners[:, :, -1] = arrays["ew_corners"][:, :, -1]
+            corners[:, :rows, :2 * n] = arrays["ew_corners"][:, :, :-1]
+            corners[:, :rows, -1] = arrays["ew_corners"][:, :, -1]
+        else:
+            corners[:] = arrays["ew_corners"]
         coord[:, :, :n] = arrays["ew_coord"]
         options = es[:, E_OPTIONS]  # the run's: an option given on the command line applies
         es[:] = arrays["ew_es"]
         es[:, E_OPTIONS] = options
         shared[:] = arrays["ew_shared"]
         meta[:] = arrays["ew_meta"]
+        if not boa_sub or shared[L.SH_T] == 0:
+            return
+        if rows == boa_corners.SAVED_ROWS:
+            saved = arrays["ew_groups"]
+            low = int(es[:, L.E_LO].min())
+            groups[:, :boa_corners.SAVED_GROUP_ROWS, low:low + saved.shape[2]] = saved
+            records[:, :, :arrays["ew_records"].shape[2]] = arrays["ew_records"]
+        for i in range(len(es)):
+            boa_corners.restored(corners[i], groups[i], es[i], n)
+        if n and not np.all((es[:, L.E_SUM] > 0) & (es[:, L.E_SUM] < np.inf)):
+            raise OlearnError("corrupted model file (BOA's weights do not sum to a positive "
+                              "number)", path)
 
     @staticmethod
     def check(arrays: dict, config: Config) -> None:
@@ -246,9 +278,11 @@ class ExponentialWeights(LearnerFamily):
         require(np.array_equal(es[:, options], new_es(config)[:, options])
                 and bool(np.all(es[:, [L.E_D0, L.E_ALPHA, L.E_U]] > 0)),
                 "ew_es does not hold the model's options")
-        # every scalar but BOA's log-weight offset is a count, a sum of squares, a rate, a weight
-        # sum (BOA's and EG's divisor once there are coordinates) or a non-negative offset
-        require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, L.E_TOP, 1) >= 0))
+        # every scalar but BOA's log-weight offsets and Σ rho is a count, a sum of squares, a
+        # rate, a weight sum (BOA's and EG's divisor once there are coordinates) or a
+        # non-negative offset
+        signed = [L.E_TOP, L.E_S1] if boa_sub else [L.E_TOP]
+        require(counts(es[:, [L.E_SESSION, L.E_N]]) and bool(np.all(np.delete(es, signed, 1) >= 0))
                 and (n == 0 or config.subroutine == "sgd" or bool(np.all(es[:, L.E_SUM] > 0))),
                 "malformed ew_es")
         # the calibration's BOA over the instances of the current block (its weight sum divides)
@@ -257,13 +291,23 @@ class ExponentialWeights(LearnerFamily):
                                                  math.log(max(mixed.sum(), 2)))
                 and math.isclose(shared[L.SH_META_SUM], meta[boa.W, mixed].sum(),
                                  rel_tol=REL_TOL), "malformed ew_meta")
-        if boa_sub and n == 0 and learned:
+        frozen = bool(np.all(es[:, L.E_FROZEN] == 1))
+        if boa_sub and learned and frozen:
+            groups, records = arrays.get("ew_groups"), arrays.get("ew_records")
+            require(corners.shape[1] == boa_corners.SAVED_ROWS and groups is not None
+                    and records is not None and len(groups) == k and len(records) == k,
+                    "BOA's frozen-rate state is incomplete")
+            require(all(_frozen_state_fits(corners[i], es[i], n) for i in range(k)),
+                    "BOA's corners are not a frozen-rate state")
+            _check_groups(corners, groups, records, es, n)
+        elif boa_sub and n == 0 and learned:
             require(all(_fresh(rows).all() for rows in corners), "BOA's ghost corner is not fresh")
         elif boa_sub and learned:  # (before the first example, the corners are reset when used)
-            require(all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
-                         and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
-                                         rel_tol=REL_TOL) for i in range(k)),
-                     "BOA's corner weights are not those of their state")
+            require(bool(np.all(es[:, L.E_FROZEN] == 0))
+                    and all(_boa_weights_fit(corners[i], es[i, L.E_TOP], math.log(2 * n))
+                            and math.isclose(es[i, L.E_SUM], corners[i, boa.W, :-1].sum(),
+                                             rel_tol=REL_TOL) for i in range(k)),
+                    "BOA's corner weights are not those of their state")
         if config.subroutine == "sgd":  # in the box, snapshots of the session's counters
             snap, shrunk = coord[:, L.K_SNAP], coord[:, L.K_SHRUNK]
             require(bool(np.all(np.abs(coord[:, L.K_G]) <= es[:, L.E_EPS, None]))
@@ -281,6 +325,48 @@ def _fresh(experts_rows: np.ndarray) -> np.ndarray:
     """Which BOA experts (rows V, B2, R, W; a column each) are as boa.reset leaves them."""
     v, b2, r, w = experts_rows
     return (v == 0) & (b2 == boa.B2_START) & (r == 0) & (w == 1)
+
+
+def _frozen_state_fits(corner_rows: np.ndarray, es: np.ndarray, n: int) -> bool:
+    """Whether one instance's corners (boa_corners' saved rows; a column each) have V >= 0, B2
+    at least its start, a level in range (its group), snapshots of the sums and steps since the
+    last rebase, and its scalars counts where they are."""
+    v, b2, _, level, _, s2, _, step = corner_rows
+    whole = counts(es[[L.E_STEP, L.E_RECORDS, L.E_LO, L.E_HI, L.E_GROUPED]])
+    return bool(whole and es[L.E_RECORDS] <= boa_corners.RECORDS and es[L.E_GROUPED] <= 1
+                and es[L.E_HI] < boa_corners.LEVELS and es[L.E_S2] >= 0
+                and np.all(v >= 0) and np.all(b2 >= boa.B2_START)
+                and np.all((level == np.round(level)) & (level >= boa_corners.LEVEL_LOW)
+                           & (level <= boa_corners.LEVEL_HIGH))
+                and np.all((s2 >= 0) & (s2 <= es[L.E_S2]))
+                and np.all((step == np.round(step)) & (step >= 0) & (step <= es[L.E_STEP])))
+
+
+def _check_groups(corners: np.ndarray, groups: np.ndarray, records: np.ndarray,
+                  es: np.ndarray, n: int) -> None:
+    """BOA's saved groups (the levels from the lowest E_LO on) count their corners and hold
+    non-negative sums, where the groups are formed; the records of |rho| are decreasing powers
+    of 2 at increasing steps since the rebase."""
+    low = int(es[:, L.E_LO].min())
+    require(groups.shape[2] == max(int(es[:, L.E_HI].max()) - low + 1, 0)
+            and records.shape[2] == int(es[:, L.E_RECORDS].max()), "malformed BOA groups")
+    for i in range(len(es)):
+        kept = int(es[i, L.E_RECORDS])
+        value, step = records[i, 0, :kept], records[i, 1, :kept]
+        require(bool(np.all(value > 0) and np.all(np.frexp(value)[0] == 0.5)
+                     and np.all(np.diff(value) < 0) and np.all(np.diff(step) > 0)
+                     and np.all((step >= 1) & (step <= es[i, L.E_STEP]))),
+                "malformed BOA records of |rho|")
+        if es[i, L.E_GROUPED] == 0:
+            continue
+        held = corners[i, boa_corners.LEVEL, :2 * n].astype(np.int64) - boa_corners.LEVEL_LOW
+        require(bool(np.all((held >= es[i, L.E_LO]) & (held <= es[i, L.E_HI]))),
+                "BOA's corners outside their groups' range")
+        count = np.bincount(held - low, minlength=groups.shape[2])
+        group = groups[i]
+        require(np.array_equal(count, group[boa_corners.COUNT])
+                and bool(np.all(group[boa_corners.SUM][count > 0] >= 0)),
+                "BOA's groups do not count their corners")
 
 
 def _boa_weights_fit(experts_rows: np.ndarray, offset: float | None, log_n: float) -> bool:

@@ -21,15 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from olearn.core import vmath
 from olearn.core.arrays import heapsort
 from olearn.core.option import MAX_COUNT, choice, flag, number
-from olearn.learners.experts import boa, eg, l1_sgd
+from olearn.learners.experts import boa, boa_corners, eg, l1_sgd
 from olearn.learners.experts import state as L
 from olearn.learners.losses import derivative
 from olearn.learners.weights import W_W
-
-REBASE = 200.0  # |log-weight - offset| beyond which weights could leave float64's range
 
 MAX_GRID = 16  # --saew_calibrate's d0 values 1, 4, ..., 4^15 = 2^30 cover -b 30
 _GRID = {"kind": int, "default": 3, "low": 1, "high": MAX_GRID, "model": True}
@@ -41,15 +38,16 @@ OPTIONS = (
               "online-calibrated learning rate, O(nonzeros) per example."),
     flag("--boa", model=True,
          help="BOA (Bernstein Online Aggregation) on the corners of the l1 ball of --radius: "
-              "per-corner adaptive rates, O(features seen) per example."),
+              "per-corner adaptive rates (frozen between a feature's appearances), "
+              "O(nonzeros) per example."),
     flag("--saew", model=True,
          help="SAEW: sessions of BOA, EG or SGD on shrinking l1 balls around sparse centers."),
     number("--radius", kind=float, default=None, low=0.0, low_allowed=False, model=True,
            help="--eg/--boa/--saew: l1 radius U of the ball the weights live in [default: 1]; "
                 "--freegrad --project: l2 radius of the projection [default: adaptive]."),
     choice("--saew_sub", choices=tuple(L.SUBS), default="boa", model=True,
-           help="SAEW's subroutine: BOA (O(features seen) per example), EG± or lazy SGD with "
-                "L1 (O(features of the example) per example)."),
+           help="SAEW's subroutine: BOA, EG± or lazy SGD with L1 (each O(features of the "
+                "example) per example)."),
     number("--saew_sgd_eta", kind=float, default=0.1, low=0.0, low_allowed=False, model=True,
            help="--saew_sub sgd: a coordinate's step is eta × radius / sqrt(Σ ||gradient||∞²) "
                 "over the session's examples that have it."),
@@ -107,7 +105,7 @@ def l1_radius(config) -> float:
 def fits(ew, size):
     """Whether the state arrays ``ew`` (layout.py) are consistent with each other and with a
     table of ``size`` weights, as the kernels below index them."""
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings, groups, records = ew
     if settings.shape[0] < L.S_SIZE or shared.shape[0] < L.SH_SIZE:
         return False
     cap = hashes.shape[0]
@@ -124,7 +122,13 @@ def fits(ew, size):
             and (columns == 2 * cap + 1 if boa_sub else columns >= 1)
             and coord.shape[0] == instances and coord.shape[1] >= L.K_ROWS
             and coord.shape[2] >= cap and meta.shape[0] >= boa.ROWS + 1
-            and meta.shape[1] == instances and regrets.shape[0] >= columns)
+            and meta.shape[1] == instances
+            and (corners.shape[1] >= boa_corners.ROWS if boa_sub else True)
+            and groups.shape[0] == instances and records.shape[0] == instances
+            and (groups.shape[1] >= boa_corners.GROUP_ROWS
+                 and groups.shape[2] == boa_corners.LEVELS
+                 and records.shape[1] >= 2 and records.shape[2] == boa_corners.RECORDS
+                 if boa_sub else True))
 
 
 # --- one instance -------------------------------------------------------------------------
@@ -136,45 +140,35 @@ def _deviation(corners, coord, es, sub, s):
         return l1_sgd.deviation(coord, es, s)
     if sub == L.EG:
         return eg.deviation(coord, es, s)
-    return es[L.E_EPS] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1]) / es[L.E_SUM]
+    return boa_corners.deviation(corners, es, s)
 
 
 @njit(cache=True, nogil=True)
-def _add_coordinate(corners, coord, es, sub, s):
+def _add_coordinate(corners, groups, records, coord, es, sub, s):
     coord[L.K_CENTER, s] = 0.0
     coord[L.K_AVG, s] = 0.0
     if sub == L.SGD:
         l1_sgd.add_coordinate(coord, es, s)
-        return
-    if sub == L.EG:
+    elif sub == L.EG:
         eg.add_coordinate(coord, es, s)
-        return
-    ghost = corners.shape[1] - 1
-    for j in (2 * s, 2 * s + 1):
-        for row in (boa.V, boa.B2, boa.R, boa.W):
-            corners[row, j] = corners[row, ghost]
-    es[L.E_SUM] += 2.0 * corners[boa.W, ghost]
+    else:
+        boa_corners.add_coordinate(corners, groups, records, coord, es, s)
 
 
 @njit(cache=True, nogil=True)
-def _fresh_subroutine(corners, coord, es, settings, n):
+def _fresh_subroutine(corners, groups, records, coord, es, settings, n):
     """A new subroutine on the ball of the current session (uniform weights, or θ̂ = center)."""
     sub = settings[L.S_SUB]
     if sub == L.SGD:
         l1_sgd.reset(coord, es, n, settings[L.S_SGD_ETA])
-        return
-    if sub == L.EG:
+    elif sub == L.EG:
         eg.reset(coord, es, n)
-        return
-    for j in range(2 * n):
-        boa.reset(corners, j)
-    boa.reset(corners, corners.shape[1] - 1)
-    es[L.E_SUM] = 2.0 * n
-    es[L.E_TOP] = 0.0
+    else:
+        boa_corners.fresh(corners, groups, records, es, n)
 
 
 @njit(cache=True, nogil=True)
-def _restart(corners, coord, es, settings, n):
+def _restart(corners, groups, records, coord, es, settings, n):
     """Session 0: center 0, radius U."""
     es[L.E_SESSION] = 0.0
     es[L.E_EPS] = es[L.E_U]
@@ -182,67 +176,7 @@ def _restart(corners, coord, es, settings, n):
     for s in range(n):
         coord[L.K_CENTER, s] = 0.0
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, settings, n)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _corners(corners, regrets, lo, hi, log_n, offset):
-    """BOA's step of corners lo..hi-1 with their regrets; returns the sum of their weights
-    (relative to ``offset``) and their largest log-weight.
-
-    LLVM vectorizes this loop (4 corners at a time with AVX2): its exp and sqrt are vmath's,
-    the sum and maximum may be reordered, the numpy error model drops the division checks
-    (whose exception would be an exit from the loop) and every access is unit-stride: j is
-    unsigned, so that numba adds no wraparound of negative indices to it."""
-    total = 0.0
-    top = -np.inf
-    for j in range(np.uint64(lo), np.uint64(hi)):
-        v, b, rr, eta = boa.step(corners[boa.V, j], corners[boa.B2, j], corners[boa.R, j],
-                                 regrets[j], log_n)
-        a = eta * rr
-        w = eta * vmath.exp(a - offset)
-        corners[boa.V, j] = v
-        corners[boa.B2, j] = b
-        corners[boa.R, j] = rr
-        corners[boa.W, j] = w
-        total = vmath.add_reordered(total, w)
-        top = vmath.maximum(top, a)
-    return total, top
-
-
-@njit(cache=True, nogil=True)
-def _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n):
-    """BOA on the 2n corners and the ghost (regrets, rates, weights, the session sum of θ̂).
-    Corner (s, ±) has regret eps (m ∓ g_s), m = Σ g_s (π+_s - π-_s), the ghost eps m. Weights
-    are relative to the offset E_TOP, moved (one more pass) only when the largest log-weight
-    drifts far from it. The regrets are laid out per corner column first: :func:`_corners`
-    vectorizes with unit-stride reads only (it would not with x_buf[j // 2])."""
-    eps = es[L.E_EPS]
-    scale = eps / es[L.E_SUM]
-    offset = es[L.E_TOP]
-    eps_m = 0.0
-    for i in range(nt):
-        s = touched[i]
-        eps_m += d1 * x_buf[s] * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
-    eps_m *= scale
-    eps_d1 = eps * d1
-    for s in range(n):
-        coord[L.K_AVG, s] += scale * (corners[boa.W, 2 * s] - corners[boa.W, 2 * s + 1])
-        eps_g = eps_d1 * x_buf[s]
-        regrets[2 * s] = eps_m - eps_g
-        regrets[2 * s + 1] = eps_m + eps_g
-    ghost = corners.shape[1] - 1
-    regrets[ghost] = eps_m
-    log_n = np.log(2.0 * n)
-    total, top = _corners(corners, regrets, 0, 2 * n, log_n, offset)
-    top = max(top, _corners(corners, regrets, ghost, ghost + 1, log_n, offset)[1])
-    if abs(top - offset) > REBASE:
-        total = 0.0
-        for j in range(2 * n):
-            total += boa.weigh(corners, j, log_n, top)
-        boa.weigh(corners, ghost, log_n, top)
-        es[L.E_TOP] = top
-    es[L.E_SUM] = total
+    _fresh_subroutine(corners, groups, records, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True)
@@ -327,7 +261,7 @@ def _iterate(sub, corners, coord, es, n, out):
 
 
 @njit(cache=True, nogil=True)
-def _estimate(corners, coord, es, settings, n, kind, keep, out):
+def _estimate(corners, groups, records, coord, es, settings, n, kind, keep, out):
     """out[:n] = the instance's iterate (kind 0), session average (1) or its truncation (2, as
     the next center would be; ``keep``: the constant's coordinate). SGD's, which keep to the
     box around the center, are projected onto the session's ball (O(n))."""
@@ -337,6 +271,8 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
             eg.settle_all(coord, es, n)
         elif sub == L.SGD:
             l1_sgd.settle_all(coord, es, n)
+        else:
+            boa_corners.rebase(corners, groups, records, coord, es, n)
     if kind == 0 and sub == L.SGD:
         _iterate(L.SGD, corners, coord, es, n, out)
     elif kind == 0 and sub == L.EG:
@@ -357,10 +293,10 @@ def _estimate(corners, coord, es, settings, n, kind, keep, out):
 
 
 @njit(cache=True, nogil=True)
-def _next_session(corners, coord, es, settings, n, keep):
+def _next_session(corners, groups, records, coord, es, settings, n, keep):
     source = coord[L.K_SCRATCH]
-    _estimate(corners, coord, es, settings, n, 0 if settings[L.S_CENTER_LAST] != 0 else 1,
-              keep, source)
+    kind = 0 if settings[L.S_CENTER_LAST] != 0 else 1
+    _estimate(corners, groups, records, coord, es, settings, n, kind, keep, source)
     kept = _center_of(source, coord[L.K_CENTER], n, es, settings, keep)
     es[L.E_GROWN] = max(es[L.E_GROWN], kept)
     es[L.E_SESSION] += 1.0
@@ -368,7 +304,7 @@ def _next_session(corners, coord, es, settings, n, keep):
     es[L.E_N] = es[L.E_Q] = 0.0
     for s in range(n):
         coord[L.K_AVG, s] = 0.0
-    _fresh_subroutine(corners, coord, es, settings, n)
+    _fresh_subroutine(corners, groups, records, coord, es, settings, n)
 
 
 @njit(cache=True, nogil=True)
@@ -384,7 +320,8 @@ def _session_over(es, settings, n):
 
 
 @njit(cache=True, nogil=True)
-def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d1, n, keep):
+def _instance_learn(corners, groups, records, coord, es, settings, x_buf, touched, nt, d1, n,
+                    keep):
     g_inf = 0.0
     for i in range(nt):
         g_inf = max(g_inf, abs(d1 * x_buf[touched[i]]))
@@ -399,9 +336,9 @@ def _instance_learn(corners, coord, es, settings, regrets, x_buf, touched, nt, d
     elif sub == L.EG:
         eg.learn(coord, es, x_buf, touched, nt, d1, n)
     else:
-        _boa_learn(corners, coord, es, regrets, x_buf, touched, nt, d1, n)
+        boa_corners.learn(corners, groups, records, coord, es, x_buf, touched, nt, d1, n)
     if settings[L.S_SESSIONS] != 0 and _session_over(es, settings, n):
-        _next_session(corners, coord, es, settings, n, keep)
+        _next_session(corners, groups, records, coord, es, settings, n, keep)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -449,7 +386,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     values are gathered per coordinate for :func:`learn`; with calibration, each instance's
     forecast (clipped to [y_min, y_max]) is kept for :func:`learn`.
     """
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings, groups, records = ew
     sub = int(settings[L.S_SUB])
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
@@ -459,7 +396,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     if learn:
         if t == 1:
             for k in range(instances):
-                _restart(corners[k], coord[k], es[k], settings, n)
+                _restart(corners[k], groups[k], records[k], coord[k], es[k], settings, n)
         if calibrate and (t & (t - 1)) == 0:  # a block starts: only the aggregation restarts
             total = 0.0
             for k in range(instances):
@@ -476,7 +413,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
                 hashes[s] = h
                 n += 1
                 for k in range(instances):
-                    _add_coordinate(corners[k], coord[k], es[k], sub, s)
+                    _add_coordinate(corners[k], groups[k], records[k], coord[k], es[k], sub, s)
             if x_buf[s] == 0.0:
                 touched[nt] = s
                 nt += 1
@@ -508,7 +445,7 @@ def _constant_coordinate(slot, settings):
 def learn(ew, loss_code, loss_param, p, y, imp, initial):
     """Learn the example :func:`predict` prepared: its prediction was ``p`` (clipped, initial
     value included), its label ``y``, importance ``imp``."""
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings, groups, records = ew
     n = int(shared[L.SH_ACTIVE])
     keep = _constant_coordinate(slot, settings)
     nt = int(shared[L.SH_TOUCHED])
@@ -519,13 +456,13 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
         for k in range(instances):
             f = meta[boa.ROWS, k] + initial
             meta[boa.ROWS, k] = d1 * (p - f)
-            _instance_learn(corners[k], coord[k], es[k], settings, regrets, x_buf, touched, nt,
-                            imp * derivative(loss_code, loss_param, f, y), n, keep)
+            _instance_learn(corners[k], groups[k], records[k], coord[k], es[k], settings, x_buf,
+                            touched, nt, imp * derivative(loss_code, loss_param, f, y), n, keep)
         shared[L.SH_META_SUM] = boa.aggregate_step(meta, meta[boa.ROWS], es[:, L.E_JOIN],
                                                    block(int(shared[L.SH_T])))
     else:
-        _instance_learn(corners[0], coord[0], es[0], settings, regrets, x_buf, touched, nt,
-                        imp * derivative(loss_code, loss_param, p, y), n, keep)
+        _instance_learn(corners[0], groups[0], records[0], coord[0], es[0], settings, x_buf,
+                        touched, nt, imp * derivative(loss_code, loss_param, p, y), n, keep)
     for i in range(nt):
         x_buf[touched[i]] = 0.0
 
@@ -537,7 +474,7 @@ def export(ew, weights):
     ``weights[:, W_W]``."""
     if weights.shape[1] < 1 or not fits(ew, weights.shape[0]):
         raise ValueError("saew.export: state arrays of the wrong shape")
-    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, regrets, settings = ew
+    slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings, groups, records = ew
     n = int(shared[L.SH_ACTIVE])
     for s in range(n):  # before any estimate: a bad index is refused whatever the state
         if not 0 <= hashes[s] < weights.shape[0]:
@@ -554,7 +491,8 @@ def export(ew, weights):
             if not _mixed(es, k, j):
                 continue
             share = meta[boa.W, k] / shared[L.SH_META_SUM]
-        _estimate(corners[k], coord[k], es[k], settings, n, kind, keep, part)
+        _estimate(corners[k], groups[k], records[k], coord[k], es[k], settings, n, kind, keep,
+                  part)
         theta += share * part
     for s in range(n):
         weights[hashes[s], W_W] = theta[s]

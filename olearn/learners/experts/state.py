@@ -8,16 +8,17 @@ the calibration grid) sharing that index. Arrays of the ``ew`` tuple:
     hashes   int64 (cap,)            active coordinate -> feature index
     x_buf    float64 (cap,)          the current example's values, summed per coordinate
     touched  int64 (cap,)            the current example's distinct coordinates
-    corners  float64 (K, ROWS, 2 cap + 1)  BOA's experts: corner 2s is +, 2s + 1 is -; the
-                                     last column is the "ghost", a corner no gradient has touched
-                                     (new coordinates start from its state)
+    corners  float64 (K, ROWS, 2 cap + 1)  BOA's experts (boa_corners.py): corner 2s is +, 2s + 1
+                                     is -; the last column is the "ghost", a corner no gradient
+                                     has touched (new coordinates start from its state)
     coord    float64 (K, K_ROWS, cap)  per coordinate: center, session sum of θ̂ - center, EG's or
                                      SGD's state
     es       float64 (K, E_SIZE)     per-instance scalars
     shared   float64 (SH_SIZE,)      scalars of the whole learner
     meta     float64 (ROWS + 1, K)   the calibration's BOA over the instances (last row: forecasts)
-    regrets  float64 (2 cap + 1,)    BOA's scratch: the current example's regret of each corner
     settings float64 (S_SIZE,)       the options (below)
+    groups   float64 (K, GROUP_ROWS, LEVELS)  BOA: the corners grouped by their frozen rate
+    records  float64 (K, 2, RECORDS)  BOA: the running maxima of |rho| and their steps
 """
 from olearn.core.fields import Field, Layout
 
@@ -39,8 +40,8 @@ COORD.check_constants(globals(), "K_")
 
 ES = Layout(
     "ew_es",  # per-instance scalars
-    Field("sum", "BOA: Σ w over the corners; EG: Z / e^offset"),
-    Field("top", "BOA: the offset of the corners' log-weights"),
+    Field("sum", "BOA: Z / e^top; EG: Z / e^offset"),
+    Field("top", "BOA: the offset of the corners' log-weights (the largest group's)"),
     Field("eps", "radius of the current session"),
     Field("session"),
     Field("n", "examples in the session"),
@@ -54,13 +55,26 @@ ES = Layout(
     Field("off", "EG: offset of Z"),
     Field("ref", "EG: units of the lazy average"),
     Field("a", "EG: Σ 1/Z"),
-    Field("touches", "EG: coordinates updated since Z was re-summed"),
+    Field("touches", "EG: coordinates updated since Z was re-summed; BOA: since the last full "
+                     "step"),
     Field("b_max", "running max of ||g||∞"),
     Field("grown", "the most coordinates a center kept (the constant aside): d0 grows to it"),
     Field("join", "calibration: the first block j, [2^j, 2^(j+1)), whose BOA mixes the instance"),
-    Field("shrink", "SGD: Σ λ over the session's steps (a coordinate owes its step × the rest)"))
+    Field("shrink", "SGD: Σ λ over the session's steps (a coordinate owes its step × the rest)"),
+    Field("s1", "BOA: Σ rho (the untouched corners' regret) since the last rebase"),
+    Field("s2", "BOA: Σ rho² since the last rebase"),
+    Field("step", "BOA: lazy steps since the last rebase"),
+    Field("records", "BOA: running maxima of |rho| kept (boa_corners.py)"),
+    Field("lo", "BOA: the lowest group with corners"),
+    Field("hi", "BOA: the highest group with corners"),
+    Field("s2_session", "BOA: Σ rho² over the session"),
+    Field("s2_full", "BOA: s2_session at the last full step"),
+    Field("frozen", "BOA: the saved corners' 4th row is their frozen rate's level (0: a "
+                    "model from before frozen rates, whose row is the weight)"),
+    Field("grouped", "BOA: the groups hold the corners (0: a dense step left them stale)"))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
- E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_SHRINK) = range(len(ES))
+ E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_SHRINK, E_S1, E_S2, E_STEP,
+ E_RECORDS, E_LO, E_HI, E_S2_SESSION, E_S2_FULL, E_FROZEN, E_GROUPED) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 
