@@ -529,6 +529,15 @@ def settle_if_needed(corners, groups, records, coord, es, n, far):
 
 
 @njit(cache=True, nogil=True)
+def complete_loaded(corners, groups, es, n):
+    """Complete each instance's state read from a model file (E_LOADED), once."""
+    for k in range(es.shape[0]):
+        if es[k, L.E_LOADED] != 0:
+            restored(corners[k], groups[k], es[k], n)
+            es[k, L.E_LOADED] = 0.0
+
+
+@njit(cache=True, nogil=True)
 def restored(corners, groups, es, n):
     """A model file's corners and groups (their saved rows) made whole: the rates, and the
     groups' terms and Z or the explicit weights, as they were. A model from before frozen

@@ -391,6 +391,7 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
     calibrate = settings[L.S_CALIBRATE] != 0
     instances = es.shape[0]
     n = int(shared[L.SH_ACTIVE])
+    boa_corners.complete_loaded(corners, groups, es, n)
     t = int(shared[L.SH_T]) + 1 if learn else max(int(shared[L.SH_T]), 1)
     j = block(t)
     if learn:
@@ -447,6 +448,7 @@ def learn(ew, loss_code, loss_param, p, y, imp, initial):
     value included), its label ``y``, importance ``imp``."""
     slot, hashes, x_buf, touched, corners, coord, es, shared, meta, settings, groups, records = ew
     n = int(shared[L.SH_ACTIVE])
+    boa_corners.complete_loaded(corners, groups, es, n)
     keep = _constant_coordinate(slot, settings)
     nt = int(shared[L.SH_TOUCHED])
     shared[L.SH_T] += 1.0
@@ -479,6 +481,7 @@ def export(ew, weights):
     for s in range(n):  # before any estimate: a bad index is refused whatever the state
         if not 0 <= hashes[s] < weights.shape[0]:
             raise ValueError("saew.export: a coordinate's feature index is out of range")
+    boa_corners.complete_loaded(corners, groups, es, n)
     keep = _constant_coordinate(slot, settings)
     kind = int(settings[L.S_OUTPUT])
     instances = es.shape[0]

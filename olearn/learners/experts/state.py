@@ -71,10 +71,12 @@ ES = Layout(
     Field("s2_full", "BOA: s2_session at the last full step"),
     Field("frozen", "BOA: the saved corners' 4th row is their frozen rate's level (0: a "
                     "model from before frozen rates, whose row is the weight)"),
-    Field("grouped", "BOA: the groups hold the corners (0: a dense step left them stale)"))
+    Field("grouped", "BOA: the groups hold the corners (0: a dense step left them stale)"),
+    Field("loaded", "BOA: read from a model file, its rates and sums not completed yet",
+          saved=False))
 (E_SUM, E_TOP, E_EPS, E_SESSION, E_N, E_Q, E_D0, E_ALPHA, E_U, E_B, E_B_SCALE, E_ETA, E_VAR,
  E_RANGE, E_OFF, E_REF, E_A, E_TOUCHES, E_B_MAX, E_GROWN, E_JOIN, E_SHRINK, E_S1, E_S2, E_STEP,
- E_RECORDS, E_LO, E_HI, E_S2_SESSION, E_S2_FULL, E_FROZEN, E_GROUPED) = range(len(ES))
+ E_RECORDS, E_LO, E_HI, E_S2_SESSION, E_S2_FULL, E_FROZEN, E_GROUPED, E_LOADED) = range(len(ES))
 E_SIZE = len(ES)
 ES.check_constants(globals(), "E_")
 
