@@ -98,6 +98,21 @@ def exponent(x):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def binary_parts(x):
+    """(k, 2^k, m) with x = 2^k m and 1 <= m < 2, for a normal x > 0, from its bits: k as a
+    float without an integer conversion (the exponent bits under 2^52's, less 2^52), so that a
+    loop of it vectorizes on any x86-64."""
+    bits = _as_int(x)
+    k = _as_float((bits >> 52) | _TWO_52_BITS) - (2.0 ** 52 + 1023.0)
+    return k, _as_float(bits & _EXPONENT), _as_float((bits & _MANTISSA) | _ONE_BITS)
+
+
+_TWO_52_BITS = 0x4330000000000000  # 2^52: its mantissa's low bits hold an integer < 2^52
+_EXPONENT = 0x7FF0000000000000
+_ONE_BITS = 0x3FF0000000000000
+
+
+@njit(cache=True, nogil=True, inline="always")
 def pow2(k):
     """2^k, for an integer -1022 <= k <= 1023 (built from its bits)."""
     return _as_float((k + 1023) << 52)

@@ -40,11 +40,13 @@ from olearn.learners.experts import boa
 from olearn.learners.experts import state as L
 
 # rows of a corner's column: its BOA state as of its snapshot, its frozen rate's level, the
-# snapshot (S1, S2, its group's AVG, the step), its rate (rate_of(LEVEL), kept), and its weight
-# relative to e^E_TOP while the groups are stale (after a dense step)
-V, B2, R, LEVEL, S1, S2, A, T, ETA, W = range(10)
+# snapshot (S1, S2, its group's AVG, the step), its rate (rate_of(LEVEL), kept), and its weight:
+# relative to e^E_TOP while the groups are stale (after a dense step), else its *unit* within
+# its group, e^(c_j - OFF), fixed between its touches: its weight is then the unit times the
+# group's TERM, and joining, leaving and settling cost no exponential
+V, B2, R, LEVEL, S1, S2, A, T, W, ETA = range(10)
 ROWS = 10
-SAVED_ROWS = 8  # V to T: what a model file keeps (ETA and W follow from them)
+SAVED_ROWS = 9  # V to W: what a model file keeps (ETA follows from LEVEL)
 # rows of a group's column (one group per level)
 COUNT, SUM, OFF, AVG, TERM, RATE = range(6)
 GROUP_ROWS = 6
@@ -124,12 +126,11 @@ def _constant(corners, j, eta):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def weight(corners, es, j):
+def weight(corners, groups, es, j):
     """Corner j's weight in units of e^E_TOP (Z is E_SUM in the same units)."""
     if es[L.E_GROUPED] == 0:
         return corners[W, j]
-    eta = corners[ETA, j]
-    return np.exp(_constant(corners, j, eta) + _gain(es, eta) - es[L.E_TOP])
+    return corners[W, j] * groups[TERM, _group(corners, j)]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -141,9 +142,9 @@ def _inverse(es):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def deviation(corners, es, s):
+def deviation(corners, groups, es, s):
     """θ̂_s - center_s."""
-    spread = weight(corners, es, 2 * s) - weight(corners, es, 2 * s + 1)
+    spread = weight(corners, groups, es, 2 * s) - weight(corners, groups, es, 2 * s + 1)
     return es[L.E_EPS] * spread * _inverse(es)
 
 
@@ -170,7 +171,8 @@ def _join(groups, es, j, corners):
         groups[OFF, k] = c
         groups[SUM, k] = groups[AVG, k] = 0.0
         groups[RATE, k] = corners[ETA, j]
-    groups[SUM, k] += np.exp(c - groups[OFF, k])
+    corners[W, j] = np.exp(c - groups[OFF, k])
+    groups[SUM, k] += corners[W, j]
     groups[COUNT, k] += 1
     corners[A, j] = groups[AVG, k]
     es[L.E_LO] = min(es[L.E_LO], k)
@@ -185,8 +187,7 @@ def _leave(groups, j, corners):
     if groups[COUNT, k] == 0:
         groups[SUM, k] = 0.0
     else:  # cancellation is bounded: full steps re-sum at least every n touches
-        c = _constant(corners, j, corners[ETA, j])
-        groups[SUM, k] = max(groups[SUM, k] - np.exp(c - groups[OFF, k]), 0.0)
+        groups[SUM, k] = max(groups[SUM, k] - corners[W, j], 0.0)
 
 
 @njit(cache=True, nogil=True)
@@ -201,38 +202,117 @@ def _total(groups, es):
         lo += 1
     es[L.E_LO] = lo
     es[L.E_HI] = hi
-    top = -np.inf
-    for k in range(lo, hi + 1):
-        if groups[COUNT, k] > 0 and groups[SUM, k] > 0.0:
-            groups[TERM, k] = _gain(es, groups[RATE, k]) + groups[OFF, k]
-            top = max(top, groups[TERM, k])
-    z = 0.0
-    for k in range(lo, hi + 1):
-        if groups[COUNT, k] > 0 and groups[SUM, k] > 0.0:
-            groups[TERM, k] = np.exp(groups[TERM, k] - top)  # e^(Φ + OFF - top)
-            z += groups[TERM, k] * groups[SUM, k]
-        else:
+    top = _exponents(groups, lo, hi + 1, es[L.E_S1], es[L.E_S2])
+    if top == -np.inf:  # no group weighs anything
+        for k in range(lo, hi + 1):
             groups[TERM, k] = 0.0
+        es[L.E_SUM] = 0.0
+    else:
+        es[L.E_SUM] = _terms(groups, lo, hi + 1, top)
     es[L.E_TOP] = top
-    es[L.E_SUM] = z
+
+
+# _total's two loops over the groups in range vectorize (a select rather than a branch for the
+# empty groups, vmath's exp): per lazy step they cost more than the example's own corners.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _exponents(groups, lo, hi, s1, s2):
+    """Row TERM = each group's log-weight unit Φ + OFF (-inf where it weighs nothing); their
+    largest."""
+    top = -np.inf
+    for k in range(np.uint64(lo), np.uint64(hi)):
+        eta = groups[RATE, k]
+        term = 0.5 * eta * s1 - 0.5 * eta * eta * s2 + groups[OFF, k]
+        term = term if (groups[COUNT, k] > 0) & (groups[SUM, k] > 0.0) else -np.inf
+        groups[TERM, k] = term
+        top = vmath.maximum(top, term)
+    return top
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _terms(groups, lo, hi, top):
+    """Row TERM = e^(Φ + OFF - top), each group's unit relative to the largest; returns Z."""
+    z = 0.0
+    for k in range(np.uint64(lo), np.uint64(hi)):
+        term = vmath.exp(groups[TERM, k] - top)
+        groups[TERM, k] = term
+        z = vmath.add_reordered(z, term * groups[SUM, k])
+    return z
+
+
+@njit(cache=True, nogil=True)
+def _clear(groups, es):
+    """No group has corners (the caller forms them anew): those in use are in [E_LO, E_HI], and
+    while the groups are stale none is."""
+    if es[L.E_GROUPED] != 0:
+        for k in range(max(int(es[L.E_LO]), 0), min(int(es[L.E_HI]) + 1, groups.shape[1])):
+            groups[COUNT, k] = 0.0
 
 
 @njit(cache=True, nogil=True)
 def _regroup(corners, groups, es, n):
-    """Every group re-summed from its corners (after a rebase: snapshots at 0)."""
-    groups[:, :] = 0.0
-    es[L.E_LO] = groups.shape[1] - 1
-    es[L.E_HI] = 0.0
-    for j in range(2 * n):  # a group's unit: its heaviest corner's, so none is far
+    """Every group re-summed from its corners (after a rebase: snapshots at 0). A group's unit
+    is its heaviest corner's, so that none is far above it."""
+    _clear(groups, es)
+    lo = groups.shape[1] - 1
+    hi = 0
+    for j in range(2 * n):  # row W holds c_j until the units are known
         k = _group(corners, j)
         c = _constant(corners, j, corners[ETA, j])
-        groups[OFF, k] = c if groups[COUNT, k] == 0 else max(groups[OFF, k], c)
+        corners[W, j] = c
+        if groups[COUNT, k] == 0:
+            groups[OFF, k] = c
+            groups[SUM, k] = groups[AVG, k] = 0.0
+            groups[RATE, k] = corners[ETA, j]
+        else:
+            groups[OFF, k] = max(groups[OFF, k], c)
         groups[COUNT, k] += 1
-    groups[COUNT, :] = 0.0
+        lo = min(lo, k)
+        hi = max(hi, k)
     for j in range(2 * n):
-        _join(groups, es, j, corners)
+        k = _group(corners, j)
+        corners[W, j] = np.exp(corners[W, j] - groups[OFF, k])
+        groups[SUM, k] += corners[W, j]
+        corners[A, j] = 0.0  # (the groups' AVG)
+    es[L.E_LO] = lo
+    es[L.E_HI] = hi
     _total(groups, es)
     es[L.E_GROUPED] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def _group_weights(corners, groups, es, n):
+    """The groups formed from the weights a dense step left explicit (row W, in units of
+    e^E_TOP; snapshots at 0): every group's unit is e^E_TOP, so the weights are the units and
+    no corner costs an exponential. Where a group's heaviest corner is e^-690 below that unit
+    or less, its sum could lose it: the exact way, :func:`_regroup`, then forms the groups."""
+    lo = groups.shape[1] - 1
+    hi = 0
+    for j in range(2 * n):  # (while stale, no group has corners)
+        k = _group(corners, j)
+        if groups[COUNT, k] == 0:
+            groups[SUM, k] = groups[AVG, k] = groups[TERM, k] = 0.0
+            groups[RATE, k] = corners[ETA, j]
+            groups[OFF, k] = es[L.E_TOP]
+        groups[SUM, k] += corners[W, j]
+        groups[TERM, k] = max(groups[TERM, k], corners[W, j])  # the heaviest, for the check
+        groups[COUNT, k] += 1
+        corners[A, j] = 0.0  # (the groups' AVG)
+        lo = min(lo, k)
+        hi = max(hi, k)
+    for k in range(lo, hi + 1):
+        if groups[COUNT, k] > 0 and not groups[TERM, k] >= _SMALLEST_UNIT:
+            for i in range(lo, hi + 1):
+                groups[COUNT, i] = 0.0
+            _regroup(corners, groups, es, n)
+            return
+    es[L.E_LO] = lo
+    es[L.E_HI] = hi
+    _total(groups, es)
+    es[L.E_GROUPED] = 1.0
+
+
+_SMALLEST_UNIT = 1e-300
 
 
 # --- records of |rho| -----------------------------------------------------------------------
@@ -275,7 +355,8 @@ def _settle_corner(corners, records, es, j):
     d1 = es[L.E_S1] - corners[S1, j]
     d2 = es[L.E_S2] - corners[S2, j]
     corners[V, j] += d2
-    if corners[T, j] < es[L.E_STEP]:
+    # (the first record is the largest: a B2 above it needs no search)
+    if corners[T, j] < es[L.E_STEP] and corners[B2, j] < records[VALUE, 0]:
         corners[B2, j] = max(corners[B2, j], _largest_since(records, es, corners[T, j]))
     corners[R, j] += 0.5 * (d1 - eta * d2)
     corners[S1, j] = es[L.E_S1]
@@ -286,10 +367,8 @@ def _settle_corner(corners, records, es, j):
 @njit(cache=True, nogil=True, inline="always")
 def _average_share(corners, groups, es, j):
     """Σ of corner j's normalized weight over the examples since its snapshot (before it is
-    settled): e^(c_j - OFF) <= e^REBASE times its group's sum, each term below 1 / Z."""
-    k = _group(corners, j)
-    c = _constant(corners, j, corners[ETA, j])
-    return np.exp(c - groups[OFF, k]) * (groups[AVG, k] - corners[A, j])
+    settled): its unit (<= e^REBASE) times its group's sum, each term below 1 / Z."""
+    return corners[W, j] * (groups[AVG, _group(corners, j)] - corners[A, j])
 
 
 @njit(cache=True, nogil=True)
@@ -314,14 +393,43 @@ def _settle_all(corners, groups, records, coord, es, n):
     groups are then stale: the caller re-sums them). After a dense step all already are."""
     if es[L.E_GROUPED] == 0:
         return
-    for s in range(n):
-        _settle_coordinate(corners, groups, records, coord, es, s)
+    _settle_averages(corners, groups, coord, es, n)
+    step = es[L.E_STEP]
+    first = _largest_since(records, es, 0.0)
+    for j in range(2 * n):  # corners touched since the last full step: their own records
+        if 0.0 < corners[T, j] < step and corners[B2, j] < first:
+            corners[B2, j] = max(corners[B2, j], _largest_since(records, es, corners[T, j]))
+    _settle_untouched(corners, 2 * n, es[L.E_S1], es[L.E_S2], first)
     ghost = corners.shape[1] - 1
     _settle_corner(corners, records, es, ghost)
     es[L.E_S1] = es[L.E_S2] = es[L.E_STEP] = es[L.E_RECORDS] = 0.0
-    for j in range(2 * n):
-        corners[S1, j] = corners[S2, j] = corners[T, j] = 0.0
     corners[S1, ghost] = corners[S2, ghost] = corners[T, ghost] = 0.0
+
+
+# _settle_all's loops over the corners: the records' search (a branch per corner) apart, they
+# vectorize.
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _settle_averages(corners, groups, coord, es, n):
+    """The session sums of θ̂ brought up to date (before the corners are settled)."""
+    eps = es[L.E_EPS]
+    for s in range(np.uint64(0), np.uint64(n)):
+        coord[L.K_AVG, s] += eps * (_average_share(corners, groups, es, 2 * s)
+                                    - _average_share(corners, groups, es, 2 * s + 1))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _settle_untouched(corners, hi, s1, s2, first):
+    """Corners 0..hi-1 settled as :func:`_settle_corner` does, given the sums and the largest
+    |rho| since step 0 (``first``; a touched corner's B2 is already settled), and their
+    snapshots restarted at 0."""
+    for j in range(np.uint64(0), np.uint64(hi)):
+        d1 = s1 - corners[S1, j]
+        d2 = s2 - corners[S2, j]
+        corners[V, j] += d2
+        corners[B2, j] = vmath.maximum(corners[B2, j], first if corners[T, j] == 0.0 else 0.0)
+        corners[R, j] += 0.5 * (d1 - corners[ETA, j] * d2)
+        corners[S1, j] = corners[S2, j] = corners[T, j] = 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -351,13 +459,23 @@ def _grow_all(corners, lo, hi, log_n):
         corners[T, j] = boa.rate(v, b, log_n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _freeze_all(corners, lo, hi):
-    """The fresh rates of row T rounded down to their levels."""
-    for j in range(lo, hi):
-        level = level_below(corners[T, j])
-        corners[LEVEL, j] = level
-        corners[ETA, j] = rate_of(level)
+    """The fresh rates of row T rounded down to their levels: :func:`level_below` and
+    :func:`rate_of` as selects (a loop that vectorizes), the same numbers."""
+    for j in range(np.uint64(lo), np.uint64(hi)):
+        eta = corners[T, j]
+        eta = eta if eta > _LOW_RATE else _LOW_RATE  # (NaN too)
+        eta = eta if eta < _HIGH_RATE else _HIGH_RATE
+        k, power, m = vmath.binary_parts(eta)
+        fraction = 1.0
+        i = 0.0
+        for step in range(1, STEPS):
+            above = m >= _FRACTIONS[step]
+            fraction = _FRACTIONS[step] if above else fraction
+            i += 1.0 if above else 0.0
+        corners[LEVEL, j] = k * STEPS + i
+        corners[ETA, j] = fraction * power
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -449,7 +567,7 @@ def add_coordinate(corners, groups, records, coord, es, s):
     """Coordinate s (the last of the active ones) joins, its corners with the ghost's state (a
     coordinate no gradient touched)."""
     if es[L.E_GROUPED] == 0:
-        _regroup(corners, groups, es, s)
+        _group_weights(corners, groups, es, s)
     ghost = corners.shape[1] - 1
     far = False
     for j in (2 * s, 2 * s + 1):
@@ -463,9 +581,11 @@ def add_coordinate(corners, groups, records, coord, es, s):
 @njit(cache=True, nogil=True)
 def _accumulate(groups, es):
     """The session sums count the iterate this example was predicted with."""
-    for k in range(max(int(es[L.E_LO]), 0), min(int(es[L.E_HI]) + 1, groups.shape[1])):
-        if groups[COUNT, k] > 0:
-            groups[AVG, k] += groups[TERM, k] * _inverse(es)
+    inverse = _inverse(es)
+    lo = max(int(es[L.E_LO]), 0)
+    hi = max(min(int(es[L.E_HI]) + 1, groups.shape[1]), lo)
+    for k in range(np.uint64(lo), np.uint64(hi)):  # (unsigned: it vectorizes)
+        groups[AVG, k] += groups[TERM, k] * inverse  # (TERM is 0 for an empty group)
 
 
 @njit(cache=True, nogil=True)
@@ -476,7 +596,8 @@ def learn(corners, groups, records, coord, es, x_buf, touched, nt, d1, n):
     m = 0.0
     for i in range(nt):
         s = touched[i]
-        m += d1 * x_buf[s] * (weight(corners, es, 2 * s) - weight(corners, es, 2 * s + 1))
+        m += d1 * x_buf[s] * (weight(corners, groups, es, 2 * s)
+                              - weight(corners, groups, es, 2 * s + 1))
     rho = eps * m * _inverse(es)
     ghost = corners.shape[1] - 1
     es[L.E_TOUCHES] += nt
@@ -488,12 +609,13 @@ def learn(corners, groups, records, coord, es, x_buf, touched, nt, d1, n):
         if grouped:
             _accumulate(groups, es)
             _settle_all(corners, groups, records, coord, es, n)
+            _clear(groups, es)
         _dense_step(corners, coord, es, x_buf, d1, rho, n, not grouped)
         es[L.E_TOUCHES] = 0.0
         es[L.E_S2_FULL] = es[L.E_S2_SESSION]
         return
     if not grouped:
-        _regroup(corners, groups, es, n)
+        _group_weights(corners, groups, es, n)
     _accumulate(groups, es)
     for i in range(nt):
         s = touched[i]
@@ -540,9 +662,9 @@ def complete_loaded(corners, groups, es, n):
 @njit(cache=True, nogil=True)
 def restored(corners, groups, es, n):
     """A model file's corners and groups (their saved rows) made whole: the rates, and the
-    groups' terms and Z or the explicit weights, as they were. A model from before frozen
-    rates holds each corner's settled (V, B2, R, weight): its corners get the frozen rates of
-    their state, and groups."""
+    groups' terms and Z, as they were (the corners' units or weights are saved). A model
+    from before frozen rates holds each corner's settled (V, B2, R, weight): its corners get
+    the frozen rates of their state, and groups."""
     ghost = corners.shape[1] - 1
     if es[L.E_FROZEN] == 0:
         log_n = np.log(2.0 * max(n, 1))
@@ -559,7 +681,8 @@ def restored(corners, groups, es, n):
         if j < 2 * n or j == ghost:
             corners[ETA, j] = rate_of(corners[LEVEL, j])
     if es[L.E_GROUPED] == 0:
-        _weights(corners, 2 * n, es[L.E_TOP])
+        for k in range(groups.shape[1]):  # while stale, no group has corners
+            groups[COUNT, k] = 0.0
         return
     for k in range(max(int(es[L.E_LO]), 0), min(int(es[L.E_HI]) + 1, groups.shape[1])):
         if groups[COUNT, k] > 0:

@@ -331,8 +331,8 @@ def _fresh(experts_rows: np.ndarray) -> np.ndarray:
 def _frozen_state_fits(corner_rows: np.ndarray, es: np.ndarray, n: int) -> bool:
     """Whether one instance's corners (boa_corners' saved rows; a column each) have V >= 0, B2
     at least its start, a level in range (its group), snapshots of the sums and steps since the
-    last rebase, and its scalars counts where they are."""
-    v, b2, _, level, _, s2, _, step = corner_rows
+    last rebase, weights (or units) >= 0, and its scalars counts where they are."""
+    v, b2, _, level, _, s2, _, step, w = corner_rows
     whole = counts(es[[L.E_STEP, L.E_RECORDS, L.E_LO, L.E_HI, L.E_GROUPED]])
     return bool(whole and es[L.E_RECORDS] <= boa_corners.RECORDS and es[L.E_GROUPED] <= 1
                 and es[L.E_HI] < boa_corners.LEVELS and es[L.E_S2] >= 0
@@ -340,7 +340,8 @@ def _frozen_state_fits(corner_rows: np.ndarray, es: np.ndarray, n: int) -> bool:
                 and np.all((level == np.round(level)) & (level >= boa_corners.LEVEL_LOW)
                            & (level <= boa_corners.LEVEL_HIGH))
                 and np.all((s2 >= 0) & (s2 <= es[L.E_S2]))
-                and np.all((step == np.round(step)) & (step >= 0) & (step <= es[L.E_STEP])))
+                and np.all((step == np.round(step)) & (step >= 0) & (step <= es[L.E_STEP]))
+                and np.all(w >= 0))
 
 
 def _check_groups(corners: np.ndarray, groups: np.ndarray, records: np.ndarray,

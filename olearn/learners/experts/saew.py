@@ -134,13 +134,13 @@ def fits(ew, size):
 # --- one instance -------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True, inline="always")
-def _deviation(corners, coord, es, sub, s):
+def _deviation(corners, groups, coord, es, sub, s):
     """θ̂_s - center_s of one instance."""
     if sub == L.SGD:
         return l1_sgd.deviation(coord, es, s)
     if sub == L.EG:
         return eg.deviation(coord, es, s)
-    return boa_corners.deviation(corners, es, s)
+    return boa_corners.deviation(corners, groups, es, s)
 
 
 @njit(cache=True, nogil=True)
@@ -254,10 +254,10 @@ def _budget(es, settings):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _iterate(sub, corners, coord, es, n, out):
+def _iterate(sub, corners, groups, coord, es, n, out):
     """out[:n] = θ̂ of one instance (``sub`` a constant: a loop compiled per subroutine)."""
     for s in range(n):
-        out[s] = coord[L.K_CENTER, s] + _deviation(corners, coord, es, sub, s)
+        out[s] = coord[L.K_CENTER, s] + _deviation(corners, groups, coord, es, sub, s)
 
 
 @njit(cache=True, nogil=True)
@@ -274,11 +274,11 @@ def _estimate(corners, groups, records, coord, es, settings, n, kind, keep, out)
         else:
             boa_corners.rebase(corners, groups, records, coord, es, n)
     if kind == 0 and sub == L.SGD:
-        _iterate(L.SGD, corners, coord, es, n, out)
+        _iterate(L.SGD, corners, groups, coord, es, n, out)
     elif kind == 0 and sub == L.EG:
-        _iterate(L.EG, corners, coord, es, n, out)
+        _iterate(L.EG, corners, groups, coord, es, n, out)
     elif kind == 0:
-        _iterate(L.BOA, corners, coord, es, n, out)
+        _iterate(L.BOA, corners, groups, coord, es, n, out)
     else:
         steps = es[L.E_N]
         for s in range(n):
@@ -342,23 +342,24 @@ def _instance_learn(corners, groups, records, coord, es, settings, x_buf, touche
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _raw(sub, corners, coord, es, slot, f_idx, f_val, lo, hi):
+def _raw(sub, corners, groups, coord, es, slot, f_idx, f_val, lo, hi):
     raw = 0.0
     for k in range(lo, hi):
         s = slot[f_idx[k]]
         if s >= 0:
-            raw += (coord[L.K_CENTER, s] + _deviation(corners, coord, es, sub, s)) * f_val[k]
+            theta = coord[L.K_CENTER, s] + _deviation(corners, groups, coord, es, sub, s)
+            raw += theta * f_val[k]
     return raw
 
 
 @njit(cache=True, nogil=True)
-def _instance_raw(corners, coord, es, sub, slot, f_idx, f_val, lo, hi):
+def _instance_raw(corners, groups, coord, es, sub, slot, f_idx, f_val, lo, hi):
     """One instance's θ̂ · x (``sub``'s loop compiled for it)."""
     if sub == L.SGD:
-        return _raw(L.SGD, corners, coord, es, slot, f_idx, f_val, lo, hi)
+        return _raw(L.SGD, corners, groups, coord, es, slot, f_idx, f_val, lo, hi)
     if sub == L.EG:
-        return _raw(L.EG, corners, coord, es, slot, f_idx, f_val, lo, hi)
-    return _raw(L.BOA, corners, coord, es, slot, f_idx, f_val, lo, hi)
+        return _raw(L.EG, corners, groups, coord, es, slot, f_idx, f_val, lo, hi)
+    return _raw(L.BOA, corners, groups, coord, es, slot, f_idx, f_val, lo, hi)
 
 
 # --- the learner: K instances sharing the active index ----------------------------------------
@@ -424,10 +425,11 @@ def predict(ew, f_idx, f_val, lo, hi, y_min, y_max, learn):
         shared[L.SH_ACTIVE] = n
         shared[L.SH_TOUCHED] = nt
     if not calibrate:
-        return _instance_raw(corners[0], coord[0], es[0], sub, slot, f_idx, f_val, lo, hi)
+        return _instance_raw(corners[0], groups[0], coord[0], es[0], sub, slot, f_idx, f_val,
+                             lo, hi)
     raw = 0.0
     for k in range(instances):
-        f = _instance_raw(corners[k], coord[k], es[k], sub, slot, f_idx, f_val, lo, hi)
+        f = _instance_raw(corners[k], groups[k], coord[k], es[k], sub, slot, f_idx, f_val, lo, hi)
         f = min(max(f, y_min), y_max)
         meta[boa.ROWS, k] = f
         if _mixed(es, k, j):
