@@ -8,6 +8,7 @@ from reference import experts_predictions
 from test_model import _error_line
 
 from olearn.engine.learner import OnlineLearner
+from olearn.learners.experts import boa_corners
 from olearn.options.config import Config
 
 
@@ -437,3 +438,16 @@ def test_sgd_options_are_refused_for_a_model_of_another_subroutine(tmp_path, hal
     assert run_olearn("--quiet", "-d", halves[0], "--saew", "-f", model)[0] == 0
     assert "--saew_sgd_l1 needs --saew_sub sgd" in _error_line(
         run_olearn("--quiet", "-d", halves[1], "-i", model, "--saew_sgd_l1", "0.25"))
+
+
+def test_vectorized_levels_equal_level_below_and_rate_of():
+    rng = np.random.default_rng(5)
+    rates = np.concatenate([np.exp(rng.uniform(-800, 20, 5000)),
+                            [0.0, np.nan, np.inf, 1e-305, 2.0 ** -1000, 2.0 ** 20, 2.0 ** 25,
+                             2.0 ** (3 / 16), np.nextafter(2.0 ** (3 / 16), 0)]])
+    corners = np.zeros((boa_corners.ROWS, len(rates)))
+    corners[boa_corners.T] = rates
+    boa_corners._freeze_all(corners, 0, len(rates))
+    levels = [boa_corners.level_below(r) for r in rates]
+    assert np.array_equal(corners[boa_corners.LEVEL], levels)
+    assert np.array_equal(corners[boa_corners.ETA], [boa_corners.rate_of(k) for k in levels])

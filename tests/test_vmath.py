@@ -91,3 +91,22 @@ def test_prefetching_any_row_is_harmless():
     rows = np.array([0, 1, 2, -1, 1 << 40, -(1 << 40), (1 << 62)], dtype=np.int64)
     assert _prefetch_rows(table, rows) == 0.0
     assert table.tolist() == np.arange(8.0).reshape(2, 4).tolist()
+
+
+@njit(cache=True)
+def _binary_parts(xs):
+    out = np.empty((3, len(xs)))
+    for i in range(len(xs)):
+        out[0, i], out[1, i], out[2, i] = vmath.binary_parts(xs[i])
+    return out
+
+
+def test_binary_parts_are_the_exponent_its_power_and_the_mantissa():
+    rng = np.random.default_rng(3)
+    xs = np.concatenate([np.exp(rng.uniform(-700, 700, 2000)),
+                         [2.0 ** -1022, 1.0, 1.5, 2.0 ** 1023, np.nextafter(2.0, 0)]])
+    k, power, m = _binary_parts(xs)
+    mantissa, exponent = np.frexp(xs)  # xs = mantissa 2^exponent, 0.5 <= mantissa < 1
+    assert np.array_equal(k, exponent - 1.0)
+    assert np.array_equal(power, np.ldexp(1.0, exponent - 1))
+    assert np.array_equal(m, 2.0 * mantissa)

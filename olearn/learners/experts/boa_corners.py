@@ -400,7 +400,7 @@ def _settle_all(corners, groups, records, coord, es, n):
         if 0.0 < corners[T, j] < step and corners[B2, j] < first:
             corners[B2, j] = max(corners[B2, j], _largest_since(records, es, corners[T, j]))
     _settle_untouched(corners, 2 * n, es[L.E_S1], es[L.E_S2], first)
-    ghost = corners.shape[1] - 1
+    ghost = 2 * n
     _settle_corner(corners, records, es, ghost)
     es[L.E_S1] = es[L.E_S2] = es[L.E_STEP] = es[L.E_RECORDS] = 0.0
     corners[S1, ghost] = corners[S2, ghost] = corners[T, ghost] = 0.0
@@ -537,7 +537,7 @@ def _dense_step(corners, coord, es, x_buf, d1, rho, n, average):
         eps_g = eps_d1 * x_buf[s]
         corners[A, 2 * s] = rho - eps_g
         corners[A, 2 * s + 1] = rho + eps_g
-    ghost = corners.shape[1] - 1
+    ghost = 2 * n
     corners[A, ghost] = rho
     log_n = np.log(2.0 * n)
     total, top, high = _steps(corners, 0, 2 * n, log_n, offset)
@@ -554,9 +554,8 @@ def _dense_step(corners, coord, es, x_buf, d1, rho, n, average):
 @njit(cache=True, nogil=True)
 def fresh(corners, groups, records, es, n):
     """Uniform weights on the 2n corners (and the ghost), as a new session starts."""
-    for j in range(2 * n):
+    for j in range(2 * n + 1):
         _reset_corner(corners, j)
-    _reset_corner(corners, corners.shape[1] - 1)
     es[L.E_S1] = es[L.E_S2] = es[L.E_STEP] = es[L.E_RECORDS] = 0.0
     es[L.E_TOUCHES] = es[L.E_S2_SESSION] = es[L.E_S2_FULL] = 0.0
     _regroup(corners, groups, es, n)
@@ -565,14 +564,13 @@ def fresh(corners, groups, records, es, n):
 @njit(cache=True, nogil=True)
 def add_coordinate(corners, groups, records, coord, es, s):
     """Coordinate s (the last of the active ones) joins, its corners with the ghost's state (a
-    coordinate no gradient touched)."""
+    coordinate no gradient touched): the ghost, in column 2s, moves on to 2s + 2."""
     if es[L.E_GROUPED] == 0:
         _group_weights(corners, groups, es, s)
-    ghost = corners.shape[1] - 1
+    for row in range(ROWS):
+        corners[row, 2 * s + 2] = corners[row, 2 * s + 1] = corners[row, 2 * s]
     far = False
     for j in (2 * s, 2 * s + 1):
-        for row in range(ROWS):
-            corners[row, j] = corners[row, ghost]
         far |= _join(groups, es, j, corners)
     _total(groups, es)
     settle_if_needed(corners, groups, records, coord, es, s + 1, far)
@@ -599,7 +597,7 @@ def learn(corners, groups, records, coord, es, x_buf, touched, nt, d1, n):
         m += d1 * x_buf[s] * (weight(corners, groups, es, 2 * s)
                               - weight(corners, groups, es, 2 * s + 1))
     rho = eps * m * _inverse(es)
-    ghost = corners.shape[1] - 1
+    ghost = 2 * n
     es[L.E_TOUCHES] += nt
     es[L.E_S2_SESSION] += rho * rho
     top_rate = rate_of(max(es[L.E_HI] + LEVEL_LOW, corners[LEVEL, ghost]))
@@ -665,21 +663,18 @@ def restored(corners, groups, es, n):
     groups' terms and Z, as they were (the corners' units or weights are saved). A model
     from before frozen rates holds each corner's settled (V, B2, R, weight): its corners get
     the frozen rates of their state, and groups."""
-    ghost = corners.shape[1] - 1
     if es[L.E_FROZEN] == 0:
         log_n = np.log(2.0 * max(n, 1))
-        for j in range(corners.shape[1]):
-            if j < 2 * n or j == ghost:
-                corners[S1, j] = corners[S2, j] = corners[A, j] = corners[T, j] = 0.0
-                corners[LEVEL, j] = level_below(boa.rate(corners[V, j], corners[B2, j], log_n))
-                corners[ETA, j] = rate_of(corners[LEVEL, j])
+        for j in range(2 * n + 1):  # (the ghost is column 2n)
+            corners[S1, j] = corners[S2, j] = corners[A, j] = corners[T, j] = 0.0
+            corners[LEVEL, j] = level_below(boa.rate(corners[V, j], corners[B2, j], log_n))
+            corners[ETA, j] = rate_of(corners[LEVEL, j])
         es[L.E_FROZEN] = 1.0
         es[L.E_S1] = es[L.E_S2] = es[L.E_STEP] = es[L.E_RECORDS] = 0.0
         _regroup(corners, groups, es, n)
         return
-    for j in range(corners.shape[1]):
-        if j < 2 * n or j == ghost:
-            corners[ETA, j] = rate_of(corners[LEVEL, j])
+    for j in range(2 * n + 1):
+        corners[ETA, j] = rate_of(corners[LEVEL, j])
     if es[L.E_GROUPED] == 0:
         for k in range(groups.shape[1]):  # while stale, no group has corners
             groups[COUNT, k] = 0.0

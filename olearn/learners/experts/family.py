@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from olearn.core.checks import REL_TOL, counts, require
+from olearn.core.memory import sparse_zeros
 from olearn.data.hashing import CONSTANT_HASH
 from olearn.errors import OlearnError, OptionError
 from olearn.kernel.layouts import S_MAX, S_MIN
@@ -119,11 +120,11 @@ def new_experts(config: Config) -> tuple:
     settings[L.S_CONSTANT] = -1 if config.noconstant else CONSTANT_HASH & config.mask
     settings[L.S_SGD_ETA] = config.saew_sgd_eta
     settings[L.S_SGD_L1] = config.saew_sgd_l1
-    groups = np.zeros((count, boa_corners.GROUP_ROWS, boa_corners.LEVELS if boa_sub else 1))
+    groups = sparse_zeros((count, boa_corners.GROUP_ROWS, boa_corners.LEVELS if boa_sub else 1))
     records = np.zeros((count, 2, boa_corners.RECORDS if boa_sub else 1))
     return (np.full(cap, -1, dtype=np.int32), np.zeros(cap, dtype=np.int64), np.zeros(cap),
-            np.zeros(cap, dtype=np.int64), np.zeros((count, corner_rows, corner_columns)),
-            np.zeros((count, L.K_ROWS, cap)), es, shared, meta, settings, groups, records)
+            np.zeros(cap, dtype=np.int64), sparse_zeros((count, corner_rows, corner_columns)),
+            sparse_zeros((count, L.K_ROWS, cap)), es, shared, meta, settings, groups, records)
 
 
 ExponentialWeightsState = namedtuple("ExponentialWeightsState", ["ew"])
@@ -205,7 +206,7 @@ class ExponentialWeights(LearnerFamily):
         saved_records = np.zeros((k, 2, 0))
         if corners.shape[2] > 1:
             rows = boa_corners.SAVED_ROWS
-            corners = np.concatenate([corners[:, :rows, :2 * n], corners[:, :rows, -1:]], axis=2)
+            corners = corners[:, :rows, :2 * n + 1]  # (the ghost is column 2n)
             if shared[L.SH_T] > 0:  # (before the first example, the groups are not formed)
                 low, high = int(es[:, L.E_LO].min()), int(es[:, L.E_HI].max())
                 saved_groups = groups[:, :boa_corners.SAVED_GROUP_ROWS, low:high + 1]
@@ -229,8 +230,7 @@ class ExponentialWeights(LearnerFamily):
         hashes[:n] = arrays["ew_hashes"]
         slot[hashes[:n]] = np.arange(n, dtype=slot.dtype)
         if boa_sub:
-            corners[:, :rows, :2 * n] = arrays["ew_corners"][:, :, :-1]
-            corners[:, :rows, -1] = arrays["ew_corners"][:, :, -1]
+            corners[:, :rows, :2 * n + 1] = arrays["ew_corners"]
         else:
             corners[:] = arrays["ew_corners"]
         coord[:, :, :n] = arrays["ew_coord"]

@@ -9,8 +9,9 @@ the calibration grid) sharing that index. Arrays of the ``ew`` tuple:
     x_buf    float64 (cap,)          the current example's values, summed per coordinate
     touched  int64 (cap,)            the current example's distinct coordinates
     corners  float64 (K, ROWS, 2 cap + 1)  BOA's experts (boa_corners.py): corner 2s is +, 2s + 1
-                                     is -; the last column is the "ghost", a corner no gradient
-                                     has touched (new coordinates start from its state)
+                                     is -; column 2n (n active) is the "ghost", a corner no
+                                     gradient has touched (new coordinates start from its state;
+                                     next to the active ones, so the pages touched grow with n)
     coord    float64 (K, K_ROWS, cap)  per coordinate: center, session sum of θ̂ - center, EG's or
                                      SGD's state
     es       float64 (K, E_SIZE)     per-instance scalars
