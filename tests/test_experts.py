@@ -210,6 +210,24 @@ def test_testonly_predicts_with_the_exported_sparse_model(tmp_path, halves):
                                rtol=1e-5, atol=1e-6)
 
 
+def test_testonly_predicts_by_the_runs_saew_output(tmp_path, halves):
+    _, second, whole = halves
+    options = ("--saew", "--saew_C", "0.05", "--saew_d0", "2", "--saew_regrow_floor", "0")
+    for output in ("iterate", "sparse"):
+        assert run_olearn("--quiet", "-d", whole, "-f", tmp_path / f"{output}.olearn",
+                          *options, "--saew_output", output)[0] == 0
+    for model, output in (("iterate", "sparse"), ("sparse", "iterate")):
+        assert run_olearn("--quiet", "-t", "-i", tmp_path / f"{model}.olearn", "-d", second,
+                          "-p", tmp_path / f"{model}-as-{output}.p",
+                          "--saew_output", output)[0] == 0
+        assert run_olearn("--quiet", "-t", "-i", tmp_path / f"{output}.olearn", "-d", second,
+                          "-p", tmp_path / f"{output}.p")[0] == 0
+        np.testing.assert_array_equal(np.loadtxt(tmp_path / f"{model}-as-{output}.p"),
+                                      np.loadtxt(tmp_path / f"{output}.p"))
+    assert not np.array_equal(np.loadtxt(tmp_path / "sparse.p"),
+                              np.loadtxt(tmp_path / "iterate.p"))
+
+
 def _truncated(values, d0, keep=-1, budget=np.inf, floor=0.0):
     from olearn.learners.experts.saew import _truncate
     values = np.array(values)

@@ -411,10 +411,13 @@ class OnlineLearner:
         ``preds`` (shape (len(batch), :meth:`prediction_columns`)) receives each output and raw
         score (with --oaa, then each class's score or probability).
         """
-        if self._wildcards:
-            self._see_namespaces(batch)
-        if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
-            self._exported = False
+        if self.config.testonly:  # nothing is learned: the experts' θ, exported once, holds
+            self._before_predicting(batch)  # (by this run's --saew_output)
+        else:
+            if self._wildcards:
+                self._see_namespaces(batch)
+            if self._exported:  # (a test: setting an attribute runs __setattr__, in Python)
+                self._exported = False
         rows = np.empty((len(batch) if self.config.progress_add else ROWS_PER_BATCH,
                          layouts.ROW_COLS))
         rows = rows[:self._kernel(batch, preds, rows, self.params, self.state, self.stats)]
