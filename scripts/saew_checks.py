@@ -16,13 +16,17 @@ Checks:
   nonzeros: the truncation must err).
 * ``calib``: square and quantile (d = 500, T = 2000): calibrated SAEW against BOA and SAEW at
   fixed parameters.
-* ``floor``: the paper's square setting (d = 500, T = 2000), SAEW's sparse output (--saew_C
-  0.5, --saew_center last, radius 1) with d0 = 5, 2 and 20 (right, too small, too large) under
-  the default --saew_regrow_floor, the earlier default (--saew_regrow 0.75 without the floor)
-  and the paper's exact d0.
+* ``floor``: the paper's square and quantile settings (d = 500, T = 2000), SAEW's sparse output
+  (--saew_C 0.5, --saew_center last, radius 1; 1.1 with the quantile's intercept) with d0 = 5, 2
+  and 20 (right, too small, too large) under the default --saew_regrow_floor (and 20), the earlier
+  default (--saew_regrow 0.75 without the floor) and the paper's exact d0.
+
+``--plot JSON`` draws a check's saved results instead: per setting, the median ln error of each
+method against t (log-log, the slope is the rate), and for the ``floor`` check a panel per d0.
 
 Usage: python scripts/saew_checks.py robust|regrow|calib|floor [--runs 30] [--T 100000] [--seed 1]
        [--methods a,b] [--out experiments/saew]
+       python scripts/saew_checks.py --plot experiments/saew/checks-floor-seed14.json
 """
 from __future__ import annotations
 
@@ -62,13 +66,15 @@ CHECKS = {
                           "saew-C1": {"saew": True, "saew_C": 1.0},
                           "saew-C0.25": {"saew": True, "saew_C": 0.25},
                           "calibrated": {"saew_calibrate": True}}},
-    "floor": {"settings": {"square": (500, 2000, {**SQUARE, "radius": 1.0})},
+    "floor": {"settings": {"square": (500, 2000, {**SQUARE, "radius": 1.0}),
+                           "quantile": (500, 2000, QUANTILE)},
               "methods": {f"saew-d0{d0}-{name}": {"saew": True, "saew_C": 0.5,
                                                   "saew_center": "last",
                                                   "saew_output": "sparse", "saew_d0": d0,
                                                   **rule}
                           for d0 in (5, 2, 20)
                           for name, rule in (("floor50", {}),
+                                             ("floor20", {"saew_regrow_floor": 20.0}),
                                              ("regrow0.75", {"saew_regrow": 0.75,
                                                              "saew_regrow_floor": 0.0}),
                                              ("exact", {"saew_regrow_floor": 0.0}))}},
@@ -98,7 +104,47 @@ def run_method(olearn, X, y, opts: dict, cps: np.ndarray, intercept: bool) -> np
     return out
 
 
+def plot(path: Path) -> Path:
+    """The median curves of a saved check, next to its JSON (``.png``): a row per setting, and
+    for the ``floor`` check a panel per d0."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    results = json.loads(path.read_text())
+    rows = []  # per setting: (d0 or "", its methods)
+    for r in results["settings"].values():
+        groups: dict[str, list[str]] = {}
+        for m in r["curves"]:
+            d0 = m.split("-")[1][2:] if "floor" in path.name and m.startswith("saew-d0") else ""
+            groups.setdefault(d0, []).append(m)
+        rows.append(list(groups.items()))
+    width = max(len(row) for row in rows)
+    fig, axes = plt.subplots(len(rows), width, figsize=(4.2 * width, 3.4 * len(rows)),
+                             squeeze=False)
+    for (name, r), row, panel_row in zip(results["settings"].items(), rows, axes):
+        for ax, (d0, methods) in zip(panel_row, row):
+            for m in methods:
+                ax.plot(r["checkpoints"], np.median(np.array(r["curves"][m]), axis=0), label=m)
+            ax.set_xscale("log")
+            ax.set_xlabel("t")
+            ax.set_ylabel("median ln ||θ̂ - θ*||²")
+            title = f"{name}, d0 = {d0}" if d0 else name
+            ax.set_title(f"{title} (d = {r['d']}, {r['runs']} runs)", fontsize=9)
+            ax.legend(fontsize=7)
+        for ax in panel_row[len(row):]:
+            ax.axis("off")
+    fig.tight_layout()
+    out = path.with_suffix(".png")
+    fig.savefig(out, dpi=80)
+    return out
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--plot"] and len(argv) == 2:
+        print(f"(written {plot(Path(argv[1]))})")
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("check", choices=sorted(CHECKS))
     ap.add_argument("--runs", type=int, default=30)
