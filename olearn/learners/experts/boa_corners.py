@@ -168,9 +168,7 @@ def _join(groups, es, j, corners):
     k = _group(corners, j)
     c = _constant(corners, j, corners[ETA, j])
     if groups[COUNT, k] == 0:
-        groups[OFF, k] = c
-        groups[SUM, k] = groups[AVG, k] = 0.0
-        groups[RATE, k] = corners[ETA, j]
+        _open(groups, k, corners[ETA, j], c)
     corners[W, j] = np.exp(c - groups[OFF, k])
     groups[SUM, k] += corners[W, j]
     groups[COUNT, k] += 1
@@ -178,6 +176,14 @@ def _join(groups, es, j, corners):
     es[L.E_LO] = min(es[L.E_LO], k)
     es[L.E_HI] = max(es[L.E_HI], k)
     return c - groups[OFF, k] > REBASE
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _open(groups, k, rate, unit):
+    """Group k (empty) opens, for corners of rate ``rate``, in units of e^unit."""
+    groups[OFF, k] = unit
+    groups[SUM, k] = groups[AVG, k] = 0.0
+    groups[RATE, k] = rate
 
 
 @njit(cache=True, nogil=True)
@@ -261,9 +267,7 @@ def _regroup(corners, groups, es, n):
         c = _constant(corners, j, corners[ETA, j])
         corners[W, j] = c
         if groups[COUNT, k] == 0:
-            groups[OFF, k] = c
-            groups[SUM, k] = groups[AVG, k] = 0.0
-            groups[RATE, k] = corners[ETA, j]
+            _open(groups, k, corners[ETA, j], c)
         else:
             groups[OFF, k] = max(groups[OFF, k], c)
         groups[COUNT, k] += 1
@@ -291,9 +295,8 @@ def _group_weights(corners, groups, es, n):
     for j in range(2 * n):  # (while stale, no group has corners)
         k = _group(corners, j)
         if groups[COUNT, k] == 0:
-            groups[SUM, k] = groups[AVG, k] = groups[TERM, k] = 0.0
-            groups[RATE, k] = corners[ETA, j]
-            groups[OFF, k] = es[L.E_TOP]
+            _open(groups, k, corners[ETA, j], es[L.E_TOP])
+            groups[TERM, k] = 0.0
         groups[SUM, k] += corners[W, j]
         groups[TERM, k] = max(groups[TERM, k], corners[W, j])  # the heaviest, for the check
         groups[COUNT, k] += 1
