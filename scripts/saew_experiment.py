@@ -258,7 +258,11 @@ class Runner:
             chunk = ((data[0][prev:c], data[1][prev:c]) if isinstance(data, tuple)
                      else (data[prev:c],))
             # partial_fit, keeping the progressive predictions
-            preds.append(learner._run(learner._batches(*chunk), learn=True, stacklevel=2)[0][:, 0])
+            for batch in learner._batches(*chunk):
+                for piece in learner._learner.pieces(batch):
+                    predicted = learner._learner.new_predictions(piece)
+                    learner._learner.learn(piece, predicted)
+                    preds.append(predicted[:, 0].copy())
             prev = c
             learner._learner.sync()
             out[k] = learner._learner.weights[idx, 0]
