@@ -167,6 +167,9 @@ class OnlineLearner:
         except OlearnError as exc:  # the model's options (e.g. its -b) can be the cause
             raise OlearnError(exc.message, exc.file or path) from None
         saved.restore(learner, path)
+        # a model file's weights are its experts' θ as exported when it was saved, by its
+        # --saew_output: a test-only run predicts from them unless it asks for another θ
+        learner._exported = saved.options.get("saew_output") == config.saew_output
         regularizer.load_input(learner)
         if (config.preserve_performance_counters and not config.testonly
                 and "counters" in saved.arrays):
