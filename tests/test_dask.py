@@ -23,6 +23,8 @@ from olearn.persistence import model
 
 distributed = pytest.importorskip("distributed")
 from olearn.scale import distributed as olearn_dask  # noqa: E402  (needs dask)
+from olearn.scale import merge as olearn_merge  # noqa: E402
+from olearn.scale import sync  # noqa: E402
 
 FAST_CONNECT = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
 
@@ -241,7 +243,7 @@ def _leaf(w, g, n, start_g=None):
     learner = OnlineLearner(Config(bit_precision=1, quiet=True))
     learner.weights[0, [W_W, W_G, W_N]] = w, g, n
     learner.stats[layouts.R_W_LABELED] = 1.0
-    return olearn_dask._partial(olearn_dask.Snapshot.of(learner), start_g, learner.stats, None,
+    return olearn_merge.partial_of(olearn_merge.Snapshot.of(learner), start_g, learner.stats, None,
                                 [], 0, power=1.0), learner
 
 
@@ -250,7 +252,7 @@ def test_weights_learned_with_a_smaller_normalizer_are_rescaled_before_averaging
     the learner itself rescales w by N_old/N_new), then the G-weighted mean."""
     a, _ = _leaf(2.0, 1.0, 1.0, start_g=np.zeros(2))
     b, _ = _leaf(3.0, 1.0, 4.0, start_g=np.zeros(2))
-    assert olearn_dask.combine(a, b).rows[0, 0] == pytest.approx((2.0 / 4 + 3.0) / 2)
+    assert olearn_merge.combine(a, b).rows[0, 0] == pytest.approx((2.0 / 4 + 3.0) / 2)
 
 
 @pytest.mark.parametrize("g_b, w, share", [(5.0, 2.0, "a's"), (np.inf, 2.5, "equal")])
@@ -260,7 +262,7 @@ def test_an_overflowed_gradient_sum_weights_the_average_without_nan(g_b, w, shar
     infinite one; the merged G stays inf."""
     a, _ = _leaf(2.0, np.inf, 1.0, start_g=np.zeros(2))
     b, _ = _leaf(3.0, g_b, 1.0, start_g=np.zeros(2))
-    rows = olearn_dask.combine(a, b).rows
+    rows = olearn_merge.combine(a, b).rows
     assert rows[0, 0] == w and rows[0, 1] == np.inf, share
 
 
@@ -274,7 +276,7 @@ def test_sync_adds_an_overflowed_gradient_sum_as_inf(g_start):
     a, _ = _leaf(2.0, np.inf, 1.0)
     b, _ = _leaf(3.0, np.inf if g_start == np.inf else 1.0, 1.0)
     _, start = _leaf(1.0, g_start, 1.0)
-    merged = olearn_dask.combine(a, b, olearn_dask.Snapshot.of(start))
+    merged = olearn_merge.combine(a, b, olearn_merge.Snapshot.of(start))
     assert merged.rows[0, 0] == 4.0 and merged.rows[0, 1] == np.inf
 
 
@@ -284,7 +286,7 @@ def test_sync_adds_changes_in_the_largest_normalizers_units():
     a, _ = _leaf(2.0, 1.0, 1.0)
     b, _ = _leaf(3.0, 1.0, 4.0)
     _, start = _leaf(1.0, 0.5, 1.0)
-    merged = olearn_dask.combine(a, b, olearn_dask.Snapshot.of(start))
+    merged = olearn_merge.combine(a, b, olearn_merge.Snapshot.of(start))
     assert merged.rows[0, 0] == pytest.approx(2.0 / 4 + 3.0 - 1.0 / 4)
     assert merged.rows[0, 1] == pytest.approx(1.5)
 
@@ -453,10 +455,114 @@ def test_merged_statistics_follow_each_fields_declared_rule():
     a[layouts.R_DUMP_AT], b[layouts.R_DUMP_AT] = 4.0, 8.0  # table bookkeeping: the first copy's
     a[[layouts.R_LABEL1, layouts.R_LABEL2]] = 1.0, np.nan
     b[[layouts.R_LABEL1, layouts.R_LABEL2]] = 1.0, -1.0
-    out = olearn_dask.merge_stats(a, b)
+    out = olearn_merge.merge_stats(a, b)
     assert (out[layouts.R_SUM_LOSS], out[layouts.R_DUMP_AT]) == (3.5, 4.0)
     assert (out[layouts.R_LABEL1], out[layouts.R_LABEL2],
             out[layouts.R_MANY_LABELS]) == (1.0, -1.0, 0.0)
     b[layouts.R_LABEL2] = 7.0
-    c = olearn_dask.merge_stats(olearn_dask.merge_stats(a, b), out)
+    c = olearn_merge.merge_stats(olearn_merge.merge_stats(a, b), out)
     assert (c[layouts.R_LABEL1], c[layouts.R_LABEL2], c[layouts.R_MANY_LABELS]) == (1.0, 7.0, 1.0)
+
+
+# -- --dask_sync's merges of the changed rows -------------------------------------------------
+
+def _state(bits, rng):
+    """A learner's state with random weight rows (w, G, N), as the client keeps it."""
+    learner = OnlineLearner(Config(bit_precision=bits, quiet=True))
+    n = len(learner.weights)
+    learner.weights[:, [W_W, W_G, W_N]] = np.stack([rng.normal(size=n), rng.uniform(0, 4, n),
+                                                    rng.uniform(0.5, 2, n)], axis=1)
+    learner.state[:] = rng.uniform(1, 2, layouts.STATE_SIZE)
+    return learner
+
+
+def _moved(learner, rows, rng):
+    """``learner``'s state with ``rows`` moved (w, G up, N up or not) and one more example."""
+    moved = olearn_merge.Snapshot.of(learner)
+    moved = sync.restrict(moved, np.arange(len(learner.weights)), 0)  # a copy
+    moved.weights[rows, W_W] += rng.normal(size=len(rows))
+    moved.weights[rows, W_G] += rng.uniform(0, 1, len(rows))
+    moved.weights[rows, W_N] *= rng.choice([1.0, 1.5], len(rows))
+    moved.state[:] += rng.uniform(0, 1, layouts.STATE_SIZE)
+    return moved
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_merging_the_changed_rows_equals_merging_whole_states(seed):
+    """The sparse merge (each partition's changed rows, the start elsewhere) gives the merge of
+    the whole states bit for bit (merge.combine over the tree, then finish)."""
+    rng = np.random.default_rng(seed)
+    learner = _state(8, rng)
+    start = sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(256), 0)
+    states = [_moved(learner, np.sort(rng.choice(256, rng.integers(0, 40), replace=False)), rng)
+              for _ in range(int(rng.integers(1, 6)))]
+    stats = learner.new_stats()
+    stats[layouts.R_W_LABELED] = 1.0
+    config = Config(bit_precision=8, quiet=True, dask_sync=10)
+    dense = olearn_merge.tree([olearn_merge.partial_of(s, None, stats, None, [], 0, True, 1.0)
+                              for s in states],
+                             lambda a, b, level, i: olearn_merge.combine(a, b, start))
+    dense = olearn_merge.finish(dense, config, False)
+    segments = []
+    for s in states:
+        changed = np.flatnonzero((s.weights != start.weights).any(axis=1))
+        segments.append(sync.Segment(sync.Rows(changed, sync.restrict(s, changed, 0)), stats,
+                                     None, [], 0, True))
+    kept = sync.restrict(start, np.arange(256), 0)
+    merged, _ = sync.merge(segments, kept, config, False, 0)
+    assert kept.weights.tobytes() == dense.weights.tobytes()
+    assert kept.state.tobytes() == dense.state.tobytes()
+    assert set(merged.index) == set().union(*(set(s.rows.index) for s in segments))
+
+
+def _traffic(address, paths, capsys, **options):
+    """The rows changed per merge and the bytes per merge that --dask_sync reports."""
+    run_dask(address, paths, quiet=False, **options)
+    line = next(line for line in capsys.readouterr().err.splitlines()
+                if line.startswith("dask_sync:"))
+    words = line.replace(",", "").split()
+    return float(words[3]), float(words[words.index("merge:") + 1])
+
+
+def test_sync_bytes_grow_with_the_rows_changed_not_the_table(cluster, parts, capsys):
+    """The same data at -b 16 and -b 22 (64× the table) moves the same rows and bytes per
+    merge: the 60 features and the constant, at most, each a row of a few numbers."""
+    small = _traffic(cluster.scheduler_address, parts, capsys, dask_sync=500, bit_precision=16)
+    large = _traffic(cluster.scheduler_address, parts, capsys, dask_sync=500, bit_precision=22)
+    assert small == large
+    rows, kilobytes = small
+    assert 20 <= rows <= 61
+    assert kilobytes * 1e3 < 4 * (rows * 32 + 2000)  # 4 partitions' rows up and down, + scalars
+
+
+def test_sync_with_a_worker_killed_gives_the_same_model(cluster, parts, tmp_path, capsys):
+    """A worker killed in the middle of a --dask_sync run: its partitions start again from the
+    merged state on another worker, and the model is the undisturbed run's."""
+    address = cluster.scheduler_address
+    options = {"passes": 3, "dask_sync": 20, "cache": True}
+    reference = _train(address, parts, tmp_path / "reference.model", **options)
+    with distributed.Client(address) as client:
+        client.wait_for_workers(2, timeout=60)
+        pids = client.run(os.getpid)
+
+        def kill_a_learners_worker():
+            """SIGKILL a worker 0.3 s after the run's learners (actors) appear on it."""
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                holders = [worker for key, workers in client.who_has().items()
+                           if str(key).startswith("olearn-") for worker in workers]
+                if holders:
+                    time.sleep(0.3)
+                    os.kill(pids[holders[0]], signal.SIGKILL)
+                    return
+                time.sleep(0.005)
+
+        killer = threading.Thread(target=kill_a_learners_worker)
+        killer.start()
+        try:
+            result = _train(address, parts, tmp_path / "killed.model", quiet=False, **options)
+        finally:
+            killer.join()
+        client.wait_for_workers(2, timeout=60)
+    assert "a Dask worker was lost" in capsys.readouterr().err
+    assert result == reference

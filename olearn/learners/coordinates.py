@@ -20,6 +20,7 @@ class CoordinateFamily(LearnerFamily):
     """A family with a float32 table ``slots`` of ``COLUMNS`` per coordinate."""
 
     COLUMNS = None  # each subclass's Layout
+    MERGED_ROWS = 1  # merged(): the table's columns first
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -73,6 +73,9 @@ class LearnerFamily:
     # state even then: --OjaNewton's clock); else it is only predicted
     LEARNS_WEIGHTLESS = False
     UNMERGEABLE = ""  # why --dask cannot merge the state ("": by the declared rules)
+    # how many leading arrays of merged()'s means and of its highs have a row per coordinate
+    # (--dask_sync sends only the rows that changed)
+    MERGED_ROWS = 0
     ARRAYS: dict = {}  # model-file arrays: name -> (dtype, shape with None for any length)
     OPTIONAL_ARRAYS: tuple = ()  # those a model of an earlier olearn may lack
     NAMED: dict = {}  # those with declared fields: name -> (layout, axis)
