@@ -8,7 +8,8 @@ measured from the moments the per-pass table rows appear; bytes are what each wo
 and received from other workers and the client during a run with -c, divided by the passes.
 
     .venv/bin/python scripts/bench_dask.py            # about 20 minutes on 2 cores
-    .venv/bin/python scripts/bench_dask.py --accuracy_only   # the test-error table alone, ~15 min
+    .venv/bin/python scripts/bench_dask.py --accuracy_only   # the test-error table alone, ~25 min
+    .venv/bin/python scripts/bench_dask.py --sync_only       # the --dask_sync tables alone, ~5 min
 """
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ from make_data import generate  # noqa: E402
 
 import olearn  # noqa: E402  (sets the kernel cache folder the workers inherit)
 from olearn.engine.learner import OnlineLearner  # noqa: E402
+from olearn.kernel import layouts  # noqa: E402
 from olearn.options.config import Config  # noqa: E402
-from olearn.scale.distributed import Snapshot, _partial, combine  # noqa: E402
+from olearn.scale.merge import Snapshot, combine, partial_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- dask-bench begin -->", "<!-- dask-bench end -->"
@@ -106,7 +108,7 @@ def combine_seconds(bits: int) -> tuple[float, int, int]:
     rng = np.random.default_rng(0)
     learner.weights[:, :3] = rng.random((len(learner.weights), 3))
     start_g = learner.weights[:, 1] * 0.5
-    leaf = _partial(Snapshot.of(learner), start_g, learner.stats, None, [], 0)
+    leaf = partial_of(Snapshot.of(learner), start_g, learner.stats, None, [], 0)
     inner = combine(leaf, leaf)
     best = min(_time(lambda: combine(inner, inner)) for _ in range(5))
     return best, len(pickle.dumps(leaf, protocol=5)), len(pickle.dumps(inner, protocol=5))
@@ -247,11 +249,12 @@ def within(error: float, single: float, binary: bool) -> bool:
     return error <= single + (max(0.05 * single, 0.005) if binary else 0.05 * single)
 
 
-def accuracy(tmp: str, sync: int) -> list[dict]:
+def accuracy(tmp: str, syncs: list[int]) -> list[dict]:
     """Test error (binary: logistic loss, 0/1 error; regression: squared loss, RMSE) after
     PASSES passes with -c: single process, and `--dask_partitions 4` on a 2-worker LocalCluster
-    without and with `--dask_sync sync`, on the shared datasets that are present. For the dask
-    runs also the bytes the workers sent per pass (Dask's transfer counters) and the first pass
+    without and with `--dask_sync N` for each N of ``syncs``, on the shared datasets that are
+    present. For the dask runs also the bytes sent per pass (without sync: Dask's transfer
+    counters of the workers; with it: the merges' bytes olearn reports) and the first pass
     whose model (--save_per_pass) is within the bar of the single process's final error."""
     from distributed import Client, LocalCluster
     shared = ROOT.parent / "shared" / "data"
@@ -268,8 +271,9 @@ def accuracy(tmp: str, sync: int) -> list[dict]:
             test = str(shared / name / "test.vw.gz")
             labels = np.array([float(line.split()[0]) for line in gzip.open(test, "rt")])
             row = {"name": name, "binary": binary}
-            for run, extra in (("single", []), ("dask", dask),
-                               ("sync", dask + ["--dask_sync", str(sync)])):
+            runs = [("single", []), ("dask", dask)] + [
+                (f"sync{n}", dask + ["--dask_sync", str(n)]) for n in syncs]
+            for run, extra in runs:
                 model = os.path.join(tmp, f"{name}-{run}.model")
                 before = client.run(_counters)
                 done = subprocess.run(
@@ -280,7 +284,9 @@ def accuracy(tmp: str, sync: int) -> list[dict]:
                 after = client.run(_counters)
                 passes = int(done.stderr.split("passes used = ")[1].split()[0])
                 row[run] = _error(model, test, labels, binary, tmp)
-                row[f"{run}_sent"] = sum(after[w][0] - before[w][0] for w in after) / passes
+                merges = merge_traffic(done.stderr)
+                row[f"{run}_sent"] = (merges[0] * merges[2] if merges else sum(
+                    after[w][0] - before[w][0] for w in after)) / passes
                 if run != "single":
                     row[f"{run}_passes"] = next(
                         (k for k in range(1, passes + 1)
@@ -290,9 +296,21 @@ def accuracy(tmp: str, sync: int) -> list[dict]:
     return rows
 
 
-def accuracy_lines(rows: list[dict], sync: int) -> list[str]:
+def merge_traffic(stderr: str) -> tuple[int, float, float] | None:
+    """The merges, rows changed per merge and bytes per merge that a --dask_sync run reports
+    (None: no such line)."""
+    for line in stderr.splitlines():
+        if line.startswith("dask_sync:") and "merges" in line:
+            words = line.replace(",", "").split()
+            return (int(words[1]), float(words[3]),
+                    float(words[words.index("merge:") + 1]) * 1e3)
+    return None
+
+
+def accuracy_lines(rows: list[dict], syncs: list[int]) -> list[str]:
+    names = ", ".join(f"`--dask_sync {n}`" for n in syncs)
     out = ["### Test error: single process vs `--dask local:2`, 4 partitions, without and with "
-           f"`--dask_sync {sync}`", "",
+           f"{names}", "",
            "Shared datasets (`../shared/data`), train split decompressed to one plain file and "
            f"split by `--dask_partitions 4`; {PASSES} passes (holdout on, as VW), `-c`, default "
            "options (`--loss_function logistic` for the binary ones), on a 2-worker "
@@ -301,17 +319,138 @@ def accuracy_lines(rows: list[dict], sync: int) -> list[str]:
            "issue's bar: the dask error is at most the single one plus max(5% of it, 0.005) "
            "(for RMSE: plus 5%). \"Passes to bar\": the first pass whose model "
            "(`--save_per_pass`) is within the bar of the single process's final error (-: "
-           "none). MB/pass: bytes all workers sent per pass (Dask's transfer counters).", "",
-           f"| dataset | metric | single process | `--dask` | within | passes to bar | MB/pass "
-           f"| `--dask_sync {sync}` | within | passes to bar | MB/pass |",
-           "|---|---|---:|---:|---|---:|---:|---:|---|---:|---:|"]
+           "none). MB/pass: without sync, the bytes all workers sent per pass (Dask's transfer "
+           "counters); with it, the bytes of the merges per pass, both ways, as olearn reports "
+           "them (Dask does not count what actors send the client).", "",
+           "| dataset | metric | single process | `--dask` | within | passes to bar | MB/pass "
+           + "".join(f"| `--dask_sync {n}` | within | passes to bar | MB/pass " for n in syncs)
+           + "|", "|---|---|---:|" + "---:|---|---:|---:|" * (1 + len(syncs))]
     for r in rows:
         cells = [r["name"], "0/1 error" if r["binary"] else "RMSE", f"{r['single']:.4f}"]
-        for run in ("dask", "sync"):
+        for run in ["dask"] + [f"sync{n}" for n in syncs]:
             cells += [f"{r[run]:.4f}", "yes" if within(r[run], r["single"], r["binary"]) else "no",
                       str(r[f"{run}_passes"] or "-"), f"{r[f'{run}_sent'] / 1e6:.1f}"]
         out.append("| " + " | ".join(cells) + " |")
     return out + [""]
+
+
+# --dask_sync on the benchmark's 200k-example file (scripts/make_data.py's defaults)
+SYNC_EXAMPLES, SYNC_PERIODS = 200_000, (0, 100, 500, 2000, 10000)
+
+
+def _run(cmd: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    return time.perf_counter() - start, done.stderr
+
+
+def _loss(stderr: str) -> float:
+    return float(stderr.split("average loss = ")[1].split()[0])
+
+
+def sync_lines(args, tmp: str) -> list[str]:
+    """One pass over the 200k-example file in 4 partitions: per --dask_sync period, the time
+    (joining a running 2-worker cluster; and, for 0 and 500, the whole command with --dask
+    local:2, as issue 34 measured), the progressive loss and the merges' rows and bytes; then
+    the scaling over 1, 2 and 4 workers at --dask_sync 500, and the 100-worker model."""
+    from distributed import LocalCluster
+    data = str(ROOT / "data" / f"dask_sync_{SYNC_EXAMPLES}.vw")
+    if not os.path.exists(data):
+        generate(data, SYNC_EXAMPLES, 40, 1000, seed=1)
+    single = _loss(_run(OLEARN + ["-d", data])[1])
+    runs: dict = {n: [] for n in SYNC_PERIODS}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=40) as cluster:
+        common = OLEARN + ["-d", data, "--dask", cluster.scheduler_address,
+                           "--dask_partitions", "4"]
+        _run(common)  # warm-up: each worker loads the kernels
+        for _ in range(args.repeat + 1):
+            for n in SYNC_PERIODS:
+                runs[n].append(_run(common + (["--dask_sync", str(n)] if n else [])))
+    whole = {n: [_run(OLEARN + ["-d", data, "--dask", "local:2", "--dask_partitions", "4"]
+                      + (["--dask_sync", str(n)] if n else []))[0]
+                 for _ in range(args.repeat + 1)] for n in (0, 500)}
+    base = float(np.median([t for t, _ in runs[0]]))
+    lines = ["### Merging within a pass (`--dask_sync`)", "",
+             f"Data: `scripts/make_data.py` defaults ({SYNC_EXAMPLES:,} examples, 40 features "
+             "of 1000, squared loss), one pass, `--dask_partitions 4`, a 2-worker LocalCluster "
+             "the command line joins (times: median of "
+             f"{args.repeat + 1} runs, the periods alternated). One process's progressive "
+             f"loss: {single:.4f}.", "",
+             "| `--dask_sync` | s | × without sync | progressive loss | merges | rows changed "
+             "per merge | KB per merge (both ways) |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in SYNC_PERIODS:
+        seconds = float(np.median([t for t, _ in runs[n]]))
+        traffic = merge_traffic(runs[n][-1][1])
+        lines.append(f"| {n or 'none'} | {seconds:.2f} | {seconds / base:.2f} | "
+                     f"{_loss(runs[n][-1][1]):.4f} | "
+                     + (f"{traffic[0]} | {traffic[1]:.0f} | {traffic[2] / 1e3:.1f} |" if traffic
+                        else "- | - | - |"))
+    ratio = np.median(whole[500]) / np.median(whole[0])
+    lines += ["", f"The whole command with `--dask local:2` (starting its cluster, as issue 34 "
+              f"measured): {np.median(whole[0]):.2f} s without sync, "
+              f"{np.median(whole[500]):.2f} s with `--dask_sync 500`: **{ratio:.2f}×**.", ""]
+    return lines + sync_scaling(data, args, tmp)
+
+
+def sync_scaling(data: str, args, tmp: str) -> list[str]:
+    """Examples per second and bytes per merge at --dask_sync 500 on 1, 2 and 4 workers (one
+    thread each), and the model for 100 workers from the measured bytes and merge time."""
+    from distributed import LocalCluster
+    out = ["| workers | examples/s | KB per merge (both ways) | model identical to 1 worker's |",
+           "|---:|---:|---:|---|"]
+    first = None
+    for workers in (1, 2, 4):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0", silence_logs=40) as cluster:
+            model = os.path.join(tmp, f"sync{workers}.model")
+            cmd = OLEARN + ["-d", data, "--dask", cluster.scheduler_address,
+                            "--dask_partitions", "4", "--dask_sync", "500", "-f", model]
+            _run(cmd)
+            seconds, stderr = min(_run(cmd) for _ in range(args.repeat))
+        first = first or Path(model).read_bytes()
+        traffic = merge_traffic(stderr)
+        out.append(f"| {workers} | {SYNC_EXAMPLES / seconds:,.0f} | {traffic[2] / 1e3:.1f} | "
+                   f"{'yes' if Path(model).read_bytes() == first else 'NO'} |")
+    per_partition = traffic[2] / 4 / 2  # each way, per partition
+    merge_s = client_merge_seconds(data, per_partition)
+    examples, workers = 690e6, 100
+    merges = examples / workers / 500
+    link = workers * 2 * per_partition / 1.25e9
+    out += ["", "Model, 100 workers (APPLE's parallel run: 690 M examples), `--dask_sync 500`: "
+            f"{merges:,.0f} merges per pass. Each moves, per worker, its changed rows up and "
+            f"the merged rows down, {per_partition / 1e3:.0f} KB each way on this data; the "
+            f"client receives and sends them all: {workers} × 2 × {per_partition / 1e3:.0f} KB "
+            f"/ 1.25 GB/s = {link * 1e3:.1f} ms per merge, and merges them itself "
+            f"({merge_s * 1e3:.2f} ms per partition measured here, {workers * merge_s * 1e3:.0f} "
+            f"ms for {workers}): **{merges * (link + workers * merge_s):,.0f} s** of merging per "
+            "pass, against 49 s of learning per pass from a cache (the model above). The "
+            "client is the limit: at 100 workers the period must grow (`--dask_sync 5000`: a "
+            "tenth), or the merge move to a tree on the workers, which this protocol does not "
+            "do yet.", ""]
+    return out
+
+
+def client_merge_seconds(data: str, changed: float) -> float:
+    """The client's merge time per partition: 4 partitions' segments of about ``changed``
+    bytes' rows merged in this process."""
+    from olearn.scale import sync
+    rows = max(1, int(changed / 24))
+    config = Config(quiet=True, dask_sync=500)
+    learner = OnlineLearner(config)
+    rng = np.random.default_rng(0)
+    state = Snapshot.of(learner)
+    segments = []
+    for _ in range(4):
+        index = np.sort(rng.choice(len(learner.weights), rows, replace=False))
+        moved = sync.restrict(state, index, 0)
+        moved.weights[:, :3] += rng.random((rows, 3), dtype=np.float32)
+        stats = learner.new_stats()
+        stats[layouts.R_W_LABELED] = 1.0
+        segments.append(sync.Segment(sync.Rows(index, moved), stats, None, [], 0, True))
+    merger = sync.Merger(state, config, 0)
+    return min(_time(lambda: merger.merge(segments, False)) for _ in range(5)) / 4
 
 
 def write_section(section: str, path: Path, markers: tuple[str, str] = (BEGIN, END)) -> None:
@@ -335,19 +474,28 @@ def main() -> None:
                         help="passes per timed run, at least 2 (a pass's time is a difference)")
     parser.add_argument("--bits", type=int, default=18)
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--sync", type=int, default=200,
-                        help="--dask_sync interval of the test-error table's last columns")
+    parser.add_argument("--sync", default="200,2000",
+                        help="--dask_sync periods of the test-error table's last columns")
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--accuracy_only", action="store_true",
                         help="rerun only the test-error table, in the section already written")
+    parser.add_argument("--sync_only", action="store_true",
+                        help="rerun only the --dask_sync tables, in the section already written")
     args = parser.parse_args()
-    if args.accuracy_only:
+    syncs = [int(n) for n in args.sync.split(",")]
+    if args.accuracy_only or args.sync_only:
         with tempfile.TemporaryDirectory() as tmp:
-            table = "\n".join(accuracy_lines(accuracy(tmp, args.sync), args.sync)) + "\n"
+            if args.accuracy_only:
+                lines = accuracy_lines(accuracy(tmp, syncs), syncs)
+                head, tail = "### Test error", END
+            else:
+                lines, head, tail = sync_lines(args, tmp), "### Merging within", "### Test error"
+        table = "\n".join(lines) + "\n"
         path = Path(args.out)
         text = path.read_text()
-        head = text.index("### Test error", text.index(BEGIN))
-        path.write_text(text[:head] + table + text[text.index(END):])
+        start = text.index(BEGIN)
+        at = text.index(head if head in text[start:] else "### Test error", start)
+        path.write_text(text[:at] + table + text[text.index(tail, at):])
         print(table)
         return
     if args.passes < 2:
@@ -359,10 +507,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         single = single_process(data, args, tmp)
         results = [measure(workers, data, args, tmp) for workers in (1, 2, 4)]
-        errors = accuracy(tmp, args.sync)
+        merging = sync_lines(args, tmp)
+        errors = accuracy(tmp, syncs)
     section = report(results, single, combine_seconds(args.bits), args, args.examples, nnz,
                      os.path.getsize(data))
-    section = section.replace(END, "\n".join(accuracy_lines(errors, args.sync)) + "\n" + END)
+    section = section.replace(END, "\n".join(merging + accuracy_lines(errors, syncs)) + "\n"
+                              + END)
     write_section(section, Path(args.out))
     print(section)
 

@@ -509,7 +509,7 @@ def test_merging_the_changed_rows_equals_merging_whole_states(seed):
         segments.append(sync.Segment(sync.Rows(changed, sync.restrict(s, changed, 0)), stats,
                                      None, [], 0, True))
     kept = sync.restrict(start, np.arange(256), 0)
-    merged, _ = sync.merge(segments, kept, config, False, 0)
+    merged, _ = sync.Merger(kept, config, 0).merge(segments, False)
     assert kept.weights.tobytes() == dense.weights.tobytes()
     assert kept.state.tobytes() == dense.state.tobytes()
     assert set(merged.index) == set().union(*(set(s.rows.index) for s in segments))
@@ -566,3 +566,44 @@ def test_sync_with_a_worker_killed_gives_the_same_model(cluster, parts, tmp_path
         client.wait_for_workers(2, timeout=60)
     assert "a Dask worker was lost" in capsys.readouterr().err
     assert result == reference
+
+
+def _segment_moving(merger, moves):
+    """A segment of one partition per entry of ``moves``: row 0's w moved by it (G up by 1)."""
+    segments = []
+    for move in moves:
+        rows = sync.restrict(merger.state, np.array([0]), 0)
+        rows.weights[0, W_W] += move
+        rows.weights[0, W_G] += 1.0
+        stats = OnlineLearner(Config(bit_precision=4, quiet=True)).new_stats()
+        stats[layouts.R_W_LABELED] = 1.0
+        segments.append(sync.Segment(sync.Rows(np.array([0]), rows), stats, None, [], 0, True))
+    return segments
+
+
+def test_sync_damps_a_sum_that_overshoots_back_and_undamps_steady_progress():
+    """Two partitions: +1 each adds up to +2; then -3 each turns back by more (-6 against +2),
+    so the sum is halved (-3); a turn back by less (+1 each against -3) is not damped again;
+    agreeing changes double the factor back to the sum."""
+    learner = OnlineLearner(Config(bit_precision=4, quiet=True))
+    learner.weights[0, W_N] = 1.0
+    merger = sync.Merger(sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(16), 0),
+                         Config(bit_precision=4, quiet=True, dask_sync=10), 0)
+    w = []
+    for moves in ([1, 1], [-3, -3], [1, 1], [0.5, 0.5], [0.5, 0.5]):
+        merger.merge(_segment_moving(merger, moves), False)
+        w.append(float(merger.state.weights[0, W_W]))
+    assert np.diff([0.0] + w).tolist() == [2.0, -3.0, 1.0, 1.0, 1.0]
+    assert merger.state.weights[0, W_G] == 10.0  # G adds up, undamped
+
+
+def test_sync_damping_stops_at_the_mean():
+    learner = OnlineLearner(Config(bit_precision=4, quiet=True))
+    learner.weights[0, W_N] = 1.0
+    merger = sync.Merger(sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(16), 0),
+                         Config(bit_precision=4, quiet=True, dask_sync=10), 0)
+    for k, moves in enumerate(([1, 1], [-4, -4], [16, 16], [-64, -64])):
+        before = float(merger.state.weights[0, W_W])
+        merger.merge(_segment_moving(merger, moves), False)
+        change = float(merger.state.weights[0, W_W]) - before
+        assert change == [2.0, -4.0, 16.0, -64.0][k]  # 1, 1/2, then the mean: 1/2 (K = 2)

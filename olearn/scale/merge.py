@@ -208,7 +208,7 @@ def _mix(x: np.ndarray, y: np.ndarray, share) -> np.ndarray:
     return mixed
 
 
-def _in_frame(w: np.ndarray, norm: np.ndarray, top: np.ndarray, power: float) -> np.ndarray:
+def in_frame(w: np.ndarray, norm: np.ndarray, top: np.ndarray, power: float) -> np.ndarray:
     """Weights learned with normalizers ``norm`` as they would be with the larger ``top``: the
     rescaling gd.update applies when a larger |x| arrives (w·N^power kept), so that weights of
     partitions that saw different largest |x| are averaged or added in the same units. Exactly
@@ -232,7 +232,7 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
         rows, n = ((p.weights[:, W_MEAN], p.weights[:, W_N]) if isinstance(p, Snapshot)
                    else (p.rows, p.highs[0][:, 0]))
         rows = np.array(rows, np.float64)
-        rows[:, W_IN_MEAN] = _in_frame(rows[:, W_IN_MEAN], n, norm, a.norm_power)
+        rows[:, W_IN_MEAN] = in_frame(rows[:, W_IN_MEAN], n, norm, a.norm_power)
         return rows
 
     w_by_examples = None
@@ -254,7 +254,7 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
                 b.gradient[overflowed])
             to_b[overflowed] = infinite_b / (infinite_a.astype(np.float64) + infinite_b)
             rows = _mix(rows_of(a), rows_of(b), to_b[:, None])
-            w_by_examples = _mix(*(_in_frame(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
+            w_by_examples = _mix(*(in_frame(p.rows[:, W_IN_MEAN] if p.w_by_examples is None
                                              else p.w_by_examples, p.highs[0][:, 0], norm,
                                              a.norm_power) for p in (a, b)), share)
     return Partial(weight, rows, gradient, w_by_examples, means, highs,
