@@ -110,6 +110,51 @@ def test_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
                   passes=3) == model_state(single)
 
 
+def _write_classes(path, n, seed, labels):
+    """``n`` VW lines of 5 classes (the highest of 5 noisy linear scores over 10 of 40
+    features), labelled as ``labels`` says: the class (--oaa, --ect), every class's cost (0 for
+    it, 1 otherwise: --csoaa) or the class alone as a list, 0-based (--multilabel_oaa)."""
+    rng = np.random.RandomState(seed)
+    truth = rng.normal(size=(5, 40))
+    with open(path, "w") as f:
+        for _ in range(n):
+            feats = np.sort(rng.choice(40, 10, replace=False))
+            best = int(np.argmax(truth[:, feats].sum(axis=1) + rng.normal(size=5)))
+            label = {"class": str(best + 1), "list": str(best),
+                     "costs": " ".join(f"{k + 1}:{float(k != best)}" for k in range(5))}[labels]
+            f.write(f"{label} |f " + " ".join(f"x{j}" for j in feats) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("sync", [0, 300])
+@pytest.mark.parametrize("option, labels", [("oaa", "class"), ("ect", "class"),
+                                            ("csoaa", "costs"), ("multilabel_oaa", "list")])
+def test_class_reductions_on_one_partition_give_the_single_process_model(
+        cluster, tmp_path, option, labels, sync):
+    """The classes' normalizer sums travel with the state (averaged by examples, or added up
+    with --dask_sync): one partition equals the ordinary run, for each class reduction."""
+    data = _write_classes(tmp_path / "classes.vw", 2000, 5, labels)
+    options = {option: 5, "passes": 2, "cache": True}
+    single = tmp_path / "single.model"
+    run_single(Config(data=[data], bit_precision=16, quiet=True, final_regressor=str(single),
+                      cache_file=str(tmp_path / "cache"), **options))
+    assert _train(cluster.scheduler_address, [data], tmp_path / "dask.model", dask_sync=sync,
+                  **options) == model_state(single)
+
+
+def test_oaa_on_four_partitions_learns_the_classes(cluster, tmp_path):
+    """--oaa over 4 partitions with --dask_sync: the progressive 0/1 loss of 3 passes stays
+    within 0.05 of one process's."""
+    data = _write_classes(tmp_path / "classes.vw", 8000, 6, "class")
+    single = run_single(Config(data=[data], bit_precision=16, quiet=True, oaa=5, passes=3,
+                               cache=True, holdout_off=True))
+    dask = run_dask(cluster.scheduler_address, [data], oaa=5, passes=3, cache=True,
+                    holdout_off=True, dask_partitions=4, dask_sync=200)
+    loss = [learner.stats[layouts.R_SUM_LOSS] / learner.stats[layouts.R_W_LABELED]
+            for learner in (single, dask)]
+    assert loss[1] <= loss[0] + 0.05
+
+
 def test_one_partition_stops_early_as_the_single_process(cluster, tmp_path, capsys):
     """After an early stop, -f holds the best pass and --readable_model the last, as in one
     process (and VW)."""
@@ -422,7 +467,8 @@ def test_sync_refuses_stage_poly(parts):
 
 
 @pytest.mark.parametrize("option, message", [(("-p", "preds"), "-p"),
-                                             (("--saew",), "--eg/--boa/--saew")])
+                                             (("--saew",), "--eg/--boa/--saew"),
+                                             (("--log_multi", "3"), "--log_multi's tree")])
 def test_options_without_a_parallel_meaning_are_refused(parts, option, message):
     code, _, err = run_cmd(olearn_cmd("-d", parts[0], "--dask", "local:1", *option))
     assert f"not available with --dask: {message}" in _one_error_line(code, err)

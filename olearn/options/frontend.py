@@ -102,8 +102,9 @@ DASK = (
     number("--dask_sync", kind=int, default=0, low=0, high=MAX_COUNT, metavar="N",
            show_default=False,
            help="With --dask: merge the partitions' states every N examples of each partition, "
-                "adding up their changes since the last merge, instead of averaging their "
-                "states once per pass [default: 0, once per pass]."),
+                "adding up their changes since the last merge (damped where the merges "
+                "overshoot), instead of averaging their states once per pass; each partition's "
+                "learner stays on its worker [default: 0, once per pass]."),
 )
 
 DAEMON = (

@@ -77,6 +77,9 @@ class Boosting(OneScore):
     and v per weak learner, the count of learned examples (VW's t, per run) and VW's
     generator (its state, a uint64, starts at --random_seed)."""
 
+    UNMERGEABLE = ("--boosting's weak learners (their sums, α and v, and its generator) have "
+                   "no merge rule yet")
+
     BUNDLE = BoostingState
     MULTICLASS = False  # the weak learners' sum is a scalar
     CLASS_PAIRS = False  # -r writes a score, not class:score pairs

@@ -83,6 +83,8 @@ class LogMulti(OneScore):
     """--log_multi's configuration and state: --oaa's per-problem sums and feature width over
     its K - 1 problems, and the tree (``tree``, ``margins``, ``labels``, ``counters``)."""
 
+    UNMERGEABLE = "--log_multi's tree has no merge rule yet"
+
     BUNDLE = LogMultiState
     CLASS_PAIRS = False
     RAW_LINES = False  # VW's log_multi writes nothing to -r

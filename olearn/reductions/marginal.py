@@ -105,6 +105,8 @@ class Marginal(OneAgainstAll):
     """--marginal's configuration and state: one scalar problem, the marginal namespaces,
     each key's seen flag, sums and (--compete) experts."""
 
+    UNMERGEABLE = "--marginal's sums and experts have no merge rule yet"
+
     BUNDLE = MarginalState
     MULTICLASS = False
     CLASS_PAIRS = False

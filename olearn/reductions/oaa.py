@@ -59,6 +59,7 @@ CLASSES = Layout(
     Field("norm", "S: sum of importance-weighted normalized norms", merge="mean"),
     Field("total", "T: sum of importance of normalized updates", merge="mean"))
 CLASS_NORM, CLASS_TOTAL = CLASSES.indices("norm", "total")
+assert CLASSES.merged_by("mean") == list(range(len(CLASSES)))  # OneAgainstAll.merged's rule
 
 
 def class_count(config) -> int:
@@ -144,6 +145,7 @@ class OneAgainstAll:
     RAW_LINES = True  # -r writes a line per example
     AUDITED_PER_CLASS = True  # --audit writes each class's score and features
     NOT_LEARNED = "learned as a negative for every class"  # a label outside the classes
+    UNMERGEABLE = ""  # why --dask cannot merge the reduction's state ("": by merged()'s rules)
     ARRAYS = {"oaa_classes": ("<f8", (None, len(CLASSES)))}
     NAMED = {"oaa_classes": (CLASSES, 1)}
 
@@ -212,6 +214,16 @@ class OneAgainstAll:
 
     def model_arrays(self) -> dict:
         return {"oaa_classes": self.classes} if self.on else {}
+
+    def merged(self) -> tuple:
+        """The state --dask merges beyond the learner's: arrays averaged by examples (each
+        class's normalizer sums, by their declared rule), and arrays whose maximum is kept."""
+        return ((self.classes.copy(),), ()) if self.on else ((), ())
+
+    def put_merged(self, means: tuple, highs: tuple) -> None:
+        """Take merged state, as :meth:`merged` gave it."""
+        if self.on:
+            self.classes[:] = means[0]
 
     def end_pass(self) -> None:
         """After a pass: nothing (a reduction that counts examples as VW does counts the end

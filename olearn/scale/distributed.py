@@ -37,6 +37,7 @@ from olearn.options.config import Config
 from olearn.outputs.history import plot_learning_curve, require_matplotlib
 from olearn.outputs.report import TABLE_HEADER, Console
 from olearn.persistence import readable
+from olearn.reductions.chosen import reduction_of
 from olearn.scale import sync
 from olearn.scale.merge import (
     MAX_WARNINGS,
@@ -61,16 +62,8 @@ UNSUPPORTED = {"audit": "--audit prints examples as they are learned, on the wor
                                   "(olearn -t -i MODEL -r)",
                "testonly": "-t: test in one process (olearn -t -i MODEL)",
                "cache_file": "--cache_file names one file; -c makes each worker cache the "
-                             "partitions it learns",
-               "oaa": "--oaa's per-class normalizer sums have no merge rule yet",
-               "csoaa": "--csoaa's per-class normalizer sums have no merge rule yet",
-               "multilabel_oaa": "--multilabel_oaa's per-class normalizer sums have no merge "
-                                 "rule yet",
-               "boosting": "--boosting's weak learners (their sums, α and v, and its "
-                           "generator) have no merge rule yet",
-               "ect": "--ect's per-problem normalizer sums have no merge rule yet",
-               "log_multi": "--log_multi's tree has no merge rule yet",
-               "marginal": "--marginal's sums and experts have no merge rule yet"}
+                             "partitions it learns"}
+
 
 def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapshot | None,
                     params: np.ndarray) -> Partial:
@@ -88,7 +81,8 @@ def learn_partition(config: Config, part: Partition, pass_no: int, start: Snapsh
     try:
         for batch in plan.batches(learner, 0):
             warnings += parse_warnings(batch, config.strict_parse)[:MAX_WARNINGS - len(warnings)]
-            rows = learner.learn(batch, np.empty((len(batch), 2), dtype=np.float32))
+            rows = learner.learn(batch, np.empty((len(batch), learner.prediction_columns()),
+                                                 dtype=np.float32))
             if len(rows):
                 row = rows[-1]
             lines = batch.pass_line + batch.n_lines
@@ -112,9 +106,9 @@ def check_options(config: Config) -> None:
     for name, why in UNSUPPORTED.items():
         if getattr(config, name):
             raise OlearnError(f"not available with --dask: {why}")
-    why = family_of(config).UNMERGEABLE
-    if why:
-        raise OlearnError(f"not available with --dask: {why}")
+    for why in (family_of(config).UNMERGEABLE, reduction_of(config).UNMERGEABLE):
+        if why:
+            raise OlearnError(f"not available with --dask: {why}")
     if config.dask_sync and config.stage_poly:
         raise OlearnError("not available with --dask_sync: --stage_poly (its stages pick "
                           "parents on each partition over whole passes)")

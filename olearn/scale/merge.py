@@ -81,18 +81,28 @@ class Snapshot:
     state: np.ndarray
     poly: tuple  # min_depth, flags, ssm, counters (the origin is unused: no --invert_hash)
     # (no lazy regularization snapshots: every task ends with a flush, which zeroes them)
-    family: tuple  # the family's own state: its averaged parts, its maximal parts
+    family: tuple  # the family's merged state then the reduction's: averaged parts, maximal
+    split: tuple = (0, 0)  # how many of the averaged and of the maximal parts are the family's
 
     @classmethod
     def of(cls, learner: OnlineLearner) -> "Snapshot":
-        return cls(learner.weights, learner.state, learner.poly[:4], learner.family.merged())
+        means, highs = learner.family.merged()
+        more_means, more_highs = learner.reduction.merged()
+        return cls(learner.weights, learner.state, learner.poly[:4],
+                   (means + more_means, highs + more_highs), (len(means), len(highs)))
 
     def put(self, learner: OnlineLearner) -> None:
         learner.weights[:] = self.weights
         learner.state[:] = self.state
         for mine, theirs in zip(learner.poly, self.poly):
             mine[:] = theirs
-        learner.family.put_merged(*self.family)
+        self.put_merged(learner)
+
+    def put_merged(self, learner: OnlineLearner) -> None:
+        """Give the family and the reduction their merged parts."""
+        (means, highs), (m, h) = self.family, self.split
+        learner.family.put_merged(means[:m], highs[:h])
+        learner.reduction.put_merged(means[m:], highs[h:])
 
     def __sizeof__(self) -> int:
         # what Dask counts for memory and transfers (it would see only the object, not arrays)
@@ -121,6 +131,7 @@ class Partial:
     lines: int                  # the lines of the partitions learned to their end
     more: list[bool]            # per partition, in order: whether examples follow the segment
     norm_power: float           # w·N^norm_power is what --normalized keeps (0: no N)
+    split: tuple                # Snapshot.split of the family's parts
 
     def __sizeof__(self) -> int:
         return _nbytes(self.rows, self.gradient, self.w_by_examples, *self.means, *self.highs,
@@ -150,7 +161,8 @@ def partial_of(snap: Snapshot, start_g: np.ndarray | None, stats: np.ndarray,
     return Partial(float(stats[layouts.R_W_LABELED]), snap.weights[:, W_MEAN], gradient, None,
                    [snap.state[S_MEAN], ssm, counters, *family_means],
                    [snap.weights[:, W_MAX], snap.state[S_MAX], flags, *family_highs],
-                   [snap.state[S_MIN], depth], stats, row, warnings, lines, [more], power)
+                   [snap.state[S_MIN], depth], stats, row, warnings, lines, [more], power,
+                   snap.split)
 
 
 def merge_stats(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -261,7 +273,7 @@ def combine(a: Partial, b: Partial, start: Snapshot | None = None) -> Partial:
                    [np.minimum(x, y) for x, y in zip(a.lows, b.lows)],
                    merge_stats(a.stats, b.stats), b.row if b.row is not None else a.row,
                    (a.warnings + b.warnings)[:MAX_WARNINGS], a.lines + b.lines,
-                   a.more + b.more, a.norm_power)
+                   a.more + b.more, a.norm_power, a.split)
 
 
 def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
@@ -289,7 +301,7 @@ def finish(p: Partial, config: Config, first_pass: bool) -> Snapshot:
         counters[stage_poly.C_COUNTER_BASE] = 0.0
         counters[stage_poly.C_PENDING] = float(first_pass and config.batch_sz == 0)
     return Snapshot(weights, state, (depth, flags, ssm, counters),
-                    (tuple(family_means), tuple(family_highs)))
+                    (tuple(family_means), tuple(family_highs)), p.split)
 
 
 def report(p: Partial) -> tuple[np.ndarray, np.ndarray | None, list[str], int, list[bool]]:

@@ -72,7 +72,7 @@ def restrict(snap: Snapshot, index: np.ndarray, row_arrays: int) -> Snapshot:
     def rows(arrays: tuple) -> tuple:
         return tuple(a[index] if k < row_arrays else a.copy() for k, a in enumerate(arrays))
     return Snapshot(snap.weights[index], snap.state.copy(), tuple(a.copy() for a in snap.poly),
-                    tuple(rows(arrays) for arrays in snap.family))
+                    tuple(rows(arrays) for arrays in snap.family), snap.split)
 
 
 def put_rows(target: Snapshot, rows: Rows, row_arrays: int) -> None:
@@ -91,7 +91,7 @@ def put_rows(target: Snapshot, rows: Rows, row_arrays: int) -> None:
 
 def _copy(snap: Snapshot) -> Snapshot:
     return Snapshot(snap.weights.copy(), snap.state.copy(), tuple(a.copy() for a in snap.poly),
-                    tuple(tuple(a.copy() for a in arrays) for arrays in snap.family))
+                    tuple(tuple(a.copy() for a in arrays) for arrays in snap.family), snap.split)
 
 
 @dataclasses.dataclass
@@ -144,7 +144,7 @@ class PartitionLearner:
         """Take the merged rows; they are the new ``base``."""
         mine = Snapshot.of(self.learner)  # the weights, state and poly are the learner's own
         put_rows(mine, merged, self.row_arrays)
-        self.learner.family.put_merged(*mine.family)
+        mine.put_merged(self.learner)
         for base, rows in zip(self.base, self._row_arrays()):
             base[merged.index] = rows[merged.index]
 
@@ -187,8 +187,8 @@ class PartitionLearner:
             batch, lo = self.pending
             hi = min(len(batch), lo + count)
             if learning:
-                rows = self.learner.learn(batch.examples(lo, hi),
-                                          np.empty((hi - lo, 2), dtype=np.float32))
+                rows = self.learner.learn(batch.examples(lo, hi), np.empty(
+                    (hi - lo, self.learner.prediction_columns()), dtype=np.float32))
                 if len(rows):
                     row = rows[-1]
             count -= hi - lo
