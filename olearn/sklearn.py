@@ -8,13 +8,15 @@ option string). ``fit`` starts a new learner; ``partial_fit`` continues it. Inpu
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from olearn.data.hashing import CONSTANT_HASH
-from olearn.data.matrices import column_indices
+from olearn.data.matrices import column_indices, is_dask
 from olearn.frontends.api import Learner
 from olearn.learners.weights import W_W
 
@@ -49,12 +51,34 @@ class _OlearnEstimator(BaseEstimator):
         return Learner(self.options, **keywords)
 
     def _learn(self, X, y, sample_weight, reset: bool):
+        if is_dask(X):
+            return self._learn_dask(X, y, sample_weight, reset)
         X, y = validate_data(self, X, y, reset=reset, accept_sparse=SPARSE, dtype=np.float64,
                              y_numeric=isinstance(self, RegressorMixin))
         weights = None if sample_weight is None else _check_sample_weight(sample_weight, X)
         if reset or not hasattr(self, "learner_"):
             self.learner_ = self._new_learner()
         self.learner_.fit(X, self._target(y), sample_weight=weights)
+        return self
+
+    def _learn_dask(self, X, y, sample_weight, reset: bool):
+        """fit on Dask collections (olearn/scale/collections.py): X's columns taken by position,
+        as validate_data's matrix gives them, and y mapped partition by partition."""
+        if not (is_dask(y) and (sample_weight is None or is_dask(sample_weight))):
+            raise ValueError("fit on a Dask X needs y (and sample_weight) as Dask collections "
+                             "partitioned as X")
+        columns = getattr(X, "columns", None)
+        if reset or not hasattr(self, "n_features_in_"):
+            self.n_features_in_ = len(columns) if columns is not None else X.shape[1]
+            if columns is not None and all(isinstance(c, str) for c in columns):
+                self.feature_names_in_ = np.asarray(columns, dtype=object)
+        X = X.to_dask_array(lengths=True) if columns is not None else X
+        y = y.to_dask_array(lengths=True) if hasattr(y, "to_dask_array") else y
+        if reset or not hasattr(self, "learner_"):
+            self.learner_ = self._new_learner()
+        labels = (y if isinstance(self, RegressorMixin) else y.map_blocks(
+            functools.partial(_class_labels, classes=self.classes_), dtype=np.float64))
+        self.learner_.fit(X.astype(np.float64), labels, sample_weight=sample_weight)
         return self
 
     def _learner_options(self) -> dict:
@@ -127,6 +151,9 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         return self._learn(X, y, sample_weight, reset=not hasattr(self, "learner_"))
 
     def _set_classes(self, y) -> None:
+        if is_dask(y):  # the classes alone are computed, not y
+            import dask.array
+            y = (y.unique() if hasattr(y, "unique") else dask.array.unique(y)).compute()
         _check_targets(y)
         classes = np.unique(np.asarray(y))
         if len(classes) == 1:
@@ -144,13 +171,7 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
         return {"loss_function": "logistic", "link": "logistic"}
 
     def _target(self, y):
-        _check_targets(y)
-        unknown = ~np.isin(y, self.classes_)
-        if unknown.any():
-            raise ValueError(f"y holds a class not in classes_: {y[unknown][0]!r}")
-        if self._multiclass:
-            return np.searchsorted(self.classes_, y) + 1.0
-        return np.where(y == self.classes_[1], 1.0, -1.0)
+        return _class_labels(y, self.classes_)
 
     def decision_function(self, X) -> np.ndarray:
         """Raw scores (before clipping and link): positive for the second class; for more
@@ -172,6 +193,18 @@ class OlearnClassifier(ClassifierMixin, _OlearnEstimator):
             return self.classes_[self.learner_.predict(X).astype(int) - 1]
         positive = self.learner_.predict(X) > 0.5
         return self.classes_[positive.astype(int)]
+
+
+def _class_labels(y, classes: np.ndarray) -> np.ndarray:
+    """The learner's labels of classes ``y``: ±1 for two classes (the second positive), else
+    1..K."""
+    _check_targets(y)
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(f"y holds a class not in classes_: {y[unknown][0]!r}")
+    if len(classes) > 2:
+        return np.searchsorted(classes, y) + 1.0
+    return np.where(y == classes[1], 1.0, -1.0)
 
 
 def _check_targets(y) -> None:

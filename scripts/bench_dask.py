@@ -358,7 +358,8 @@ def sync_lines(args, tmp: str) -> list[str]:
     data = str(ROOT / "data" / f"dask_sync_{SYNC_EXAMPLES}.vw")
     if not os.path.exists(data):
         generate(data, SYNC_EXAMPLES, 40, 1000, seed=1)
-    single = _loss(_run(OLEARN + ["-d", data])[1])
+    seconds, stderr = min(_run(OLEARN + ["-d", data]) for _ in range(args.repeat))
+    single = _loss(stderr)
     runs: dict = {n: [] for n in SYNC_PERIODS}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=40) as cluster:
@@ -391,12 +392,13 @@ def sync_lines(args, tmp: str) -> list[str]:
     lines += ["", f"The whole command with `--dask local:2` (starting its cluster, as issue 34 "
               f"measured): {np.median(whole[0]):.2f} s without sync, "
               f"{np.median(whole[500]):.2f} s with `--dask_sync 500`: **{ratio:.2f}×**.", ""]
-    return lines + sync_scaling(data, args, tmp)
+    return lines + sync_scaling(data, args, tmp, seconds / SYNC_EXAMPLES)
 
 
-def sync_scaling(data: str, args, tmp: str) -> list[str]:
+def sync_scaling(data: str, args, tmp: str, single: float) -> list[str]:
     """Examples per second and bytes per merge at --dask_sync 500 on 1, 2 and 4 workers (one
-    thread each), and the model for 100 workers from the measured bytes and merge time."""
+    thread each), and the model of a pass over 1 TB on 100 workers from the measured bytes,
+    merge time and ``single`` (one process's seconds per example)."""
     from distributed import LocalCluster
     out = ["| workers | examples/s | KB per merge (both ways) | model identical to 1 worker's |",
            "|---:|---:|---:|---|"]
@@ -415,20 +417,29 @@ def sync_scaling(data: str, args, tmp: str) -> list[str]:
                    f"{'yes' if Path(model).read_bytes() == first else 'NO'} |")
     per_partition = traffic[2] / 4 / 2  # each way, per partition
     merge_s = client_merge_seconds(data, per_partition)
-    examples, workers = 690e6, 100
-    merges = examples / workers / 500
+    workers = 100
+    examples = 1e12 / (os.path.getsize(data) / SYNC_EXAMPLES)  # 1 TB of this data's lines
+    share = examples / workers
+    merges = share / 500
     link = workers * 2 * per_partition / 1.25e9
-    out += ["", "Model, 100 workers (APPLE's parallel run: 690 M examples), `--dask_sync 500`: "
-            f"{merges:,.0f} merges per pass. Each moves, per worker, its changed rows up and "
-            f"the merged rows down, {per_partition / 1e3:.0f} KB each way on this data; the "
-            f"client receives and sends them all: {workers} × 2 × {per_partition / 1e3:.0f} KB "
-            f"/ 1.25 GB/s = {link * 1e3:.1f} ms per merge, and merges them itself "
-            f"({merge_s * 1e3:.2f} ms per partition measured here, {workers * merge_s * 1e3:.0f} "
-            f"ms for {workers}): **{merges * (link + workers * merge_s):,.0f} s** of merging per "
-            "pass, against 49 s of learning per pass from a cache (the model above). The "
-            "client is the limit: at 100 workers the period must grow (`--dask_sync 5000`: a "
-            "tenth), or the merge move to a tree on the workers, which this protocol does not "
-            "do yet.", ""]
+    star = link + workers * merge_s  # through the client, as now
+    levels = int(np.ceil(np.log2(workers)))
+    tree = levels * (2 * per_partition / 1.25e9 + merge_s)  # pairs merged level by level
+    out += ["", f"Model: a pass over 1 TB of this data ({examples / 1e9:.1f} G examples of "
+            f"{os.path.getsize(data) / SYNC_EXAMPLES:.0f} bytes) on {workers} workers, "
+            f"`--dask_sync 500`: {share / 1e6:.0f} M examples per worker, learned in "
+            f"{share * single:,.0f} s at one process's speed here ({single * 1e6:.1f} µs per "
+            f"example, parsing included), and {merges:,.0f} merges. Each merge moves, per "
+            f"worker, its changed rows up and the merged rows down ({per_partition / 1e3:.0f} KB "
+            f"each way on this data); the client receives and sends them all ({workers} × 2 × "
+            f"{per_partition / 1e3:.0f} KB / 1.25 GB/s = {link * 1e3:.1f} ms) and merges them "
+            f"itself ({merge_s * 1e3:.2f} ms per partition measured here): {star * 1e3:.0f} ms "
+            f"per merge, **{merges * star:,.0f} s** per pass, against {share * single:,.0f} s of "
+            f"learning. So at {workers} workers the client, not the scheduler (one round trip "
+            "per worker and merge, no task), is the limit: the period must grow "
+            f"(`--dask_sync 5000`: {merges * star / 10:,.0f} s), or the merge move to a tree "
+            f"over the workers, {levels} levels of pairs: about {tree * 1e3:.1f} ms per merge, "
+            f"{merges * tree:,.0f} s per pass (not built: merges go through the client).", ""]
     return out
 
 

@@ -24,6 +24,7 @@ from olearn.persistence import model
 distributed = pytest.importorskip("distributed")
 from olearn.scale import distributed as olearn_dask  # noqa: E402  (needs dask)
 from olearn.scale import merge as olearn_merge  # noqa: E402
+from olearn.scale import partitions as olearn_partitions  # noqa: E402
 from olearn.scale import sync  # noqa: E402
 
 FAST_CONNECT = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
@@ -91,7 +92,8 @@ def test_gzip_file_is_one_partition(tmp_path, parts):
     path = tmp_path / "data.vw.gz"
     with open(parts[0], "rb") as f:
         path.write_bytes(gzip.compress(f.read()))
-    assert olearn_dask.partitions([str(path)], minimum=4) == [olearn_dask.Partition(str(path))]
+    assert olearn_dask.partitions([str(path)], minimum=4) == [
+        olearn_partitions.Partition(str(path))]
 
 
 def test_pattern_matching_nothing_is_an_error(tmp_path):
@@ -653,3 +655,117 @@ def test_sync_damping_stops_at_the_mean():
         merger.merge(_segment_moving(merger, moves), False)
         change = float(merger.state.weights[0, W_W]) - before
         assert change == [2.0, -4.0, 16.0, -64.0][k]  # 1, 1/2, then the mean: 1/2 (K = 2)
+
+
+# -- Learner.fit on Dask collections ----------------------------------------------------------
+
+def _frame(n, seed):
+    """A DataFrame of 8 numeric columns and ±1 labels from a noisy linear rule."""
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    y = np.where(X @ rng.normal(size=8) + rng.normal(size=n) > 0, 1.0, -1.0)
+    return pd.DataFrame(X, columns=[f"c{j}" for j in range(8)]), pd.Series(y)
+
+
+def test_fit_on_a_dask_dataframe_of_one_partition_equals_fit_on_the_frame(cluster):
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _frame(3000, 1)
+    options = {"loss_function": "logistic", "passes": 2, "holdout_off": True}
+    with distributed.Client(cluster.scheduler_address):
+        dask = olearn.Learner(**options).fit(dd.from_pandas(X, npartitions=1),
+                                            dd.from_pandas(y, npartitions=1))
+    assert dask.weights() == olearn.Learner(**options).fit(X, y).weights()
+
+
+@pytest.mark.parametrize("sync", [0, 300])
+def test_fit_on_dask_arrays_and_bags_is_deterministic(cluster, sync):
+    """Four partitions of a Dask array, or of a bag of the same examples as lines: two fits
+    give the same model, and each learns about as well as one process on the lines."""
+    da, db = pytest.importorskip("dask.array"), pytest.importorskip("dask.bag")
+    X, y = _frame(4000, 2)
+    lines = [f"{int(t)} |f " + " ".join(f"{j}:{float(v)}" for j, v in enumerate(row))
+             for row, t in zip(X.to_numpy(), y)]
+    options = {"loss_function": "logistic", "dask_sync": sync}
+    with distributed.Client(cluster.scheduler_address):
+        arrays = [olearn.Learner(**options).fit(da.from_array(X.to_numpy(), chunks=(1000, 4)),
+                                                da.from_array(y.to_numpy(), chunks=1000))
+                  for _ in range(2)]
+        bags = [olearn.Learner(**options).fit(db.from_sequence(lines, npartitions=4))
+                for _ in range(2)]
+    single = olearn.Learner(loss_function="logistic").fit(lines).average_loss
+    for fits in (arrays, bags):
+        assert fits[0].weights() == fits[1].weights()
+        assert fits[0].average_loss < single * 1.3
+
+
+def test_fit_on_a_dask_collection_needs_y_partitioned_alike(cluster):
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _frame(100, 3)
+    with distributed.Client(cluster.scheduler_address):
+        with pytest.raises(OlearnError, match="y must be a Dask collection"):
+            olearn.Learner().fit(dd.from_pandas(X, npartitions=2), y.to_numpy())
+        with pytest.raises(OlearnError, match="y has 3 partitions and X 2"):
+            olearn.Learner().fit(dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=3))
+
+
+def test_fit_on_a_dask_collection_without_a_client_is_an_error():
+    dd = pytest.importorskip("dask.dataframe")
+    X, y = _frame(100, 3)
+    with pytest.raises(OlearnError, match="start a distributed.Client"):
+        olearn.Learner().fit(dd.from_pandas(X, npartitions=2), dd.from_pandas(y, npartitions=2))
+
+
+def _a9a_frame(split):
+    """a9a's split as a DataFrame of its 123 binary columns, and its labels."""
+    import pandas as pd
+    rows, labels = [], []
+    with gzip.open(SHARED_DATA / "a9a" / f"{split}.vw.gz", "rt") as f:
+        for line in f:
+            label, features = line.split("|f")
+            labels.append(float(label))
+            rows.append([int(word.split(":")[0]) for word in features.split()])
+    X = np.zeros((len(rows), 124), dtype=np.float32)
+    for i, columns in enumerate(rows):
+        X[i, columns] = 1.0
+    return pd.DataFrame(X, columns=[f"a{j}" for j in range(124)]), np.array(labels)
+
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
+def test_fit_on_a_dask_dataframe_reaches_the_single_process_error_on_a9a(cluster):
+    """a9a as a Dask DataFrame of 4 partitions, 3 passes on the 2-worker cluster: the test 0/1
+    error is within the single-process fit's plus max(5%, 0.005), with and without sync."""
+    dd = pytest.importorskip("dask.dataframe")
+    train, labels = _a9a_frame("train")
+    test, truth = _a9a_frame("test")
+    options = {"loss_function": "logistic", "passes": 3}
+
+    def error(learner):
+        return float(np.mean(np.where(learner.predict(test) > 0, 1.0, -1.0) != truth))
+
+    single = error(olearn.Learner(**options).fit(train, labels))
+    X = dd.from_pandas(train, npartitions=4)
+    y = dd.from_pandas(__import__("pandas").Series(labels), npartitions=4)
+    with distributed.Client(cluster.scheduler_address):
+        errors = [error(olearn.Learner(**options, dask_sync=sync).fit(X, y)) for sync in (0, 200)]
+    assert max(errors) <= single + max(0.05 * single, 0.005), (single, errors)
+
+
+@pytest.mark.parametrize("estimator", ["OlearnRegressor", "OlearnClassifier"])
+def test_sklearn_estimators_fit_dask_collections_as_their_matrices(cluster, estimator):
+    """An estimator's fit on a Dask DataFrame and Series of one partition learns the model its
+    fit on the pandas ones does (columns by position, classes computed from y), and predicts
+    the pandas frame."""
+    pytest.importorskip("sklearn")
+    dd = pytest.importorskip("dask.dataframe")
+    from olearn import sklearn as estimators
+    X, y = _frame(2000, 4)
+    labels = np.where(y > 0, "yes", "no") if estimator == "OlearnClassifier" else y
+    import pandas as pd
+    local = getattr(estimators, estimator)().fit(X, labels)
+    with distributed.Client(cluster.scheduler_address):
+        dask = getattr(estimators, estimator)().fit(dd.from_pandas(X, npartitions=1),
+                                                  dd.from_pandas(pd.Series(labels), npartitions=1))
+    assert list(dask.feature_names_in_) == list(X.columns)
+    np.testing.assert_array_equal(dask.predict(X), local.predict(X))
+    np.testing.assert_array_equal(dask.coef_, local.coef_)

@@ -4,7 +4,7 @@ A kernel reads a field of a state array at a compile-time constant index (a modu
 which numba freezes into the machine code, so nothing is slower than a literal); everything
 else reads it by name. Each array's fields are declared once, as a :class:`Layout`: their
 names, whether a model file keeps them, how two copies of the array merge (data-parallel
-partitions, olearn/scale/distributed.py) and their value in a fresh learner. Model files store the
+partitions, olearn/scale/merge.py) and their value in a fresh learner. Model files store the
 names with the values, so a field added later loads with its default, and a field renamed or
 reordered is never read as another.
 """
@@ -20,7 +20,7 @@ import numpy as np
 # from, "max" and "min" (label ranges, normalizers, the union of 0/1 flags), "sum" (counts
 # and loss sums), "labels" (the first two distinct labels seen, VW's best-constant
 # bookkeeping), "gradient" (weights averaged by each partition's increase of the adaptive sum
-# G; see distributed.py) and "local" (meaningful to one process only: not merged).
+# G; see scale/merge.py) and "local" (meaningful to one process only: not merged).
 MERGES = ("mean", "max", "min", "sum", "labels", "gradient", "local")
 
 

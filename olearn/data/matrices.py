@@ -77,6 +77,12 @@ def is_matrix(data: object) -> bool:
     return (hasattr(data, "tocsr") and hasattr(data, "nnz")) or _is_frame(data)
 
 
+def is_dask(data: object) -> bool:
+    """Whether ``data`` is a Dask collection (a DataFrame, Series, array or bag), known without
+    importing Dask."""
+    return hasattr(data, "__dask_graph__") and hasattr(data, "to_delayed")
+
+
 def _is_frame(data: object) -> bool:
     return hasattr(data, "columns") and hasattr(data, "dtypes") and hasattr(data, "iloc")
 

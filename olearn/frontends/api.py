@@ -210,8 +210,20 @@ class Learner:
         With ``passes`` > 1, ``data`` must be a path, a list or a matrix: each pass reads it
         again (from the cache with ``cache=True``), with VW's holdout and early termination;
         the learner keeps the last pass's state.
+
+        A Dask collection (a DataFrame or array with ``y`` and ``sample_weight`` partitioned
+        alike, or a bag of example lines) trains data-parallel on the current Dask client's
+        cluster, as ``olearn --dask`` (``dask_sync=N``: merging every N examples of each
+        partition); olearn/scale/collections.py.
         """
         config = self.config
+        if matrices.is_dask(data):
+            from olearn.scale import collections  # (Dask only when given a Dask collection)
+            with self._locked():
+                if namespaces is not None:
+                    self._namespaces = dict(namespaces)
+                collections.fit(self._learner, data, y, sample_weight, self._namespaces)
+            return self
         matrix = is_matrix(data)
         if matrix and y is None:
             raise OptionError("fit(X, y): a matrix needs its labels y")

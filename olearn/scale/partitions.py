@@ -10,7 +10,8 @@ import math
 import os
 from typing import Iterator
 
-from olearn.data import cache, sources
+from olearn.data import cache, matrices, sources
+from olearn.data.multiline import chosen as multiline_examples
 from olearn.engine.passes import DataPlan
 from olearn.errors import OlearnError, OptionError
 from olearn.options.config import Config
@@ -95,3 +96,60 @@ def partitions(patterns: list[str], minimum: int = 0) -> list[Partition]:
         cuts = [size * k // parts for k in range(parts + 1)]
         out += [Partition(path, (a, b)) for a, b in zip(cuts, cuts[1:])]
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class InMemory:
+    """A partition of a Dask collection given to Learner.fit: its examples (lines, or a matrix
+    with its labels and importances), futures on the client and their values on the worker
+    (:func:`shipped`)."""
+
+    number: int
+    data: object
+    y: object = None
+    weight: object = None
+    namespaces: dict | None = None
+
+    def __str__(self) -> str:
+        return f"partition {self.number} of the Dask collection"
+
+    def plan(self, config: Config, pass_no: int, directory: str | None = None) -> "InMemoryPlan":
+        """Where a task reads the partition: from the worker's memory, in every pass."""
+        return InMemoryPlan(self, config)
+
+
+class InMemoryPlan:
+    """The batches of an in-memory partition (DataPlan's interface, without a cache)."""
+
+    def __init__(self, part: InMemory, config: Config):
+        self.part, self.config = part, config
+
+    def batches(self, learner, pass_no: int) -> Iterator:
+        data, y, weight = self.part.data, self.part.y, self.part.weight
+        if matrices.is_matrix(data):
+            yield from matrices.batches(data, y, weight, self.config, self.part.namespaces, False)
+            return
+        yield from learner.batches(self._blocks(data))
+
+    def _blocks(self, lines) -> Iterator[sources.Block]:
+        for block in sources.blocks_of_lines(list(lines),
+                                             multiline=multiline_examples(self.config)):
+            block.source = str(self.part)  # errors name the partition
+            yield block
+
+    def discard(self) -> None:
+        """Nothing to discard: no cache."""
+
+
+def shipped(part: Partition | InMemory):
+    """What a task or actor is given for ``part``: a file's partition as it is, an in-memory
+    one as a tuple of its fields, whose futures Dask replaces by their values on the worker
+    (it looks inside tuples, not inside other objects)."""
+    if isinstance(part, InMemory):
+        return tuple(getattr(part, field.name) for field in dataclasses.fields(part))
+    return part
+
+
+def received(part) -> Partition | InMemory:
+    """The partition a task or actor was given (:func:`shipped`)."""
+    return InMemory(*part) if isinstance(part, tuple) else part

@@ -33,6 +33,7 @@ from olearn.errors import OlearnError
 from olearn.learners.families import family_of
 from olearn.learners.weights import W_N, W_W
 from olearn.options.config import Config
+from olearn.outputs.history import History
 from olearn.outputs.report import Console
 from olearn.scale.merge import (
     MAX_WARNINGS,
@@ -47,7 +48,7 @@ from olearn.scale.merge import (
     report,
     tree,
 )
-from olearn.scale.partitions import Partition
+from olearn.scale.partitions import Partition, received, shipped
 from olearn.scale.table import end_pass
 from olearn.scale.workers import placement, portable
 
@@ -163,6 +164,7 @@ class PartitionLearner:
         """Learn the next N examples of the pass."""
         learner = self.learner
         learner.stats = learner.new_stats()
+        learner.history = History()  # the table is the client's: not kept over the run here
         warnings: list[str] = []
         row = self._guarded(self._advance, self.config.dask_sync, warnings, True)
         more = self._guarded(self._ahead, warnings)
@@ -226,7 +228,7 @@ class Learners:
     def __init__(self, config: Config, parts: dict[int, Partition], start: Snapshot):
         from distributed import get_worker
         directory = get_worker().local_directory
-        self.learners = {k: PartitionLearner(config, part, start, directory)
+        self.learners = {k: PartitionLearner(config, received(part), start, directory)
                          for k, part in parts.items()}
 
     def _take(self, merged: Rows | None) -> None:
@@ -273,7 +275,7 @@ class Team:
         """(Re)start the actors of ``groups`` from the client's state."""
         state = self.client.scatter(self.state)
         futures = {g: self.client.submit(
-            Learners, self.config, {k: self.parts[k] for k in self.groups[g]}, state,
+            Learners, self.config, {k: shipped(self.parts[k]) for k in self.groups[g]}, state,
             actor=True, key=f"{self.key}-{g}-{uuid.uuid4().hex[:6]}", **placement(workers, g))
             for g in groups}
         for g, future in futures.items():
