@@ -29,9 +29,9 @@ method whose test error is not below it is marked ``no better than constant``.
 row's note says so); a run longer than ``--timeout`` seconds is killed and reported. Every olearn
 process runs under ``nice -n 10`` with ``OLEARN_NO_BUILD=1``. Others may be editing olearn/ while
 this runs (and an edit makes numba recompile, inside a timed run), so olearn runs as ``python -m
-olearn`` from a copy of the package at the repository's HEAD (``git archive``, in
-``$TMPDIR/olearn-saew-datasets-<revision>``, kept so that a rerun reuses numba's kernel cache);
-uncommitted changes are not measured. Every method is first trained and tested on the first
+olearn`` from a copy of the package as it is at the start (scripts/olearn_snapshot.py, in
+``$TMPDIR/olearn-saew-datasets-snapshot-<hash>``, kept so that a rerun reuses numba's kernel
+cache). Every method is first trained and tested on the first
 600 lines of a binary and a regression dataset, so that no timed run compiles. Start-up then
 comes from numba's cache (about 0.5 s), not from the prebuilt start-up module of an installed
 olearn (about 0.2 s).
@@ -69,6 +69,7 @@ from apple_experiment import (
     read_labels,
     read_scores,
 )
+from olearn_snapshot import snapshot_olearn
 
 from olearn.outputs.metrics import auc
 
@@ -146,30 +147,6 @@ class Row:
 
 class UsageError(Exception):
     """A problem with the arguments: reported in one line."""
-
-
-def head_revision() -> str:
-    """The repository's HEAD commit (full hash)."""
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise UsageError(f"cannot read the git revision of {REPO}: {exc}") from None
-
-
-def snapshot(revision: str) -> Path:
-    """A copy of olearn/ at revision (made once): the folder to put on PYTHONPATH."""
-    root = Path(tempfile.gettempdir()) / f"olearn-saew-datasets-{revision[:12]}"
-    if not (root / "olearn" / "__main__.py").is_file():
-        staging = Path(tempfile.mkdtemp(prefix="olearn-saew-datasets-staging-"))
-        archive = subprocess.run(["git", "archive", revision, "olearn"], cwd=REPO,
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(staging)], input=archive, check=True)
-        try:
-            staging.rename(root)
-        except OSError:  # made meanwhile
-            subprocess.run(["rm", "-rf", str(staging)], check=True)
-    return root
 
 
 def olearn_prefix() -> tuple[str, ...]:
@@ -454,8 +431,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     state = git_state()
     try:
-        revision = head_revision()
-        root = snapshot(revision)
+        try:
+            root, digest = snapshot_olearn("saew-datasets")
+        except RuntimeError as exc:
+            raise UsageError(str(exc)) from None
         datasets = load_datasets(data, args.datasets)
         rows: list[Row] = []
         with tempfile.TemporaryDirectory(prefix="saew-datasets-") as tmp:
@@ -477,8 +456,8 @@ def main(argv: list[str] | None = None) -> int:
         f"- command: `{shlex.join(['python', 'scripts/saew_datasets.py', *command])}`",
         f"- date: {datetime.datetime.now().isoformat(timespec='seconds')}; total wall time "
         f"{wall / 60:.1f} min; {os.cpu_count()} CPUs, shared (wall times are noisy)",
-        f"- olearn: HEAD {revision}, run from the copy {root} (`git archive`; the checkout "
-        f"was {state} at start, {git_state()} at end: uncommitted changes were not measured)",
+        f"- olearn: sources {digest[:16]}, run from the copy {root} (scripts/olearn_snapshot.py; "
+        f"the checkout was {state} at start, {git_state()} at end)",
         f"- every run: `nice -n 10 olearn ...`, OLEARN_NO_BUILD=1, one process at a time; "
         f"--loss_function logistic (binary) or squared (regression); --l1 grid "
         f"{', '.join(f'{x:g}' for x in args.l1_grid)}, chosen by progressive loss",

@@ -526,8 +526,7 @@ def _state(bits, rng):
 
 def _moved(learner, rows, rng):
     """``learner``'s state with ``rows`` moved (w, G up, N up or not) and one more example."""
-    moved = olearn_merge.Snapshot.of(learner)
-    moved = sync.restrict(moved, np.arange(len(learner.weights)), 0)  # a copy
+    moved = olearn_merge.Snapshot.of(learner).copy()
     moved.weights[rows, W_W] += rng.normal(size=len(rows))
     moved.weights[rows, W_G] += rng.uniform(0, 1, len(rows))
     moved.weights[rows, W_N] *= rng.choice([1.0, 1.5], len(rows))
@@ -541,7 +540,7 @@ def test_merging_the_changed_rows_equals_merging_whole_states(seed):
     the whole states bit for bit (merge.combine over the tree, then finish)."""
     rng = np.random.default_rng(seed)
     learner = _state(8, rng)
-    start = sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(256), 0)
+    start = olearn_merge.Snapshot.of(learner).copy()
     states = [_moved(learner, np.sort(rng.choice(256, rng.integers(0, 40), replace=False)), rng)
               for _ in range(int(rng.integers(1, 6)))]
     stats = learner.new_stats()
@@ -556,7 +555,7 @@ def test_merging_the_changed_rows_equals_merging_whole_states(seed):
         changed = np.flatnonzero((s.weights != start.weights).any(axis=1))
         segments.append(sync.Segment(sync.Rows(changed, sync.restrict(s, changed, 0)), stats,
                                      None, [], 0, True))
-    kept = sync.restrict(start, np.arange(256), 0)
+    kept = start.copy()
     merged, _ = sync.Merger(kept, config, 0).merge(segments, False)
     assert kept.weights.tobytes() == dense.weights.tobytes()
     assert kept.state.tobytes() == dense.state.tobytes()
@@ -635,7 +634,7 @@ def test_sync_damps_a_sum_that_overshoots_back_and_undamps_steady_progress():
     agreeing changes double the factor back to the sum."""
     learner = OnlineLearner(Config(bit_precision=4, quiet=True))
     learner.weights[0, W_N] = 1.0
-    merger = sync.Merger(sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(16), 0),
+    merger = sync.Merger(olearn_merge.Snapshot.of(learner).copy(),
                          Config(bit_precision=4, quiet=True, dask_sync=10), 0)
     w = []
     for moves in ([1, 1], [-3, -3], [1, 1], [0.5, 0.5], [0.5, 0.5]):
@@ -648,7 +647,7 @@ def test_sync_damps_a_sum_that_overshoots_back_and_undamps_steady_progress():
 def test_sync_damping_stops_at_the_mean():
     learner = OnlineLearner(Config(bit_precision=4, quiet=True))
     learner.weights[0, W_N] = 1.0
-    merger = sync.Merger(sync.restrict(olearn_merge.Snapshot.of(learner), np.arange(16), 0),
+    merger = sync.Merger(olearn_merge.Snapshot.of(learner).copy(),
                          Config(bit_precision=4, quiet=True, dask_sync=10), 0)
     for k, moves in enumerate(([1, 1], [-4, -4], [16, 16], [-64, -64])):
         before = float(merger.state.weights[0, W_W])

@@ -98,6 +98,13 @@ class Snapshot:
             mine[:] = theirs
         self.put_merged(learner)
 
+    def copy(self) -> "Snapshot":
+        """A copy whose arrays are its own."""
+        return Snapshot(self.weights.copy(), self.state.copy(),
+                        tuple(a.copy() for a in self.poly),
+                        tuple(tuple(a.copy() for a in arrays) for arrays in self.family),
+                        self.split)
+
     def put_merged(self, learner: OnlineLearner) -> None:
         """Give the family and the reduction their merged parts."""
         (means, highs), (m, h) = self.family, self.split

@@ -90,11 +90,6 @@ def put_rows(target: Snapshot, rows: Rows, row_arrays: int) -> None:
                 mine[...] = theirs
 
 
-def _copy(snap: Snapshot) -> Snapshot:
-    return Snapshot(snap.weights.copy(), snap.state.copy(), tuple(a.copy() for a in snap.poly),
-                    tuple(tuple(a.copy() for a in arrays) for arrays in snap.family), snap.split)
-
-
 @dataclasses.dataclass
 class Segment:
     """What a partition's learner sends after a segment: the rows it changed, its statistics,
@@ -422,7 +417,7 @@ class Merger:
 def _over(start: Snapshot, at: np.ndarray, theirs: Snapshot, row_arrays: int) -> Snapshot:
     """A partition's state on ``start``'s rows: its own rows at positions ``at``, the start's
     elsewhere (it did not change them), and its other parts whole."""
-    mine = _copy(start)
+    mine = start.copy()
     put_rows(mine, Rows(at, theirs), row_arrays)
     return mine
 
@@ -431,13 +426,12 @@ def passes(client, config: Config, parts: list[Partition], learner: OnlineLearne
            console: Console) -> tuple[Snapshot, Outcome]:
     """Every pass (passes.run_passes) by the partitions' learners, merging every N examples;
     returns the last state and the passes' outcome, and reports the bytes per merge."""
-    state = _copy(Snapshot.of(learner))
+    state = Snapshot.of(learner).copy()
     team = Team(client, config, parts, state, console)
     merger = Merger(state, config, team.row_arrays)
-    merges, received = [], 0
+    merges = []
 
     def learn_pass(pass_no: int) -> int:
-        nonlocal received
         team.begin_pass(pass_no, learner.params.copy())
         stats, last, lines, said = learner.new_stats(), None, 0, []
         learning = list(range(len(parts)))
@@ -449,7 +443,6 @@ def passes(client, config: Config, parts: list[Partition], learner: OnlineLearne
             team.owe(merged.index)
             up = sum(s.rows.__sizeof__() for s in segments)
             merges.append((len(merged.index), up, team.sent - sent))
-            received += up
             stats = merge_stats(stats, found)
             last = row if row is not None else last
             lines += done
