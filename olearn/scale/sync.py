@@ -23,6 +23,7 @@ run gives.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import uuid
 
 import numpy as np
@@ -216,9 +217,16 @@ def _columns(rows: np.ndarray) -> list[np.ndarray]:
     return [bits[:, j] for j in range(bits.shape[1])]
 
 
+def packed(value) -> bytes:
+    """``value`` pickled as one frame, as the actors' arguments and results travel: Dask sends
+    a dataclass of arrays as a frame per array, which made a merge's round trip to 2 actors
+    about 0.5 ms slower (2.0 against 1.5 ms, 25 KB each way, idle)."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class Learners:
     """A worker's partition learners (a Dask actor: one round trip per merge for all of
-    them), each taking every merge."""
+    them), each taking every merge. Merged rows come, and segments go, ``packed``."""
 
     def __init__(self, config: Config, parts: dict[int, Partition], start: Snapshot):
         from distributed import get_worker
@@ -226,23 +234,25 @@ class Learners:
         self.learners = {k: PartitionLearner(config, received(part), start, directory)
                          for k, part in parts.items()}
 
-    def _take(self, merged: Rows | None) -> None:
+    def _take(self, merged: bytes) -> None:
+        merged = pickle.loads(merged)
         for learner in self.learners.values() if merged is not None else ():
             learner.take(merged)
 
-    def begin_pass(self, pass_no: int, params: np.ndarray, merged: Rows | None,
-                   skip: int = 0) -> None:
+    def begin_pass(self, pass_no: int, params: np.ndarray, merged: bytes,
+                   skip: int = 0) -> bytes:
         """Take the merged rows not yet taken, then start reading pass ``pass_no`` (past the
         first ``skip`` examples of each partition)."""
         self._take(merged)
         for learner in self.learners.values():
             learner.begin_pass(pass_no, params, skip)
+        return packed(None)
 
-    def learn(self, merged: Rows | None, which: list[int]) -> dict[int, Segment]:
+    def learn(self, merged: bytes, which: list[int]) -> bytes:
         """Take the merged rows not yet taken, then learn a segment of the partitions
         ``which``."""
         self._take(merged)
-        return {k: self.learners[k].learn() for k in which}
+        return packed({k: self.learners[k].learn() for k in which})
 
 
 class Team:
@@ -277,16 +287,16 @@ class Team:
             self.actors[g] = (future, future.result())
             self.owed[g] = []  # the client's state holds every merge
 
-    def _owed(self, g: int) -> Rows | None:
-        """The merged rows actor ``g`` has not taken."""
+    def _owed(self, g: int) -> bytes:
+        """The merged rows actor ``g`` has not taken (packed; None when there are none)."""
         owed = self.owed[g]
         if not owed:
-            return None
+            return packed(None)
         index = owed[0] if len(owed) == 1 else np.unique(np.concatenate(owed))
         self.owed[g] = []
         rows = Rows(index, restrict(self.state, index, self.row_arrays))
         self.sent += rows.__sizeof__()
-        return rows
+        return packed(rows)
 
     def owe(self, index: np.ndarray) -> None:
         for owed in self.owed:
@@ -317,7 +327,7 @@ class Team:
         for g, call in calls.items():
             while True:
                 try:
-                    results.append(call.result())
+                    results.append(pickle.loads(call.result()))
                     break
                 except (RuntimeError, OSError) as exc:
                     if not _lost(exc):
@@ -334,7 +344,7 @@ class Team:
                            f"from the merged state, at segment {segment + 1} of pass "
                            f"{self.pass_no + 1}")
         self._start([g], sorted(self.client.scheduler_info()["workers"]))
-        self.actors[g][1].begin_pass(self.pass_no, self.params, None,
+        self.actors[g][1].begin_pass(self.pass_no, self.params, packed(None),
                                      segment * self.config.dask_sync).result()
 
     def close(self) -> None:

@@ -30,10 +30,10 @@ def connect(address: str) -> Iterator:
             cluster = stack.enter_context(LocalCluster(
                 n_workers=int(count), threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=logging.ERROR))
-            client = stack.enter_context(Client(cluster))
+            client = stack.enter_context(Client(cluster, direct_to_workers=True))
         else:
             try:
-                client = stack.enter_context(Client(address))
+                client = stack.enter_context(Client(address, direct_to_workers=True))
             except (OSError, TimeoutError, ValueError) as exc:
                 raise OlearnError(
                     f"cannot reach the Dask scheduler at {address} "
