@@ -14,7 +14,8 @@ from olearn.errors import OlearnError, OptionError
 @contextlib.contextmanager
 def connect(address: str) -> Iterator:
     """A Dask client: ``local`` or ``local:N`` starts a cluster of N worker processes (one
-    thread each; N defaults to the number of cores), anything else is a scheduler's address."""
+    thread each; N defaults to the number of cores), anything else is a scheduler's address.
+    The client calls actors on the workers directly, not through the scheduler (sync.py)."""
     try:
         import dask
         from distributed import Client, KilledWorker, LocalCluster
