@@ -583,8 +583,8 @@ def test_sync_bytes_grow_with_the_rows_changed_not_the_table(cluster, parts, cap
 
 
 def test_sync_with_a_worker_killed_gives_the_same_model(cluster, parts, tmp_path, capsys):
-    """A worker killed in the middle of a --dask_sync run: its partitions start again from the
-    merged state on another worker, and the model is the undisturbed run's."""
+    """A worker killed in the middle of a --dask_sync run: every partition starts the pass
+    again on the workers left, and the model is the undisturbed run's."""
     address = cluster.scheduler_address
     options = {"passes": 3, "dask_sync": 20, "cache": True}
     reference = _train(address, parts, tmp_path / "reference.model", **options)
@@ -612,6 +612,30 @@ def test_sync_with_a_worker_killed_gives_the_same_model(cluster, parts, tmp_path
             killer.join()
         client.wait_for_workers(2, timeout=60)
     assert "a Dask worker was lost" in capsys.readouterr().err
+    assert result == reference
+
+
+def test_sync_with_a_worker_killed_in_a_later_pass_gives_the_same_model(
+        cluster, parts, tmp_path, capsys, monkeypatch):
+    """A worker killed in pass 2: the pass starts again from the state (and the merges'
+    damping) that pass 1 ended with."""
+    address = cluster.scheduler_address
+    options = {"passes": 3, "dask_sync": 20, "cache": True}
+    reference = _train(address, parts, tmp_path / "reference.model", **options)
+    with distributed.Client(address) as client:
+        client.wait_for_workers(2, timeout=60)
+        pids = list(client.run(os.getpid).values())
+        run_pass = sync.Team.run_pass
+
+        def killing_in_pass_2(team, pass_no, params):
+            if pass_no == 1 and not team.restarts:
+                threading.Timer(0.1, os.kill, (pids[0], signal.SIGKILL)).start()
+            return run_pass(team, pass_no, params)
+
+        monkeypatch.setattr(sync.Team, "run_pass", killing_in_pass_2)
+        result = _train(address, parts, tmp_path / "killed.model", quiet=False, **options)
+        client.wait_for_workers(2, timeout=60)
+    assert "starts pass 2 again" in capsys.readouterr().err
     assert result == reference
 
 

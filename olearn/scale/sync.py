@@ -1,32 +1,38 @@
 """``--dask_sync N``: each partition's learner lives on a worker for the whole run and reads its
-partition once per pass; after every N examples of each partition, the partitions send the rows
-of the state they changed, the client merges them, and sends the merged rows back.
+partition once per pass; after every N examples of each partition, every worker sends the rows
+of the state its partitions changed to every other worker, and each merges them all itself.
 
-The learners of a worker's partitions are one Dask actor (an object that stays on its worker,
-whose methods the client calls): a merge is one call to each worker's actor. The command line's
-client goes straight to the workers (``direct_to_workers``; Dask otherwise relays an actor call
-through the scheduler), and the calls' arguments and results travel ``packed``: a round trip to
-2 actors with 25 KB each way takes about 1.5 ms on an idle machine here. Before, every segment
-was a task per partition with a fresh learner, which read its partition from the start to reach
-the segment: O(segments²) reading per pass.
+The learners of a worker's partitions are one Dask actor (an object that stays on its worker),
+with the worker's copy of the merged state. The client starts each pass on every actor and waits
+for its end: the merges are between the workers (an actor calls another's ``receive``, straight
+to its worker), so a merge costs one message's way, not a round trip through the client, and the
+client's merge of every partition is no longer a step every worker waits for. On the benchmark
+file (4 partitions, 2 workers, `--dask_sync 500`, joining a running cluster) a pass took 1.50 s
+against 1.89 s with the client merging (both without the command line's compiled kernels).
+Before that, every segment was a task per partition with a fresh learner, which read its
+partition from the start to reach the segment: O(segments²) reading per pass.
 
 The merge is the one merge.py states for --dask_sync (the start plus the partitions' changes;
 the largest normalizers), computed on the rows that some partition changed, each partition's
 row taken as the start where it changed nothing: a row no partition changed merges to its
 start exactly, so the result is bit for bit the dense merge's, and the bytes a merge moves
-grow with the rows changed, not with 2^b. The client combines the partitions in the fixed tree
-over the partitions (merge.tree), so the model does not depend on the number of workers.
+grow with the rows changed, not with 2^b. Every worker combines the partitions in the fixed
+tree over the partitions (merge.tree), from the same state, so every worker's merged state is
+the same, bit for bit, and the model does not depend on the number of workers.
 
-The client keeps the whole merged state. When a worker dies, each learner it held starts again
-on another worker from that state, reads its partition past the examples it had learned in the
-pass, and learns the segment again: the merge, and so the model, is the one an undisturbed
-run gives.
+When a worker dies, the client stops the others' pass, starts every actor again (on the
+workers left) from the state at the start of the pass, and runs the pass again: the model is
+the one an undisturbed run gives, at the cost of the pass so far.
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import pickle
+import threading
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -56,6 +62,7 @@ from olearn.scale.table import end_pass
 from olearn.scale.workers import placement, portable
 
 RESTARTS = 3  # how often each partition's learner may be lost with its worker in a run
+POLL = 0.002  # seconds between the client's looks at the workers' passes
 
 
 @dataclasses.dataclass
@@ -110,29 +117,28 @@ class Segment:
 class PartitionLearner:
     """A partition's learner on its worker, from the first pass to the last.
 
-    Between merges it holds the merged state as it received it (``base``), so that the rows it
-    changed are the rows that differ from it.
+    Between merges it holds the merged state (``base``: its worker's, which every learner of
+    the worker shares), so that the rows it changed are the rows that differ from it.
     """
 
-    def __init__(self, config: Config, part: Partition, start: Snapshot, directory: str):
-        self.config, self.part, self.directory = config, part, directory
+    def __init__(self, config: Config, part: Partition, base: Snapshot, directory: str):
+        self.config, self.part, self.directory, self.base = config, part, directory, base
         self.learner = OnlineLearner(config)
-        start.put(self.learner)
+        base.put(self.learner)
         self.row_arrays = self.learner.family.MERGED_ROWS
-        self.base = [a.copy() for a in self._row_arrays()]
         self.plan = self.batches = self.pending = None
         self.lines = 0
 
-    def _row_arrays(self) -> list[np.ndarray]:
-        """The arrays with a row per coordinate: the weights (the learner's own), the
-        family's (copies)."""
-        means, highs = self.learner.family.merged()
-        return [self.learner.weights, *means[:self.row_arrays], *highs[:self.row_arrays]]
+    def _row_arrays(self, snap: Snapshot) -> list[np.ndarray]:
+        """The arrays of ``snap`` with a row per coordinate: the weights, the family's."""
+        means, highs = snap.family
+        return [snap.weights, *means[:self.row_arrays], *highs[:self.row_arrays]]
 
     def _changed(self) -> np.ndarray:
         """The rows that differ from ``base`` (bit for bit: NaN rows too)."""
         changed = None
-        for now, base in zip(self._row_arrays(), self.base):
+        for now, base in zip(self._row_arrays(Snapshot.of(self.learner)),
+                             self._row_arrays(self.base)):
             for a, b in zip(_columns(now), _columns(base)):
                 differ = a != b
                 changed = differ if changed is None else np.logical_or(changed, differ,
@@ -140,23 +146,19 @@ class PartitionLearner:
         return np.flatnonzero(changed)
 
     def take(self, merged: Rows) -> None:
-        """Take the merged rows; they are the new ``base``."""
+        """Take the merged rows (``base`` holds them already)."""
         mine = Snapshot.of(self.learner)  # the weights, state and poly are the learner's own
         put_rows(mine, merged, self.row_arrays)
         mine.put_merged(self.learner)
-        for base, rows in zip(self.base, self._row_arrays()):
-            base[merged.index] = rows[merged.index]
 
-    def begin_pass(self, pass_no: int, params: np.ndarray, skip: int = 0) -> None:
-        """Start reading pass ``pass_no`` (past its first ``skip`` examples, unlearned), with
-        the pass's parameters."""
+    def begin_pass(self, pass_no: int, params: np.ndarray) -> None:
+        """Start reading pass ``pass_no``, with the pass's parameters."""
         self.learner.params[:] = params
         if self.batches is not None:
             self.batches.close()
         self.plan = self.part.plan(self.config, pass_no, self.directory)
         self.batches = self.plan.batches(self.learner, 0)
         self.pending, self.lines = None, 0
-        self._guarded(self._advance, skip, [], False)
 
     def learn(self) -> Segment:
         """Learn the next N examples of the pass."""
@@ -164,7 +166,7 @@ class PartitionLearner:
         learner.stats = learner.new_stats()
         learner.history = History()  # the table is the client's: not kept over the run here
         warnings: list[str] = []
-        row = self._guarded(self._advance, self.config.dask_sync, warnings, True)
+        row = self._guarded(self._advance, self.config.dask_sync, warnings)
         more = self._guarded(self._ahead, warnings)
         learner.sync()  # the true weights; the lazy regularization's snapshots back at zero
         index = self._changed()
@@ -179,18 +181,16 @@ class PartitionLearner:
             self.plan.discard()  # no half-written cache
             raise portable(exc) from None
 
-    def _advance(self, count: int, warnings: list[str], learning: bool) -> np.ndarray | None:
-        """Learn (or, not ``learning``, read past) the next ``count`` examples of the pass;
-        returns the last table row."""
+    def _advance(self, count: int, warnings: list[str]) -> np.ndarray | None:
+        """Learn the next ``count`` examples of the pass; returns the last table row."""
         row = None
         while count > 0 and self._ahead(warnings):
             batch, lo = self.pending
             hi = min(len(batch), lo + count)
-            if learning:
-                rows = self.learner.learn(batch.examples(lo, hi), np.empty(
-                    (hi - lo, self.learner.prediction_columns()), dtype=np.float32))
-                if len(rows):
-                    row = rows[-1]
+            rows = self.learner.learn(batch.examples(lo, hi), np.empty(
+                (hi - lo, self.learner.prediction_columns()), dtype=np.float32))
+            if len(rows):
+                row = rows[-1]
             count -= hi - lo
             self.pending = None if hi == len(batch) else (batch, hi)
         return row
@@ -220,137 +220,210 @@ def _columns(rows: np.ndarray) -> list[np.ndarray]:
 
 
 def packed(value) -> bytes:
-    """``value`` pickled as one frame, as the actors' arguments and results travel: Dask sends
-    a dataclass of arrays as a frame per array, which made a merge's round trip to 2 actors
-    about 0.5 ms slower (2.0 against 1.5 ms, 25 KB each way, idle)."""
+    """``value`` pickled as one frame, as the actors' messages travel: Dask sends a dataclass
+    of arrays as a frame per array, which made a round trip to 2 actors about 0.5 ms slower
+    (2.0 against 1.5 ms, 25 KB each way, idle)."""
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-class Learners:
-    """A worker's partition learners (a Dask actor: one round trip per merge for all of
-    them), each taking every merge. Merged rows come, and segments go, ``packed``."""
+class Aborted(Exception):
+    """A pass stopped by the client (Learners.abort), after another worker failed."""
 
-    def __init__(self, config: Config, parts: dict[int, Partition], start: Snapshot):
+
+@dataclasses.dataclass
+class PassResult:
+    """What a worker's learners report after a pass: the merges' statistics, last table row,
+    warnings and lines (the same on every worker), and its traffic per merge (rows merged,
+    bytes sent to the other workers, bytes received from them)."""
+
+    stats: np.ndarray
+    row: np.ndarray | None
+    warnings: list[str]
+    lines: int
+    merges: list[tuple[int, int, int]]
+
+
+class Learners:
+    """A worker's partition learners (a Dask actor), and its copy of the merged state.
+
+    After each segment the worker sends the rows its partitions changed to every other worker
+    (an actor calls another's ``receive``, which runs on that worker's event loop while its
+    pass waits), receives theirs, and merges all of them itself: every worker merges the same
+    segments in the same order (the fixed tree over the partitions), so every worker's merged
+    state is the same, bit for bit, and the client is not in the loop. ``groups[g]``: the
+    partitions of worker g.
+    """
+
+    def __init__(self, config: Config, parts: dict[int, Partition], start: Snapshot,
+                 damping: tuple | None, group: int, groups: list[list[int]]):
         from distributed import get_worker
         directory = get_worker().local_directory
-        self.learners = {k: PartitionLearner(config, received(part), start, directory)
+        self.config, self.group, self.groups = config, group, groups
+        self.merger = Merger(start.copy(), config, family_of(config).MERGED_ROWS, damping)
+        self.learners = {k: PartitionLearner(config, received(part), self.merger.state, directory)
                          for k, part in parts.items()}
+        self.peers: list = []
+        self.inbox: dict[tuple[int, int], dict[int, bytes]] = {}  # (pass, segment): by worker
+        self.arrived = threading.Condition()
+        self.aborted = False
+        self.thread = ThreadPoolExecutor(1)  # the passes: Dask's actor thread is the worker's
 
-    def _take(self, merged: bytes) -> None:
-        merged = pickle.loads(merged)
-        for learner in self.learners.values() if merged is not None else ():
-            learner.take(merged)
+    def meet(self, peers: list[tuple[str, str]]) -> None:
+        """The actors of every worker, in order (their keys and workers' addresses): handles
+        bound to this worker, which the pass's own thread can call."""
+        from distributed import get_worker
+        from distributed.actor import Actor
+        worker = get_worker()
+        self.peers = [Actor(Learners, address, key, worker=worker) for key, address in peers]
 
-    def begin_pass(self, pass_no: int, params: np.ndarray, merged: bytes,
-                   skip: int = 0) -> bytes:
-        """Take the merged rows not yet taken, then start reading pass ``pass_no`` (past the
-        first ``skip`` examples of each partition)."""
-        self._take(merged)
+    async def receive(self, key: tuple[int, int], group: int, segments: bytes) -> None:
+        with self.arrived:
+            self.inbox.setdefault(tuple(key), {})[group] = segments
+            self.arrived.notify_all()
+
+    async def abort(self) -> None:
+        with self.arrived:
+            self.aborted = True
+            self.arrived.notify_all()
+
+    def state(self) -> bytes:
+        """The merged state and its damping (Merger), packed."""
+        return packed((self.merger.state, (self.merger.alpha, self.merger.last)))
+
+    async def run_pass(self, pass_no: int, params: np.ndarray) -> bytes:
+        """Pass ``pass_no``: learn a segment of each partition, exchange, merge, until every
+        partition has reached its end; returns the PassResult, packed. It runs on the actor's
+        own thread: Dask runs every actor of a worker on one thread, where a pass waiting for
+        another actor's segment would keep that actor from learning it."""
+        return await asyncio.get_running_loop().run_in_executor(self.thread, self._pass,
+                                                                pass_no, params)
+
+    def _pass(self, pass_no: int, params: np.ndarray) -> bytes:
         for learner in self.learners.values():
-            learner.begin_pass(pass_no, params, skip)
-        return packed(None)
+            learner.begin_pass(pass_no, params)
+        stats = self.learners[min(self.learners)].learner.new_stats()
+        last, lines, said, merges = None, 0, [], []
+        learning = sorted(k for group in self.groups for k in group)
+        segment = 0
+        while learning:
+            mine = {k: self.learners[k].learn() for k in self.learners if k in learning}
+            message = packed(mine)
+            others = [g for g in range(len(self.groups)) if g != self.group]
+            for g in others if mine else ():
+                self.peers[g].receive((pass_no, segment), self.group, message)
+            theirs = self._wait((pass_no, segment),
+                                [g for g in others if set(self.groups[g]) & set(learning)])
+            found = {**mine, **{k: seg for m in theirs for k, seg in pickle.loads(m).items()}}
+            segments = [found[k] for k in learning]
+            merged, (done_stats, row, warnings, done, more) = self.merger.merge(
+                segments, pass_no == 0)
+            for learner in self.learners.values():
+                learner.take(merged)
+            merges.append((len(merged.index), len(message) * len(others) if mine else 0,
+                           sum(len(m) for m in theirs)))
+            stats = merge_stats(stats, done_stats)
+            last = row if row is not None else last
+            lines += done
+            learning = [k for k, going in zip(learning, more) if going]
+            said += warnings[:MAX_WARNINGS - len(said)]
+            segment += 1
+        return packed(PassResult(stats, last, said, lines, merges))
 
-    def learn(self, merged: bytes, which: list[int]) -> bytes:
-        """Take the merged rows not yet taken, then learn a segment of the partitions
-        ``which``."""
-        self._take(merged)
-        return packed({k: self.learners[k].learn() for k in which})
+    def _wait(self, key: tuple[int, int], senders: list[int]) -> list[bytes]:
+        """The messages of segment ``key`` from the workers ``senders``, as they arrive."""
+        with self.arrived:
+            while not self.aborted and len(self.inbox.get(key, ())) < len(senders):
+                self.arrived.wait()
+            if self.aborted:
+                raise Aborted()
+            return [self.inbox.pop(key)[g] for g in senders] if senders else []
 
 
 class Team:
-    """The partitions' learners, partition k's on worker k mod W (a Learners actor per
-    worker), and what each actor has not yet taken of the merged state (the client's
-    ``state``, kept whole)."""
+    """The workers' Learners actors, partition k's on worker k mod W, and the merged state at
+    the start of the pass (``state``, with the merges' ``damping``), from which every actor
+    starts again when one is lost."""
 
     def __init__(self, client, config: Config, parts: list[Partition], state: Snapshot,
                  console: Console):
         self.client, self.config, self.parts, self.state = client, config, parts, state
-        self.console = console
-        self.row_arrays = family_of(config).MERGED_ROWS
+        self.console, self.damping = console, None
         self.key = f"olearn-{uuid.uuid4().hex[:12]}"
-        workers = sorted(client.scheduler_info()["workers"])
-        count = max(1, min(len(workers), len(parts)))
+        count = max(1, min(len(client.scheduler_info()["workers"]), len(parts)))
         self.groups = [list(range(g, len(parts), count)) for g in range(count)]
-        self.actors: list = [None] * count  # each group's actor, with its future
-        self.owed: list[list[np.ndarray]] = [[] for _ in self.groups]  # indices not taken
+        self.actors: list = []
+        self.futures: list = []  # the actors live while their futures do
         self.restarts = 0
-        self.sent = 0  # bytes sent to the actors
-        self.pass_no, self.params = 0, None
-        self._start(range(count), workers)
+        self._start()
 
-    def _start(self, groups, workers: list[str]) -> None:
-        """(Re)start the actors of ``groups`` from the client's state."""
-        state = self.client.scatter(self.state)
-        futures = {g: self.client.submit(
-            Learners, self.config, {k: shipped(self.parts[k]) for k in self.groups[g]}, state,
-            actor=True, key=f"{self.key}-{g}-{uuid.uuid4().hex[:6]}", **placement(workers, g))
-            for g in groups}
-        for g, future in futures.items():
-            self.actors[g] = (future, future.result())
-            self.owed[g] = []  # the client's state holds every merge
+    def _start(self) -> None:
+        """(Re)start every actor from ``state``."""
+        workers = sorted(self.client.scheduler_info()["workers"])
+        state, damping = self.client.scatter([self.state, self.damping])
+        key = f"{self.key}-{uuid.uuid4().hex[:6]}"
+        futures = [self.client.submit(
+            Learners, self.config, {k: shipped(self.parts[k]) for k in group}, state, damping,
+            g, self.groups, actor=True, key=f"{key}-{g}", **placement(workers, g))
+            for g, group in enumerate(self.groups)]
+        self.actors = [future.result() for future in futures]
+        self.futures = futures
+        where = self.client.who_has(futures)
+        peers = [(future.key, where[future.key][0]) for future in futures]
+        for call in [actor.meet(peers) for actor in self.actors]:
+            call.result()
 
-    def _owed(self, g: int) -> bytes:
-        """The merged rows actor ``g`` has not taken (packed; None when there are none)."""
-        owed = self.owed[g]
-        if not owed:
-            return packed(None)
-        index = owed[0] if len(owed) == 1 else np.unique(np.concatenate(owed))
-        self.owed[g] = []
-        rows = Rows(index, restrict(self.state, index, self.row_arrays))
-        self.sent += rows.__sizeof__()
-        return packed(rows)
-
-    def owe(self, index: np.ndarray) -> None:
-        for owed in self.owed:
-            owed.append(index)
-
-    def begin_pass(self, pass_no: int, params: np.ndarray) -> None:
-        self.pass_no, self.params = pass_no, params
-        self._call(range(len(self.groups)), "begin_pass",
-                   lambda g: (pass_no, params, self._owed(g)), 0)
-
-    def learn(self, which: list[int], segment: int) -> list[Segment]:
-        """Segment ``segment`` of the partitions ``which`` (each learner's next N examples,
-        from the merged state), in partition order."""
-        learning = set(which)
-        groups = [g for g, members in enumerate(self.groups) if learning.intersection(members)]
-        found: dict[int, Segment] = {}
-        for segments in self._call(groups, "learn", lambda g: (
-                self._owed(g), [k for k in self.groups[g] if k in learning]), segment):
-            found.update(segments)
-        return [found[k] for k in which]
-
-    def _call(self, groups, method: str, arguments, segment: int) -> list:
-        """Call ``method`` of the actors of ``groups`` at once; an actor whose worker is lost
-        starts again on another from the client's state, reads past the examples of the pass
-        its partitions had learned, and is called again."""
-        calls = {g: getattr(self.actors[g][1], method)(*arguments(g)) for g in groups}
-        results = []
-        for g, call in calls.items():
-            while True:
-                try:
-                    results.append(pickle.loads(call.result()))
-                    break
-                except (RuntimeError, OSError) as exc:
-                    if not _lost(exc):
-                        raise
-                    self._restart(g, segment)
-                    call = getattr(self.actors[g][1], method)(*arguments(g))
-        return results
-
-    def _restart(self, g: int, segment: int) -> None:
-        self.restarts += 1
-        if self.restarts > RESTARTS * len(self.groups):
-            raise OlearnError("Dask workers kept dying (see their logs)")
-        self.console.print(f"a Dask worker was lost: partitions {self.groups[g]} start again "
-                           f"from the merged state, at segment {segment + 1} of pass "
-                           f"{self.pass_no + 1}")
-        self._start([g], sorted(self.client.scheduler_info()["workers"]))
-        self.actors[g][1].begin_pass(self.pass_no, self.params, packed(None),
-                                     segment * self.config.dask_sync).result()
+    def run_pass(self, pass_no: int, params: np.ndarray) -> PassResult:
+        """Pass ``pass_no`` on every worker; when a worker is lost (or fails), the others are
+        stopped, and every actor starts the pass again from its start, on the workers left."""
+        while True:
+            calls = [actor.run_pass(pass_no, params) for actor in self.actors]
+            failed = _first_failure(calls)
+            if failed is None:
+                break
+            for actor, call in zip(self.actors, calls):
+                if not call.done():
+                    actor.abort()
+            for call in calls:
+                _settled(call)
+            if not _lost(failed):
+                raise failed
+            self.restarts += 1
+            if self.restarts > RESTARTS * len(self.groups):
+                raise OlearnError("Dask workers kept dying (see their logs)")
+            self.console.print(f"a Dask worker was lost: every partition starts pass "
+                               f"{pass_no + 1} again from its start")
+            self._start()
+        self.state, self.damping = pickle.loads(self.actors[0].state().result())
+        return pickle.loads(calls[0].result())  # every worker's statistics are the same
 
     def close(self) -> None:
-        self.actors = []
+        self.actors, self.futures = [], []
+
+
+def _first_failure(calls: list) -> BaseException | None:
+    """Wait for every call; the first failure, as soon as one fails (the others may then wait
+    for the failed worker's segment forever)."""
+    while True:
+        pending = False
+        for call in calls:
+            if not call.done():
+                pending = True
+                continue
+            try:
+                call.result()
+            except Exception as exc:  # noqa: BLE001 - any failure stops the pass
+                return exc
+        if not pending:
+            return None
+        time.sleep(POLL)
+
+
+def _settled(call) -> None:
+    """Wait for an aborted (or failed) call to end."""
+    try:
+        call.result()
+    except Exception:  # noqa: BLE001, S110 - its failure is the one already handled
+        pass
 
 
 def _lost(exc: BaseException) -> bool:
@@ -377,11 +450,14 @@ class Merger:
     other fields add up as before, so the step sizes stay those of one process.
     """
 
-    def __init__(self, state: Snapshot, config: Config, row_arrays: int):
+    def __init__(self, state: Snapshot, config: Config, row_arrays: int,
+                 damping: tuple[np.ndarray, np.ndarray] | None = None):
         self.state, self.config, self.row_arrays = state, config, row_arrays
         self.power = norm_power(config)
-        self.alpha = np.ones(len(state.weights), dtype=np.float32)
-        self.last = np.zeros(len(state.weights), dtype=np.float32)  # the last merged change
+        if damping is None:
+            damping = (np.ones(len(state.weights), dtype=np.float32),
+                       np.zeros(len(state.weights), dtype=np.float32))
+        self.alpha, self.last = (a.copy() for a in damping)  # last: the last merged change
 
     def merge(self, segments: list[Segment], first_pass: bool) -> tuple[Rows, tuple]:
         """The partitions' segments merged (merge.combine with the start: the start plus their
@@ -438,49 +514,35 @@ def passes(client, config: Config, parts: list[Partition], learner: OnlineLearne
            console: Console) -> tuple[Snapshot, Outcome]:
     """Every pass (passes.run_passes) by the partitions' learners, merging every N examples;
     returns the last state and the passes' outcome, and reports the bytes per merge."""
-    state = Snapshot.of(learner).copy()
-    team = Team(client, config, parts, state, console)
-    merger = Merger(state, config, team.row_arrays)
+    team = Team(client, config, parts, Snapshot.of(learner).copy(), console)
     merges = []
 
     def learn_pass(pass_no: int) -> int:
-        team.begin_pass(pass_no, learner.params.copy())
-        stats, last, lines, said = learner.new_stats(), None, 0, []
-        learning = list(range(len(parts)))
-        segment = 0
-        while learning:
-            sent = team.sent
-            segments = team.learn(learning, segment)
-            merged, (found, row, warnings, done, more) = merger.merge(segments, pass_no == 0)
-            team.owe(merged.index)
-            up = sum(s.rows.__sizeof__() for s in segments)
-            merges.append((len(merged.index), up, team.sent - sent))
-            stats = merge_stats(stats, found)
-            last = row if row is not None else last
-            lines += done
-            learning = [k for k, going in zip(learning, more) if going]
-            said += warnings[:MAX_WARNINGS - len(said)]
-            segment += 1
-        return end_pass(learner, console, pass_no, stats, last, said, lines)
+        done = team.run_pass(pass_no, learner.params.copy())
+        merges.extend(done.merges)
+        return end_pass(learner, console, pass_no, done.stats, done.row, done.warnings,
+                        done.lines)
 
     def save(path: str) -> None:
-        state.put(learner)
+        team.state.put(learner)
         learner.save(path)
 
     try:
-        done = run_passes(learner, learn_pass, save)
+        outcome = run_passes(learner, learn_pass, save)
     finally:
         team.close()
     console.print(traffic(merges))
-    return state, done
+    return team.state, outcome
 
 
 def traffic(merges: list[tuple[int, int, int]]) -> str:
-    """The line that reports what the merges moved: rows, and bytes to and from the client."""
+    """The line that reports what the merges moved: rows, and the bytes the first worker sent
+    to the others and received from them (every worker merges the same rows)."""
     if not merges:
         return "dask_sync: no merge"
-    rows, up, down = np.array(merges, dtype=np.float64).T
+    rows, sent, received = np.array(merges, dtype=np.float64).T
     return (f"dask_sync: {len(merges)} merges, {rows.mean():.0f} rows changed per merge on "
-            f"average; bytes per merge: {(up + down).mean() / 1e3:.1f} KB on average "
-            f"({up.mean() / 1e3:.1f} KB from the learners, {down.mean() / 1e3:.1f} KB to them), "
-            f"{(up + down).max() / 1e3:.1f} KB at most")
+            f"average; bytes per merge: {(sent + received).mean() / 1e3:.1f} KB on average "
+            f"for a worker ({sent.mean() / 1e3:.1f} KB sent to the others, "
+            f"{received.mean() / 1e3:.1f} KB received from them), "
+            f"{(sent + received).max() / 1e3:.1f} KB at most")
