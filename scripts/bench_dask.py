@@ -320,8 +320,9 @@ def accuracy_lines(rows: list[dict], syncs: list[int]) -> list[str]:
            "(for RMSE: plus 5%). \"Passes to bar\": the first pass whose model "
            "(`--save_per_pass`) is within the bar of the single process's final error (-: "
            "none). MB/pass: without sync, the bytes all workers sent per pass (Dask's transfer "
-           "counters); with it, the bytes of the merges per pass, both ways, as olearn reports "
-           "them (Dask does not count what actors send the client).", "",
+           "counters); with it, the bytes a worker sent and received in the merges per pass, "
+           "as olearn reports them (with 2 workers, what both sent; Dask's counters do not see "
+           "the actors' messages).", "",
            "| dataset | metric | single process | `--dask` | within | passes to bar | MB/pass "
            + "".join(f"| `--dask_sync {n}` | within | passes to bar | MB/pass " for n in syncs)
            + "|", "|---|---|---:|" + "---:|---|---:|---:|" * (1 + len(syncs))]
@@ -380,7 +381,8 @@ def sync_lines(args, tmp: str) -> list[str]:
              f"{args.repeat + 1} runs, the periods alternated). One process's progressive "
              f"loss: {single:.4f}.", "",
              "| `--dask_sync` | s | × without sync | progressive loss | merges | rows changed "
-             "per merge | KB per merge (both ways) |", "|---:|---:|---:|---:|---:|---:|---:|"]
+             "per merge | KB per merge (a worker's, both ways) |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
     for n in SYNC_PERIODS:
         seconds = float(np.median([t for t, _ in runs[n]]))
         traffic = merge_traffic(runs[n][-1][1])
@@ -400,7 +402,8 @@ def sync_scaling(data: str, args, tmp: str, single: float) -> list[str]:
     thread each), and the model of a pass over 1 TB on 100 workers from the measured bytes,
     merge time and ``single`` (one process's seconds per example)."""
     from distributed import LocalCluster
-    out = ["| workers | examples/s | KB per merge (both ways) | model identical to 1 worker's |",
+    out = ["| workers | examples/s | KB per merge (a worker's, both ways) | model identical to 1 "
+           "worker's |",
            "|---:|---:|---:|---|"]
     first = None
     for workers in (1, 2, 4):
@@ -415,36 +418,37 @@ def sync_scaling(data: str, args, tmp: str, single: float) -> list[str]:
         traffic = merge_traffic(stderr)
         out.append(f"| {workers} | {SYNC_EXAMPLES / seconds:,.0f} | {traffic[2] / 1e3:.1f} | "
                    f"{'yes' if Path(model).read_bytes() == first else 'NO'} |")
-    per_partition = traffic[2] / 4 / 2  # each way, per partition
-    merge_s = client_merge_seconds(data, per_partition)
+    per_partition = traffic[2] / 2 / 3  # 4 workers: each sends its rows to 3, receives 3
+    merge_s = merge_seconds(data, per_partition)
     workers = 100
     examples = 1e12 / (os.path.getsize(data) / SYNC_EXAMPLES)  # 1 TB of this data's lines
     share = examples / workers
     merges = share / 500
-    link = workers * 2 * per_partition / 1.25e9
-    star = link + workers * merge_s  # through the client, as now
+    link = 2 * (workers - 1) * per_partition / 1.25e9
+    everyone = link + workers * merge_s  # every worker merges every partition, as now
     levels = int(np.ceil(np.log2(workers)))
-    tree = levels * (2 * per_partition / 1.25e9 + merge_s)  # pairs merged level by level
+    tree = levels * (2 * per_partition / 1.25e9 + merge_s)  # pairs merged round by round
     out += ["", f"Model: a pass over 1 TB of this data ({examples / 1e9:.1f} G examples of "
             f"{os.path.getsize(data) / SYNC_EXAMPLES:.0f} bytes) on {workers} workers, "
             f"`--dask_sync 500`: {share / 1e6:.0f} M examples per worker, learned in "
             f"{share * single:,.0f} s at one process's speed here ({single * 1e6:.1f} µs per "
-            f"example, parsing included), and {merges:,.0f} merges. Each merge moves, per "
-            f"worker, its changed rows up and the merged rows down ({per_partition / 1e3:.0f} KB "
-            f"each way on this data); the client receives and sends them all ({workers} × 2 × "
-            f"{per_partition / 1e3:.0f} KB / 1.25 GB/s = {link * 1e3:.1f} ms) and merges them "
-            f"itself ({merge_s * 1e3:.2f} ms per partition measured here): {star * 1e3:.0f} ms "
-            f"per merge, **{merges * star:,.0f} s** per pass, against {share * single:,.0f} s of "
-            f"learning. So at {workers} workers the client, not the scheduler (one round trip "
-            "per worker and merge, no task), is the limit: the period must grow "
-            f"(`--dask_sync 5000`: {merges * star / 10:,.0f} s), or the merge move to a tree "
-            f"over the workers, {levels} levels of pairs: about {tree * 1e3:.1f} ms per merge, "
-            f"{merges * tree:,.0f} s per pass (not built: merges go through the client).", ""]
+            f"example, parsing included), and {merges:,.0f} merges. At each merge every worker "
+            f"sends its changed rows ({per_partition / 1e3:.0f} KB on this data) to the "
+            f"{workers - 1} others and receives theirs (2 × {workers - 1} × "
+            f"{per_partition / 1e3:.0f} KB / 1.25 GB/s = {link * 1e3:.1f} ms), and merges all "
+            f"{workers} partitions itself ({merge_s * 1e3:.2f} ms per partition measured here): "
+            f"{everyone * 1e3:.0f} ms per merge, **{merges * everyone:,.0f} s** per pass, "
+            f"against {share * single:,.0f} s of learning. So at {workers} workers each "
+            "worker's merge of every partition is the limit (the scheduler has no part in a "
+            "merge: no task, no round trip): the period must grow (`--dask_sync 5000`: "
+            f"{merges * everyone / 10:,.0f} s), or the exchange become a butterfly over the "
+            f"workers, {levels} rounds of pairs each merging two partials: about "
+            f"{tree * 1e3:.1f} ms per merge, {merges * tree:,.0f} s per pass (not built).", ""]
     return out
 
 
-def client_merge_seconds(data: str, changed: float) -> float:
-    """The client's merge time per partition: 4 partitions' segments of about ``changed``
+def merge_seconds(data: str, changed: float) -> float:
+    """A worker's merge time per partition: 4 partitions' segments of about ``changed``
     bytes' rows merged in this process."""
     from olearn.scale import sync
     rows = max(1, int(changed / 24))
