@@ -259,6 +259,17 @@ def test_two_runs_give_the_same_model(cluster, parts, tmp_path, sync):
 
 # -- merging within a pass (--dask_sync) --------------------------------------------------------
 
+def test_sync_model_does_not_depend_on_the_number_of_workers(cluster, parts, tmp_path):
+    """4 partitions on 2 workers (two each) and on 3 (two, one, one): every worker merges the
+    others' rows in the same order, so the models are the same."""
+    two = _train(cluster.scheduler_address, parts, tmp_path / "two.model", passes=2,
+                 dask_sync=300)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as three:
+        assert _train(three.scheduler_address, parts, tmp_path / "three.model", passes=2,
+                      dask_sync=300) == two
+
+
 def test_sync_with_one_partition_gives_the_single_process_model(cluster, parts, tmp_path):
     """A partition learned in segments of 700 examples, each from the merged state of the
     last, continues exactly as one process (merging one partition is the identity), holdout

@@ -61,20 +61,17 @@ from olearn.scale.partitions import Partition, received, shipped
 from olearn.scale.table import end_pass
 from olearn.scale.workers import placement, portable
 
-RESTARTS = 3  # how often each partition's learner may be lost with its worker in a run
+RESTARTS = 3  # per worker: how often a run's pass may start again after a loss
 POLL = 0.002  # seconds between the client's looks at the workers' passes
 
 
 @dataclasses.dataclass
 class Rows:
     """Some rows of a state (``index``: sorted coordinates) with its other parts whole: what a
-    merge sends each way."""
+    partition's learner sends to a merge, and what the merge changed."""
 
     index: np.ndarray
     snap: Snapshot
-
-    def __sizeof__(self) -> int:
-        return self.index.nbytes + self.snap.__sizeof__()
 
 
 def restrict(snap: Snapshot, index: np.ndarray, row_arrays: int) -> Snapshot:
@@ -336,7 +333,8 @@ class Learners:
                 self.arrived.wait()
             if self.aborted:
                 raise Aborted()
-            return [self.inbox.pop(key)[g] for g in senders] if senders else []
+            messages = self.inbox.pop(key, {})
+            return [messages[g] for g in senders]
 
 
 class Team:
