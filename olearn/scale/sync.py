@@ -44,6 +44,7 @@ from olearn.learners.weights import W_N, W_W
 from olearn.options.config import Config
 from olearn.outputs.history import History
 from olearn.outputs.report import Console
+from olearn.scale.changed import changed_rows
 from olearn.scale.merge import (
     MAX_WARNINGS,
     W_IN_MEAN,
@@ -133,14 +134,8 @@ class PartitionLearner:
 
     def _changed(self) -> np.ndarray:
         """The rows that differ from ``base`` (bit for bit: NaN rows too)."""
-        changed = None
-        for now, base in zip(self._row_arrays(Snapshot.of(self.learner)),
-                             self._row_arrays(self.base)):
-            for a, b in zip(_columns(now), _columns(base)):
-                differ = a != b
-                changed = differ if changed is None else np.logical_or(changed, differ,
-                                                                       out=changed)
-        return np.flatnonzero(changed)
+        return changed_rows(zip(self._row_arrays(Snapshot.of(self.learner)),
+                                self._row_arrays(self.base)), len(self.base.weights))
 
     def take(self, merged: Rows) -> None:
         """Take the merged rows (``base`` holds them already)."""
@@ -204,16 +199,6 @@ class PartitionLearner:
             if len(batch):
                 self.pending = (batch, 0)
         return True
-
-
-def _columns(rows: np.ndarray) -> list[np.ndarray]:
-    """The columns of a C-contiguous array of rows as unsigned integers of 8 bytes (4 where a
-    row's bytes do not divide by 8): compared a column at a time, a row's bits in a few
-    vectorized passes."""
-    rows = rows.reshape(len(rows), -1)
-    kind = np.uint64 if rows.shape[1] * rows.itemsize % 8 == 0 else np.uint32
-    bits = np.ascontiguousarray(rows).view(kind)
-    return [bits[:, j] for j in range(bits.shape[1])]
 
 
 def packed(value) -> bytes:
