@@ -1,11 +1,11 @@
-"""The kernel that finds the rows a --dask_sync learner changed (olearn/scale/changed.py),
+"""The kernel that finds the rows a --dask_sync learner changed (olearn/kernel/changed_rows.py),
 against numpy's comparison of the bytes."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olearn.scale.changed import _mark, changed_rows
+from olearn.kernel.changed_rows import _mark, changed_rows
 
 
 def _reference(pairs, count):

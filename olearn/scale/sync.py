@@ -39,12 +39,12 @@ import numpy as np
 from olearn.engine.learner import OnlineLearner, parse_warnings
 from olearn.engine.passes import Outcome, run_passes
 from olearn.errors import OlearnError
+from olearn.kernel.changed_rows import changed_rows
 from olearn.learners.families import family_of
 from olearn.learners.weights import W_N, W_W
 from olearn.options.config import Config
 from olearn.outputs.history import History
 from olearn.outputs.report import Console
-from olearn.scale.changed import changed_rows
 from olearn.scale.merge import (
     MAX_WARNINGS,
     W_IN_MEAN,
@@ -259,11 +259,13 @@ class Learners:
         self.peers = [Actor(Learners, address, key, worker=worker) for key, address in peers]
 
     async def receive(self, key: tuple[int, int], group: int, segments: bytes) -> None:
+        """Worker ``group``'s segments ``key`` (pass, segment), packed, for the pass to merge."""
         with self.arrived:
             self.inbox.setdefault(tuple(key), {})[group] = segments
             self.arrived.notify_all()
 
     async def abort(self) -> None:
+        """Stop the pass (it raises Aborted): another worker was lost or failed."""
         with self.arrived:
             self.aborted = True
             self.arrived.notify_all()
@@ -286,11 +288,11 @@ class Learners:
         stats = self.learners[min(self.learners)].learner.new_stats()
         last, lines, said, merges = None, 0, [], []
         learning = sorted(k for group in self.groups for k in group)
+        others = [g for g in range(len(self.groups)) if g != self.group]
         segment = 0
         while learning:
             mine = {k: self.learners[k].learn() for k in self.learners if k in learning}
             message = packed(mine)
-            others = [g for g in range(len(self.groups)) if g != self.group]
             for g in others if mine else ():
                 self.peers[g].receive((pass_no, segment), self.group, message)
             theirs = self._wait((pass_no, segment),
