@@ -18,6 +18,7 @@ from olearn.data.multiline import Grouping
 from olearn.data.parse import FORMAT_CSV, FORMAT_SVMLIGHT, FORMAT_VW, IDENTITY, NO_CSV, parse
 from olearn.data.parsed import FATAL
 from olearn.data.svmlight import SVM_NAMESPACE
+from olearn.engine.pool import Pool
 from olearn.errors import OlearnError
 from olearn.features import interactions, namespaces, ngrams, stage_poly
 from olearn.features.affixes import Affixes
@@ -348,10 +349,8 @@ class OnlineLearner:
     def batches(self, blocks: Iterator[sources.Block]) -> Iterator[ExampleBatch]:
         """Parsed batches, in order, their lines numbered (each source's from 0, the pass's
         across sources): blocks read ahead on one thread, parsed on two."""
-        from concurrent.futures import ThreadPoolExecutor  # here: runs from a cache never parse
-
         reader = sources.ReadAhead(blocks)
-        pool = ThreadPoolExecutor(PARSE_THREADS)
+        pool = Pool(PARSE_THREADS)
         pending: deque = deque()
         fmt_of: dict[str, int] = {}
         header_of_source: dict[str, CsvHeader | None] = {}
@@ -383,7 +382,7 @@ class OnlineLearner:
         finally:
             for _, future in pending:
                 future.cancel()
-            pool.shutdown(wait=True)
+            pool.shutdown()
             reader.close()
 
     # -- learning --------------------------------------------------------------------------
