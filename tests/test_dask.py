@@ -22,6 +22,8 @@ from olearn.options.config import Config
 from olearn.persistence import model
 
 distributed = pytest.importorskip("distributed")
+from dask import config as dask_config  # noqa: E402  (installed with distributed)
+
 from olearn.scale import distributed as olearn_dask  # noqa: E402  (needs dask)
 from olearn.scale import merge as olearn_merge  # noqa: E402
 from olearn.scale import partitions as olearn_partitions  # noqa: E402
@@ -51,8 +53,12 @@ def parts(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as local:
+    # A LocalCluster closes the nanny of a worker not back within lost-worker-timeout (15 s)
+    # of its loss; the tests that kill a worker wait for its nanny's restart, which a loaded
+    # machine (CI's parallel tests) can stretch beyond that.
+    with dask_config.set({"distributed.deploy.lost-worker-timeout": "300s"}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0") as local:
         yield local
 
 
