@@ -1,7 +1,7 @@
 """A few worker threads that run submitted calls (the parsers' blocks, engine/learner.py), each
 call's result or exception taken back from its :class:`Task`: what concurrent.futures'
 ThreadPoolExecutor gives the learner, without its import (and logging's, which it imports):
-~4 ms of every run's start-up, a tenth of olearn's own."""
+~4 ms of every run's start-up, a tenth of olearn's imports."""
 from __future__ import annotations
 
 import threading
